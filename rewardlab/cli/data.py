@@ -1,0 +1,103 @@
+"""Data commands: ``sample``, ``convert``, ``info``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sample", help="write simulated kanachan annotation files",
+                       description="Write kanachan offline-RL annotation lines from a seeded "
+                       "simulation of 4-player mahjong games (.gz / .bz2 by suffix).")
+    p.add_argument("--games", type=int, required=True, help="number of games")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--out", required=True, help="output file, e.g. data/sample.tsv.gz")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    p.set_defaults(func=_sample)
+
+    p = sub.add_parser("convert", help="convert annotation files to a Parquet dataset",
+                       description="Parse and validate annotation files and write the frame to "
+                       "Parquet (atomic write). Loaders scan the result lazily.")
+    p.add_argument("sources", nargs="+", metavar="SRC", help="annotation files (plain, .gz, .bz2)")
+    p.add_argument("--out", required=True, help="output .parquet file")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_on_error(p)
+    p.set_defaults(func=_convert)
+
+    p = sub.add_parser("info", help="summarise a dataset",
+                       description="Print games, episodes, transitions, rounds and the "
+                       "distribution of final ranks and scores.")
+    p.add_argument("dataset", nargs="+", help="annotation files or a converted .parquet dataset")
+    p.add_argument("--json", action="store_true", help="print JSON (stable keys)")
+    _add_on_error(p)
+    p.set_defaults(func=_info)
+
+
+def _add_on_error(p) -> None:
+    p.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                   help="stop at the first malformed line (raise, default) or skip it and the "
+                   "episodes it breaks (skip)")
+    p.add_argument("--skipped", metavar="FILE",
+                   help="with --on-error skip: side file for the skipped lines "
+                   "(default: OUT.skipped.txt or FIRST_SOURCE.skipped.txt)")
+
+
+def _skipped_path(args, default_base: str) -> Path | None:
+    if args.on_error != "skip":
+        return None
+    return Path(args.skipped) if args.skipped else Path(default_base + ".skipped.txt")
+
+
+def _report_skipped(result) -> None:
+    import sys
+
+    if result.skipped.height:
+        counts = ", ".join(f"{k}: {v}" for k, v in result.skip_counts.items())
+        print(f"skipped {result.skipped.height} lines ({counts}); kept verbatim in "
+              f"{result.skipped_path}", file=sys.stderr)
+
+
+def _sample(args) -> int:
+    from rewardlab.sources.simulate import write_sample
+
+    summary = write_sample(args.out, games=args.games, seed=args.seed, overwrite=args.overwrite)
+    print(f"wrote {summary.lines:,} lines ({summary.games} games, {summary.rounds} rounds) to {args.out}")
+    return 0
+
+
+def _convert(args) -> int:
+    import warnings
+
+    from rewardlab.dataset import convert
+    from rewardlab.errors import SkippedLinesWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SkippedLinesWarning)
+        result = convert(args.sources, args.out, overwrite=args.overwrite, on_error=args.on_error,
+                         skipped_path=_skipped_path(args, args.out))
+    _report_skipped(result)
+    print(f"wrote {result.frame.height:,} transitions to {args.out}")
+    return 0
+
+
+def _info(args) -> int:
+    import warnings
+
+    from rewardlab.dataset import summarize
+    from rewardlab.errors import SkippedLinesWarning
+    from rewardlab.sources.kanachan import _is_parquet, read_kanachan
+
+    paths = [Path(p) for p in args.dataset]
+    if all(_is_parquet(p) for p in paths):
+        data = paths
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SkippedLinesWarning)
+            result = read_kanachan(paths, on_error=args.on_error,
+                                   skipped_path=_skipped_path(args, str(paths[0])))
+        _report_skipped(result)
+        data = result.frame
+    summary = summarize(data)
+    print(json.dumps(summary.to_dict(), indent=2) if args.json else summary)
+    return 0

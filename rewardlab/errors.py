@@ -1,0 +1,309 @@
+"""The one family of exceptions and warnings rewardlab raises.
+
+Every domain error subclasses :class:`RewardlabError` and one of the built-in
+exceptions users already catch (``ValueError``, ``KeyError``,
+``FileExistsError``), so ``except ValueError`` keeps working.  Each message
+says *where* (file, line, column, plug-in, parameter), *what rule* was broken,
+echoes the offending value, and, where there is one, *what to do*.
+
+Examples
+--------
+>>> from rewardlab.errors import ParameterError
+>>> err = ParameterError("gamma", "should be in [0, 1]", 1.5)
+>>> str(err)
+'`gamma` should be in [0, 1]. Received 1.5.'
+>>> isinstance(err, ValueError)
+True
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from pathlib import Path
+
+__all__ = [
+    "RewardlabError",
+    "RewardlabWarning",
+    "ParameterError",
+    "DataFormatError",
+    "FrameError",
+    "ColumnNotFoundError",
+    "OutputExistsError",
+    "PluginError",
+    "PluginLoadError",
+    "PluginRuntimeError",
+    "ContractError",
+    "SkippedLinesWarning",
+    "RewardScaleWarning",
+    "check_finite",
+    "check_in_range",
+    "check_positive",
+    "check_choice",
+]
+
+
+class RewardlabError(Exception):
+    """Base class of every error rewardlab raises on purpose."""
+
+
+class RewardlabWarning(UserWarning):
+    """Base class of every warning rewardlab issues."""
+
+
+class SkippedLinesWarning(RewardlabWarning):
+    """Some input lines were skipped (``on_error="skip"``); the message counts them by reason."""
+
+
+class RewardScaleWarning(RewardlabWarning):
+    """Rewards are far from mean 0 / std 1, which the plug-in contract asks for."""
+
+
+class ParameterError(RewardlabError, ValueError):
+    """An argument or parameter broke a rule.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, as the user typed it.
+    rule : str
+        The rule, phrased to follow the name ("should be in [0, 1]").
+    value : object
+        The value received; it is echoed with ``repr``.
+    hint : str, optional
+        What to do instead.
+
+    Examples
+    --------
+    >>> str(ParameterError("std", "should be > 0", 0.0, hint="Compute it from data."))
+    '`std` should be > 0. Received 0.0. Compute it from data.'
+    """
+
+    def __init__(self, name: str, rule: str, value: object, *, hint: str | None = None):
+        self.name = name
+        self.rule = rule
+        self.value = value
+        self.hint = hint
+        msg = f"`{name}` {rule}. Received {value!r}."
+        if hint:
+            msg += f" {hint}"
+        super().__init__(msg)
+
+
+class DataFormatError(RewardlabError, ValueError):
+    """An input file broke its format; names the file, line, column and rule.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    line : int or None
+        1-based line number, or None for a whole-file problem.
+    column : int or None
+        0-based column (TAB-separated field) index, or None.
+    rule : str
+        A short machine-readable reason, e.g. ``"column_count"``.
+    message : str
+        The human explanation, including the offending value.
+
+    Examples
+    --------
+    >>> e = DataFormatError("a.tsv", 3, 5, "bad_action", "action 7 is not an index into 4 candidates")
+    >>> str(e)
+    'a.tsv:3: column 5: action 7 is not an index into 4 candidates [rule: bad_action]'
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        line: int | None,
+        column: int | None,
+        rule: str,
+        message: str,
+        *,
+        hint: str | None = None,
+    ):
+        self.path = str(path)
+        self.line = line
+        self.column = column
+        self.rule = rule
+        self.message = message
+        self.hint = hint
+        where = self.path if line is None else f"{self.path}:{line}"
+        if column is not None:
+            where += f": column {column}"
+        text = f"{where}: {message} [rule: {rule}]"
+        if hint:
+            text += f" {hint}"
+        super().__init__(text)
+
+
+class FrameError(RewardlabError, ValueError):
+    """A Polars frame does not have the shape or invariants rewardlab needs.
+
+    Examples
+    --------
+    >>> str(FrameError("the frame has no rows", hint="Load a dataset first."))
+    'the frame has no rows. Load a dataset first.'
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        self.hint = hint
+        super().__init__(message + (f". {hint}" if hint else ""))
+
+
+class ColumnNotFoundError(RewardlabError, KeyError):
+    """A column the caller named is not in the frame.
+
+    Examples
+    --------
+    >>> str(ColumnNotFoundError("reward_x", ["reward_a", "reward_b"]))
+    "column 'reward_x' not found; available: reward_a, reward_b"
+    """
+
+    def __init__(self, column: str, available: list[str] | tuple[str, ...]):
+        self.column = column
+        self.available = list(available)
+        super().__init__(column)
+
+    def __str__(self) -> str:  # KeyError would quote the whole message otherwise
+        shown = ", ".join(self.available[:20])
+        if len(self.available) > 20:
+            shown += ", ..."
+        return f"column {self.column!r} not found; available: {shown}"
+
+
+class OutputExistsError(RewardlabError, FileExistsError):
+    """An output file exists and the caller did not ask to overwrite it.
+
+    Examples
+    --------
+    >>> str(OutputExistsError("out.py"))
+    'out.py already exists; pass overwrite=True (CLI: --overwrite) to replace it'
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        super().__init__(
+            f"{self.path} already exists; pass overwrite=True (CLI: --overwrite) to replace it"
+        )
+
+
+class PluginError(RewardlabError, ValueError):
+    """A reward plug-in could not be loaded, failed, or broke the contract.
+
+    Parameters
+    ----------
+    plugin : str
+        The plug-in's name.
+    path : str or Path or None
+        Its source file.
+    message : str
+        What went wrong.
+    line : int, optional
+        The line in the plug-in file, where known.
+    plugin_traceback : str, optional
+        The plug-in's own formatted traceback, kept verbatim.
+
+    Examples
+    --------
+    >>> str(PluginError("rank", "rank.py", "no function `get_reward`", line=None))
+    "plug-in 'rank' (rank.py): no function `get_reward`"
+    """
+
+    def __init__(
+        self,
+        plugin: str,
+        path: str | Path | None,
+        message: str,
+        *,
+        line: int | None = None,
+        plugin_traceback: str | None = None,
+    ):
+        self.plugin = plugin
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.message = message
+        self.plugin_traceback = plugin_traceback
+        where = f"plug-in {plugin!r}"
+        if self.path:
+            where += f" ({self.path}" + (f", line {line}" if line else "") + ")"
+        text = f"{where}: {message}"
+        if plugin_traceback:
+            text += "\n\nThe plug-in's traceback:\n" + plugin_traceback.rstrip()
+        super().__init__(text)
+
+
+class PluginLoadError(PluginError):
+    """The plug-in file does not parse, raises on import, or lacks a valid ``get_reward``."""
+
+
+class PluginRuntimeError(PluginError):
+    """``get_reward`` raised while rewardlab called it."""
+
+
+class ContractError(PluginError):
+    """``get_reward`` returned but broke the plug-in contract."""
+
+
+# --------------------------------------------------------------------------
+# Validation helpers: one rule each, messages in the house style.
+# --------------------------------------------------------------------------
+
+
+def check_finite(name: str, value: float) -> float:
+    """Return ``float(value)`` or raise :class:`ParameterError` if it is NaN or infinite.
+
+    Examples
+    --------
+    >>> check_finite("mean", 2)
+    2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(name, "should be a real number", value)
+    value = float(value)
+    if not math.isfinite(value):
+        raise ParameterError(name, "should be a finite number", value)
+    return value
+
+
+def check_positive(name: str, value: float) -> float:
+    """Return ``float(value)`` or raise if it is not a finite number > 0.
+
+    Examples
+    --------
+    >>> check_positive("std", 0.5)
+    0.5
+    """
+    value = check_finite(name, value)
+    if value <= 0:
+        raise ParameterError(name, "should be > 0", value)
+    return value
+
+
+def check_in_range(name: str, value: float, low: float, high: float) -> float:
+    """Return ``float(value)`` or raise if it is outside ``[low, high]``.
+
+    Examples
+    --------
+    >>> check_in_range("gamma", 0.99, 0, 1)
+    0.99
+    """
+    value = check_finite(name, value)
+    if not low <= value <= high:
+        raise ParameterError(name, f"should be in [{low:g}, {high:g}]", value)
+    return value
+
+
+def check_choice(name: str, value: object, choices) -> object:
+    """Return ``value`` or raise if it is not one of ``choices``.
+
+    Examples
+    --------
+    >>> check_choice("on_error", "skip", ("raise", "skip"))
+    'skip'
+    """
+    choices = tuple(choices)
+    if value not in choices:
+        raise ParameterError(name, "should be one of " + ", ".join(map(repr, choices)), value)
+    return value
