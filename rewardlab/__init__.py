@@ -19,10 +19,6 @@ from rewardlab.dataset import DatasetSummary, convert, summarize
 from rewardlab.mahjong import episode_outcomes, ranks_from_scores
 from rewardlab.sources.kanachan import LoadResult, load_kanachan, read_kanachan, scan_kanachan
 
-# --- plug-ins (issue 3) ---
-# --- analysis (issue 4) ---
-# --- families, schedules, export (issue 5) ---
-
 __all__ = [
     "__version__", "errors", "schema",
     "FrameArrays", "to_tensordict",
@@ -30,3 +26,8 @@ __all__ = [
     "episode_outcomes", "ranks_from_scores",
     "LoadResult", "load_kanachan", "read_kanachan", "scan_kanachan",
 ]
+
+# Each section below belongs to one area; add its imports and extend __all__ there.
+# --- plug-ins ---
+# --- analysis ---
+# --- families, schedules, export ---

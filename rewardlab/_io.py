@@ -58,6 +58,9 @@ def atomic_path(path: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file normal permissions
     try:
         yield tmp
         if not overwrite and path.exists():  # appeared while we were writing

@@ -17,6 +17,7 @@ report and, if asked, in a side file), so nothing is lost.
 from __future__ import annotations
 
 import dataclasses
+import re
 import zlib
 import gzip
 import bz2
@@ -28,7 +29,13 @@ import polars as pl
 
 from rewardlab import schema as S
 from rewardlab._io import atomic_open, open_compressed, progress_enabled
-from rewardlab.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice
+from rewardlab.errors import (
+    DataFormatError,
+    OutputExistsError,
+    ParameterError,
+    SkippedLinesWarning,
+    check_choice,
+)
 
 __all__ = [
     "LoadResult",
@@ -183,10 +190,11 @@ def _iter_blocks(path: Path, bar) -> Iterable[bytes]:
                               hint="Check the path.") from None
     raw_size = path.stat().st_size
     with stream:
-        carry = b""
         while True:
             try:
                 block = stream.read(CHUNK_BYTES)
+                if block and not block.endswith(b"\n"):
+                    block += stream.readline()  # finish the last line (one copy)
             except (EOFError, OSError, zlib.error, ValueError) as exc:
                 raise DataFormatError(
                     path, None, None, "truncated_stream",
@@ -198,15 +206,7 @@ def _iter_blocks(path: Path, bar) -> Iterable[bytes]:
                 bar.update(max(0, pos - bar.n))
             if not block:
                 break
-            block = carry + block
-            cut = block.rfind(b"\n")
-            if cut < 0:
-                carry = block
-                continue
-            carry = block[cut + 1:]
-            yield block[: cut + 1]
-        if carry:
-            yield carry + b"\n"
+            yield block
 
 
 def _compressed_position(stream, raw_size: int) -> int:
@@ -292,11 +292,10 @@ def _parse_block(data: bytes, path: str, first_line: int, problems: _Problems) -
         S.ROUND_SUMMARY: (rs_text, np.where(is8, 6, 10), is8 | is12),
         S.RESULTS: (res_text, np.where(is8, 7, 11), is8 | is12),
     }
-    arrays: dict[str, np.ndarray] = {}
-    lengths: dict[str, np.ndarray] = {}
-    for name, (series, column, present) in sources.items():
-        arrays[name], lengths[name] = _parse_int_lists(
-            name, series, column, present, ~bad_count, problems, fields)
+    line_ok = ~bad_count
+    arrays, lengths = _parse_lists(
+        {name: (series, column, line_ok if present is None else line_ok & present)
+         for name, (series, column, present) in sources.items()}, problems)
 
     # ---- action
     act_txt = fields["c5"]
@@ -325,11 +324,11 @@ def _parse_block(data: bytes, path: str, first_line: int, problems: _Problems) -
 
 
 def _maybe_binary(data: bytes) -> bool:
-    # cheap screen: any byte < 0x20 other than TAB/LF/CR, DEL, or a non-ASCII byte
-    return bool(data.translate(None, _ALLOWED_BYTES))
+    """Cheap screen: a non-ASCII byte, or a control byte other than TAB, LF and CR."""
+    return not data.isascii() or _CONTROL.search(data) is not None
 
 
-_ALLOWED_BYTES = bytes(range(0x20, 0x7f)) + b"\t\n\r"
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _clip(value, width: int = 40) -> str:
@@ -337,74 +336,95 @@ def _clip(value, width: int = 40) -> str:
     return s if len(s) <= width else s[:width] + "..."
 
 
-def _parse_int_lists(name, series: pl.Series, column, present, line_ok, problems: _Problems, fields):
-    """Parse a comma-separated integer column into a padded 2-D array and lengths."""
+def _parse_lists(specs, problems: _Problems) -> tuple[dict, dict]:
+    """Parse comma-separated integer columns into padded 2-D arrays and lengths.
+
+    ``specs`` maps a list name to ``(text series, file column (int or per-row
+    array), active rows)``.  All columns are split and cast in one Polars
+    ``select`` so they are parsed in parallel; NumPy then checks lengths and
+    ranges on the flat values and pads them into fixed-size arrays.
+    """
+    names = list(specs)
+    texts = pl.DataFrame({
+        name: (series if active.all() else series.set(pl.Series(~active), None))
+        for name, (series, _, active) in specs.items()
+    })
+    lazy = texts.lazy()
+    queries = [lazy.select(pl.col(name).str.count_matches(",", literal=True) + 1) for name in names]
+    queries += [lazy.select(pl.col(name).str.split(",").explode().cast(pl.Int64, strict=False))
+                for name in names]
+    results = pl.collect_all(queries)  # run in parallel
+    arrays, lengths = {}, {}
+    for k, name in enumerate(names):
+        series, column, active = specs[name]
+        lens = results[k].to_series().fill_null(0).to_numpy().astype(np.int64)
+        flat = results[len(names) + k].to_series()
+        arrays[name], lengths[name] = _check_and_pad(name, lens, flat, series, column, active, problems)
+    return arrays, lengths
+
+
+def _check_and_pad(name, lens: np.ndarray, flat: pl.Series, text: pl.Series, column, active,
+                   problems: _Problems):
     max_len, upper, pad, exact, dtype = _LIST_COLUMNS[name]
-    n = series.len()
-    col_of = (lambda r: int(column[r])) if isinstance(column, np.ndarray) else (lambda r: column)
+    n = lens.shape[0]
     colarr = column if isinstance(column, np.ndarray) else None
-    active = line_ok if present is None else (line_ok & present)
-    series = series.set(pl.Series(~active), None) if not active.all() else series
-    parts = series.str.split(",")
-    lens = parts.list.len().fill_null(0).to_numpy().astype(np.int64)
-    flat_txt = parts.explode()
-    # explode keeps one null for null rows; drop those slots
-    flat = flat_txt.cast(pl.Int64, strict=False)
-    valid_slot = flat_txt.is_not_null().to_numpy() if series.null_count() else None
-    if valid_slot is not None:
-        flat = flat.filter(pl.Series(valid_slot))
-        flat_txt = flat_txt.filter(pl.Series(valid_slot))
-    owner = np.repeat(np.arange(n), lens)
-    values = flat.to_numpy()
-    if values.dtype.kind == "f":  # nulls present -> not integers
-        nonint = np.isnan(values)
-        values = np.nan_to_num(values, nan=0).astype(np.int64)
-    else:
-        nonint = None
-        values = values.astype(np.int64, copy=False)
+
+    def col_of(rows):
+        return colarr[rows] if colarr is not None else column
 
     def where(r):
-        return f"{name} (column {col_of(r)})"
+        return f"{name} (column {int(colarr[r]) if colarr is not None else column})"
 
-    if nonint is not None and nonint.any():
-        bad_rows = np.unique(owner[nonint])
-        first_tok = {}
-        for i in np.flatnonzero(nonint).tolist():
-            first_tok.setdefault(int(owner[i]), flat_txt[i])
-        problems.add(bad_rows, colarr[bad_rows] if colarr is not None else column, "not_integer",
+    # explode leaves one slot for a null (inactive) row and for an empty list
+    slots = np.where(active & (lens > 0), lens, 1)
+    owner = np.repeat(np.arange(n), slots)
+    valid_slot = (active & (lens > 0))[owner]
+    is_null = flat.is_null().to_numpy()
+    values = flat.fill_null(0).to_numpy()
+    if not valid_slot.all():
+        owner, values, is_null = owner[valid_slot], values[valid_slot], is_null[valid_slot]
+    if is_null.any():
+        bad_rows = np.unique(owner[is_null])
+        problems.add(bad_rows, col_of(bad_rows), "not_integer",
                      lambda r: f"{where(r)} should be decimal integers separated by commas, "
-                     f"found {_clip(first_tok.get(r))!r}")
-        values = np.where(nonint, pad, values)
+                     f"found {_first_bad_token(text[r])!r}")
+        values = np.where(is_null, pad, values)
     too_many = active & (lens > max_len)
-    problems.add(too_many, colarr[too_many] if colarr is not None else column, "too_many_ids",
+    problems.add(too_many, col_of(too_many), "too_many_ids",
                  lambda r: f"{where(r)} has {lens[r]} values; at most {max_len} are allowed")
     if exact is not None:
         wrong = active & (lens != exact) & ~too_many
-        problems.add(wrong, colarr[wrong] if colarr is not None else column, "wrong_length",
+        problems.add(wrong, col_of(wrong), "wrong_length",
                      lambda r: f"{where(r)} should have exactly {exact} values, found {lens[r]}")
-    else:
-        wrong = active & (lens == 0)
     if upper is not None:
         out = (values < 0) | (values >= upper)
+        rule = f"in [0, {upper})"
     else:
         out = (values < _INT32_MIN) | (values > _INT32_MAX)
+        rule = "a 32-bit integer"
     if out.any():
-        bad_rows = np.unique(owner[out])
-        first_val = {}
-        for i in np.flatnonzero(out).tolist():
-            first_val.setdefault(int(owner[i]), int(values[i]))
-        rule = f"in [0, {upper})" if upper is not None else "a 32-bit integer"
-        problems.add(bad_rows, colarr[bad_rows] if colarr is not None else column, "out_of_range",
+        bad_rows, first = np.unique(owner[out], return_index=True)
+        first_val = dict(zip(bad_rows.tolist(), values[out][first].tolist()))
+        problems.add(bad_rows, col_of(bad_rows), "out_of_range",
                      lambda r: f"{where(r)} has value {first_val.get(r)}; each should be {rule}")
         values = np.where(out, pad, values)
-    # pad into a fixed-size array; rows with too many values are cut (they are errors)
-    keep_lens = np.minimum(lens, max_len)
-    if too_many.any():
-        slot = np.arange(values.size) - np.repeat(np.cumsum(lens) - lens, lens)
-        values = values[slot < max_len]
+    keep_lens = np.where(active, np.minimum(lens, max_len), 0)
+    if too_many.any():  # cut the extra values of rows that are errors anyway
+        start = np.repeat(np.cumsum(keep_lens * 0 + np.where(active, lens, 0)) - np.where(active, lens, 0),
+                          np.where(active, lens, 0))
+        values = values[(np.arange(values.size) - start) < max_len]
     out_arr = np.full((n, max_len), pad, dtype=dtype)
     out_arr[np.arange(max_len) < keep_lens[:, None]] = values.astype(dtype, copy=False)
     return out_arr, keep_lens
+
+
+def _first_bad_token(text: str | None) -> str:
+    for token in (text or "").split(","):
+        try:
+            int(token)
+        except ValueError:
+            return _clip(token)
+    return _clip(text)
 
 
 # ----------------------------------------------------------------------------
@@ -412,8 +432,40 @@ def _parse_int_lists(name, series: pl.Series, column, present, line_ok, problems
 # ----------------------------------------------------------------------------
 
 
+#: (name, first id, number of ids) of the identifiers at the head of a sparse vector,
+#: in the order kanachan writes them (positions 0-8; seat at position 6).
+_HEAD = (
+    ("room", S.ROOM_OFFSET, S.NUM_ROOMS),
+    ("game length", S.GAME_LENGTH_OFFSET, 2),
+    *((f"grade of seat {k}", S.GRADE_OFFSET + S.NUM_GRADES * k, S.NUM_GRADES) for k in range(S.NUM_SEATS)),
+    ("seat", S.SEAT_OFFSET, S.NUM_SEATS),
+    ("chang", S.CHANG_OFFSET, S.NUM_CHANGS),
+    ("ju", S.JU_OFFSET, S.NUM_JUS),
+)
+
+
 def _sparse_identifiers(sparse: np.ndarray, ok: np.ndarray, problems: _Problems):
-    """Derive seat, room, game length, chang, ju and grades; report layout errors."""
+    """Derive seat, room, game length, chang, ju and grades; report layout errors.
+
+    Fast path: kanachan writes these nine ids first and in this order, and
+    every later id is >= 82, so checking positions 0-9 proves "exactly one id
+    of each kind".  Rows that fail it (other orders) take the general path,
+    which counts ids by range over the whole vector.
+    """
+    head = sparse[:, : len(_HEAD) + 1].astype(np.int32)
+    fast = np.ones(sparse.shape[0], dtype=bool)
+    for pos, (_, lo, count) in enumerate(_HEAD):
+        fast &= (head[:, pos] >= lo) & (head[:, pos] < lo + count)
+    fast &= head[:, len(_HEAD)] >= S.DRAWS_OFFSET
+    if fast.all():
+        ids = {name: head[:, pos] - lo for pos, (name, lo, _) in enumerate(_HEAD)}
+        grades = np.stack([ids.pop(f"grade of seat {k}") for k in range(S.NUM_SEATS)], axis=1)
+        return ids, grades.astype(np.uint8)
+    ids, grades = _sparse_identifiers_general(sparse, ok, problems)
+    return ids, grades
+
+
+def _sparse_identifiers_general(sparse: np.ndarray, ok: np.ndarray, problems: _Problems):
     n = sparse.shape[0]
     s = sparse.astype(np.int32)
     ids = {}
@@ -461,15 +513,19 @@ def _split_ints(text: str | None) -> list[int] | None:
         return None
 
 
-def _check_next_state(block: _Block, ok: np.ndarray, problems: _Problems, carry: dict | None):
+def _check_next_state(block: _Block, seat: np.ndarray, ok: np.ndarray, problems: _Problems):
     """Lines of kind 10/12 must have next-state columns equal to the next line's state.
 
-    Returns the carry for the block's last line (checked against the next block).
+    Only pairs of lines of the same episode are compared; a line whose
+    successor starts another episode is reported by the episode checks
+    (``missing_end_of_game``).  Returns the carry for the block's last line
+    (checked against the next block by :func:`_check_boundary`).
     """
     n = block.kind.shape[0]
     has_next = np.isin(block.kind, (10, 12))
-    if n == 0:
-        return carry
+    same_episode = np.zeros(n, dtype=bool)
+    same_episode[:-1] = (seat[1:] == seat[:-1]) & (
+        block.game_id.slice(1) == block.game_id.slice(0, n - 1)).fill_null(False).to_numpy()
     # compare text of row i's next columns with row i+1's state columns
     mismatch_col = np.full(n, -1, dtype=np.int64)
     for j in range(3, -1, -1):
@@ -477,7 +533,7 @@ def _check_next_state(block: _Block, ok: np.ndarray, problems: _Problems, carry:
         cur = block.state_text[f"c{1 + j}"].shift(-1)
         neq = (nxt != cur).fill_null(True).to_numpy()
         mismatch_col = np.where(neq, j, mismatch_col)
-    cand = ok & has_next & (mismatch_col >= 0)
+    cand = ok & has_next & same_episode & (mismatch_col >= 0)
     cand[-1] = False  # the last line is compared with the next block
     cand &= np.concatenate([ok[1:], [False]])  # the following line must be readable
     rows = np.flatnonzero(cand)
@@ -495,21 +551,27 @@ def _check_next_state(block: _Block, ok: np.ndarray, problems: _Problems, carry:
             problems.add(truly_arr, cols_arr, "next_state_mismatch",
                          lambda r: f"next-state column {colmap[r]} ({_STATE_COLUMNS[colmap[r] - 6]}) "
                          f"disagrees with the state of line {block.lines[r] + 1}")
-    if carry is not None and ok[0]:
-        prev_next, prev_line, prev_ok = carry["next"], carry["line"], carry["ok"]
-        if prev_ok and prev_next is not None:
-            cur = [block.state_text[f"c{1 + j}"][0] for j in range(4)]
-            for j in range(4):
-                if prev_next[j] != cur[j] and _split_ints(prev_next[j]) != _split_ints(cur[j]):
-                    carry["problems"].append((prev_line, 6 + j, j, block.lines[0]))
-                    break
     last = n - 1
     return {
         "next": [block.next_text[f"c{6 + j}"][last] for j in range(4)] if has_next[last] else None,
         "line": int(block.lines[last]),
         "ok": bool(ok[last]),
-        "problems": carry["problems"] if carry is not None else [],
+        "episode": (block.game_id[last], int(seat[last])),
+        "problems": [],
     }
+
+
+def _check_boundary(carry: dict, block: _Block, seat: np.ndarray, ok: np.ndarray) -> None:
+    """Compare the previous block's last next-state with this block's first state."""
+    if not block.kind.size or not ok[0] or not carry["ok"] or carry["next"] is None:
+        return
+    if carry["episode"] != (block.game_id[0], int(seat[0])):
+        return
+    cur = [block.state_text[f"c{1 + j}"][0] for j in range(4)]
+    for j in range(4):
+        if carry["next"][j] != cur[j] and _split_ints(carry["next"][j]) != _split_ints(cur[j]):
+            carry["problems"].append((carry["line"], 6 + j, j, int(block.lines[0])))
+            return
 
 
 def _numeric_next_mismatch(block: _Block, r: int) -> int | None:
@@ -573,44 +635,76 @@ def _episode_checks(game_codes: np.ndarray, seat: np.ndarray, kind: np.ndarray, 
 # ----------------------------------------------------------------------------
 
 
+def _block_stage(data: bytes, first_line: int, spath: str, skip: bool):
+    """Everything about one block that needs no other block (runs in a worker thread)."""
+    problems = _Problems(spath, lambda r, base=first_line: base + r, skip)
+    block = _parse_block(data, spath, first_line, problems)
+    n = block.kind.shape[0]
+    bad = np.zeros(n, dtype=bool)
+    if skip:
+        bad[problems.bad_rows] = True
+    ok = ~bad & (block.kind > 0)
+    if not skip and problems.first is not None:
+        # rows before the first error are still checked, so the earliest problem wins
+        ok[problems.first[0]:] = False
+    ids, grades = _sparse_identifiers(block.arrays[S.SPARSE], ok, problems)
+    if skip:
+        bad[problems.bad_rows] = True
+        ok = ~bad
+    carry_out = _check_next_state(block, ids["seat"], ok, problems)
+    return block, problems, ids, grades, ok, carry_out
+
+
+def _numbered_blocks(path: Path, bar):
+    first = 1
+    for data in _iter_blocks(path, bar):
+        yield first, data
+        first += data.count(b"\n")
+
+
 def _read_one_file(path: Path, *, skip: bool, bar, file_index: int):
-    """Parse and validate one file; return (frame or None, skipped rows frame)."""
+    """Parse and validate one file; return (frame or None, skipped rows frame).
+
+    Blocks are parsed two at a time in worker threads (Polars and NumPy
+    release the GIL); the checks that cross block boundaries run in order.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     spath = str(path)
     blocks: list[_Block] = []
-    oks: list[np.ndarray] = []
     line_probs: list[_Problems] = []
     ids_list = []
     first_line = 1
     carry = None
-    for data in _iter_blocks(path, bar):
-        block_first = first_line
-        problems = _Problems(spath, lambda r, base=block_first: base + r, skip)
-        block = _parse_block(data, spath, first_line, problems)
-        n = block.kind.shape[0]
-        bad = np.zeros(n, dtype=bool)
-        if skip:
-            bad[problems.bad_rows] = True
-        else:
-            problems.raise_first()
-        ok = ~bad & (block.kind > 0)
-        ids, grades = _sparse_identifiers(block.arrays[S.SPARSE], ok, problems)
-        if skip:
-            bad[problems.bad_rows] = True
-            ok = ~bad
-        else:
-            problems.raise_first()
-        carry = _check_next_state(block, ok, problems, carry)
-        if carry["problems"] and not skip:
-            prev_line, col, j, next_line = carry["problems"][0]
-            raise DataFormatError(spath, prev_line, col, "next_state_mismatch",
-                                  f"next-state column {col} ({_STATE_COLUMNS[j]}) disagrees with the "
-                                  f"state of line {next_line}", hint=_HINT)
-        if not skip:
-            problems.raise_first()
-        blocks.append(block)
-        line_probs.append(problems)
-        ids_list.append((ids, grades))
-        first_line += n
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending = []
+        source = _numbered_blocks(path, bar)
+
+        def submit_next() -> None:
+            item = next(source, None)
+            if item is not None:
+                pending.append(pool.submit(_block_stage, item[1], item[0], spath, skip))
+
+        submit_next()
+        submit_next()
+        while pending:
+            block, problems, ids, grades, ok, carry_out = pending.pop(0).result()
+            submit_next()
+            if carry is not None:
+                _check_boundary(carry, block, ids["seat"], ok)
+                carry_out["problems"] = carry["problems"]
+            if carry_out["problems"] and not skip:
+                prev_line, col, j, next_line = carry_out["problems"][0]
+                raise DataFormatError(spath, prev_line, col, "next_state_mismatch",
+                                      f"next-state column {col} ({_STATE_COLUMNS[j]}) disagrees with "
+                                      f"the state of line {next_line}", hint=_HINT)
+            if not skip:
+                problems.raise_first()
+            carry = carry_out
+            blocks.append(block)
+            line_probs.append(problems)
+            ids_list.append((ids, grades))
+            first_line += block.kind.shape[0]
     if first_line == 1:
         raise DataFormatError(spath, None, None, "empty_file", "the file has no lines",
                               hint="Check that the path points at an annotation file.")
@@ -810,6 +904,8 @@ def read_kanachan(
     if any(_is_parquet(p) for p in files):
         raise ParameterError("paths", "should be all annotation files or all Parquet datasets",
                              [str(p) for p in files])
+    if skipped_path is not None and Path(skipped_path).exists() and not overwrite:
+        raise OutputExistsError(skipped_path)  # before any work
     skip = on_error == "skip"
     frames, skipped = [], []
     total = sum(p.stat().st_size for p in files if p.exists())
@@ -854,6 +950,9 @@ def _number_games(frame: pl.DataFrame, files: list[Path], *, skip: bool) -> pl.D
     gid = frame[S.GAME_ID].cast(pl.String)
     starts = np.ones(frame.height, dtype=bool)
     starts[1:] = (gid.slice(1) != gid.slice(0, frame.height - 1)).to_numpy()
+    if len(files) > 1:
+        src = frame[S.SOURCE_FILE].cast(pl.String)
+        starts[1:] |= (src.slice(1) != src.slice(0, frame.height - 1)).to_numpy()
     game = np.cumsum(starts) - 1
     if len(files) > 1:
         run_ids = gid.filter(pl.Series(starts))

@@ -1,0 +1,1 @@
+"""Speed benchmarks (``make bench``): each ``bench_*.py`` module measures figures in one run."""

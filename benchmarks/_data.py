@@ -1,0 +1,40 @@
+"""Bigger inputs for benchmarks, built from the bundled sample (cached under data/generated/)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample.tsv.gz"
+CACHE = ROOT / "data" / "generated"
+
+
+def sample_lines() -> list[str]:
+    with gzip.open(SAMPLE, "rt") as f:
+        return f.read().splitlines()
+
+
+def big_text_file(min_lines: int) -> Path:
+    """A plain annotation file of at least ``min_lines`` lines: the sample repeated with fresh game ids."""
+    lines = sample_lines()
+    copies = -(-min_lines // len(lines))
+    path = CACHE / f"bench-{copies}x.tsv"
+    if path.exists():
+        return path
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        for k in range(copies):
+            prefix = f"{k:08x}"
+            f.writelines(prefix + line[8:] + "\n" for line in lines)
+    tmp.replace(path)
+    return path
+
+
+def tiled_frame(frame: pl.DataFrame, min_rows: int) -> pl.DataFrame:
+    """``frame`` repeated until it has at least ``min_rows`` rows (episode order is preserved)."""
+    copies = -(-min_rows // frame.height)
+    return pl.concat([frame] * copies, rechunk=True)

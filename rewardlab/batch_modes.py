@@ -1,0 +1,287 @@
+"""Plan the mini-batches a reward plug-in is called on, one function per batch mode.
+
+kanachan calls ``get_reward(data, contiguous)`` on batches cut in different
+ways; a plug-in must give the same rewards whichever way the data was cut
+(unless it reads ``contiguous``).  These pure functions say which frame rows
+go into each call, so the runner (:mod:`rewardlab.runner`) and the tests share
+one definition of every mode:
+
+=============  ==========  ==========================================================
+mode           contiguous  batches
+=============  ==========  ==========================================================
+``episodes``   True        one whole episode per call, in order (kanachan's episode
+                           replay buffer and simulator)
+``sequential`` False       ``batch_size`` consecutive rows in file order, crossing
+                           episode boundaries (kanachan's data loader)
+``fragments``  False       each episode cut into pieces of ``batch_size`` rows, one
+                           piece per call (RLlib's ``truncate_episodes`` episode chunks)
+``shuffled``   False       a seeded random permutation of all rows cut into
+                           ``batch_size`` rows (a shuffling data loader)
+=============  ==========  ==========================================================
+
+Episodes are described by their *exclusive end positions* ``ends``
+(:func:`episode_ends`): episode ``k`` is rows ``ends[k-1]:ends[k]`` (``0`` for
+the first), and ``ends[-1]`` is the number of rows.  Every planner yields
+``(rows, contiguous)`` pairs where ``rows`` is a ``slice`` (consecutive rows)
+or a 1-D int64 array (shuffled rows, in call order); every row appears in
+exactly one batch.
+
+Examples
+--------
+>>> import numpy as np
+>>> from rewardlab import batch_modes
+>>> ends = batch_modes.episode_ends(np.array([0, 0, 1, 0, 1], dtype=bool))
+>>> ends
+array([3, 5])
+>>> list(batch_modes.plan_episodes(ends))
+[(slice(0, 3, None), True), (slice(3, 5, None), True)]
+>>> list(batch_modes.plan_fragments(ends, batch_size=2))
+[(slice(0, 2, None), False), (slice(2, 3, None), False), (slice(3, 5, None), False)]
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Iterator
+
+import numpy as np
+
+from rewardlab.errors import ParameterError, check_choice
+
+__all__ = [
+    "BATCH_MODES",
+    "CONTIGUOUS",
+    "episode_ends",
+    "plan_episodes",
+    "plan_sequential",
+    "plan_fragments",
+    "plan_shuffled",
+    "plan_batches",
+]
+
+#: The batch modes, in the order reports list them.
+BATCH_MODES = ("episodes", "sequential", "fragments", "shuffled")
+
+#: The ``contiguous`` flag each mode passes to ``get_reward``.
+CONTIGUOUS = {"episodes": True, "sequential": False, "fragments": False, "shuffled": False}
+
+def episode_ends(end_of_game: np.ndarray) -> np.ndarray:
+    """Exclusive end positions of the episodes, from the ``end_of_game`` flags.
+
+    Parameters
+    ----------
+    end_of_game : bool array of shape ``[N]``
+        True on the last row of each episode; the last row must be True
+        (every episode complete) unless ``N == 0``.
+
+    Returns
+    -------
+    numpy.ndarray of shape ``[E]``, int64
+        ``ends[k]`` is one past the last row of episode ``k``; ``ends[-1] == N``.
+
+    Examples
+    --------
+    >>> episode_ends(np.array([False, True, True]))
+    array([2, 3])
+    """
+    eog = np.asarray(end_of_game)
+    if eog.ndim != 1 or eog.dtype != np.bool_:
+        raise ParameterError("end_of_game", "should be a 1-D bool array",
+                             f"array of dtype {eog.dtype} and shape {eog.shape}")
+    if eog.size and not eog[-1]:
+        raise ParameterError("end_of_game", "should be True on the last row (complete episodes)",
+                             "False on the last row", hint="Pass whole episodes.")
+    return np.flatnonzero(eog).astype(np.int64) + 1
+
+
+def _check_ends(ends) -> np.ndarray:
+    ends = np.asarray(ends)
+    if ends.ndim != 1 or (ends.size and ends.dtype.kind not in "iu"):
+        raise ParameterError("ends", "should be a 1-D integer array of episode end positions",
+                             f"array of dtype {ends.dtype} and shape {ends.shape}")
+    ends = ends.astype(np.int64, copy=False)
+    if ends.size and (ends[0] <= 0 or np.any(np.diff(ends) <= 0)):
+        raise ParameterError("ends", "should be strictly increasing positive end positions",
+                             ends[:10].tolist())
+    return ends
+
+
+def _check_batch_size(batch_size) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ParameterError("batch_size", "should be an integer >= 1", batch_size)
+    return int(batch_size)
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ParameterError("seed", "should be an integer >= 0", seed)
+    return int(seed)
+
+
+def _check_rows(n_rows) -> int:
+    if isinstance(n_rows, bool) or not isinstance(n_rows, numbers.Integral) or n_rows < 0:
+        raise ParameterError("n_rows", "should be an integer >= 0", n_rows)
+    return int(n_rows)
+
+
+def plan_episodes(ends: np.ndarray) -> Iterator[tuple[slice, bool]]:
+    """One batch per episode, in order, with ``contiguous=True``.
+
+    Parameters
+    ----------
+    ends : int array of shape ``[E]``
+        Exclusive episode end positions (:func:`episode_ends`).
+
+    Yields
+    ------
+    (slice, True)
+        The rows of one whole episode.
+
+    Examples
+    --------
+    >>> list(plan_episodes(np.array([2, 5])))
+    [(slice(0, 2, None), True), (slice(2, 5, None), True)]
+    """
+    return _episodes(_check_ends(ends))
+
+
+def _episodes(ends: np.ndarray) -> Iterator[tuple[slice, bool]]:
+    start = 0
+    for stop in ends.tolist():
+        yield slice(start, stop), True
+        start = stop
+
+
+def plan_sequential(n_rows: int, batch_size: int) -> Iterator[tuple[slice, bool]]:
+    """Consecutive batches of ``batch_size`` rows in file order (the last may be shorter).
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows ``N``.
+    batch_size : int
+        Rows per batch, >= 1.
+
+    Yields
+    ------
+    (slice, False)
+
+    Examples
+    --------
+    >>> list(plan_sequential(5, 2))
+    [(slice(0, 2, None), False), (slice(2, 4, None), False), (slice(4, 5, None), False)]
+    """
+    batch_size = _check_batch_size(batch_size)
+    n_rows = _check_rows(n_rows)
+    return ((slice(start, min(start + batch_size, n_rows)), False)
+            for start in range(0, n_rows, batch_size))
+
+
+def plan_fragments(ends: np.ndarray, batch_size: int) -> Iterator[tuple[slice, bool]]:
+    """Each episode cut into pieces of ``batch_size`` rows, one piece per batch.
+
+    An episode of ``L`` rows gives ``ceil(L / batch_size)`` pieces; all but
+    its last have exactly ``batch_size`` rows.  Pieces never span two
+    episodes.  ``contiguous`` is False even when a piece happens to hold a
+    whole episode, as in a sampler that truncates episodes.
+
+    Parameters
+    ----------
+    ends : int array of shape ``[E]``
+        Exclusive episode end positions.
+    batch_size : int
+        The fragment length, >= 1.
+
+    Yields
+    ------
+    (slice, False)
+
+    Examples
+    --------
+    >>> list(plan_fragments(np.array([3, 4]), 2))
+    [(slice(0, 2, None), False), (slice(2, 3, None), False), (slice(3, 4, None), False)]
+    """
+    ends = _check_ends(ends)
+    batch_size = _check_batch_size(batch_size)
+    if not ends.size:
+        return iter(())
+    starts = np.concatenate(([0], ends[:-1]))
+    pieces = -(-(ends - starts) // batch_size)  # ceil
+    first = np.repeat(starts, pieces)
+    offset = np.arange(first.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    piece_start = first + offset * batch_size
+    piece_stop = np.minimum(piece_start + batch_size, np.repeat(ends, pieces))
+    return ((slice(a, b), False) for a, b in zip(piece_start.tolist(), piece_stop.tolist()))
+
+
+def plan_shuffled(n_rows: int, batch_size: int, seed: int) -> Iterator[tuple[np.ndarray, bool]]:
+    """A seeded random permutation of the rows, cut into batches of ``batch_size``.
+
+    The permutation is ``numpy.random.default_rng(seed).permutation(n_rows)``,
+    so the same ``seed`` always gives the same batches.  It is held in memory
+    (8 bytes per row).
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows ``N``.
+    batch_size : int
+        Rows per batch, >= 1 (the last batch may be shorter).
+    seed : int
+        Seed, >= 0.
+
+    Yields
+    ------
+    (int64 array of shape ``[B]``, False)
+        Row positions in the order the batch holds them.
+
+    Examples
+    --------
+    >>> batches = [rows for rows, _ in plan_shuffled(5, 2, seed=0)]
+    >>> sorted(np.concatenate(batches).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    batch_size = _check_batch_size(batch_size)
+    seed = _check_seed(seed)
+    n_rows = _check_rows(n_rows)
+    perm = np.random.default_rng(seed).permutation(n_rows).astype(np.int64, copy=False)
+    return ((perm[start:start + batch_size], False) for start in range(0, n_rows, batch_size))
+
+
+def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0
+                 ) -> Iterator[tuple[slice | np.ndarray, bool]]:
+    """The batches of ``mode`` over the episodes ending at ``ends``.
+
+    Parameters
+    ----------
+    mode : {"episodes", "sequential", "fragments", "shuffled"}
+        The batch mode (see the module docstring).
+    ends : int array of shape ``[E]``
+        Exclusive episode end positions; ``ends[-1]`` is the number of rows.
+    batch_size : int
+        Rows per batch (fragment length for ``fragments``); ignored by ``episodes``.
+    seed : int
+        Seed of ``shuffled``; ignored by the other modes.
+
+    Yields
+    ------
+    (slice or int64 array, bool)
+        Rows of one call and its ``contiguous`` flag.
+
+    Examples
+    --------
+    >>> [rows for rows, _ in plan_batches("sequential", np.array([2, 5]), batch_size=4)]
+    [slice(0, 4, None), slice(4, 5, None)]
+    """
+    check_choice("batch_mode", mode, BATCH_MODES)
+    ends = _check_ends(ends)
+    batch_size = _check_batch_size(batch_size)
+    seed = _check_seed(seed)
+    n_rows = int(ends[-1]) if ends.size else 0
+    if mode == "episodes":
+        return plan_episodes(ends)
+    if mode == "sequential":
+        return plan_sequential(n_rows, batch_size)
+    if mode == "fragments":
+        return plan_fragments(ends, batch_size)
+    return plan_shuffled(n_rows, batch_size, seed)

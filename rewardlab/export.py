@@ -1,0 +1,232 @@
+"""A reward family + its constants -> one stand-alone kanachan reward plug-in file.
+
+The file defines ``get_reward(data, contiguous)`` following kanachan's
+contract (float64 ``("next", "reward")`` of shape ``[B]``, ``("next",
+"done")`` bool ``[B]``), vectorized in torch, and imports only torch, never
+rewardlab.  It reproduces :meth:`RewardFamily.get_reward` and
+:meth:`RewardFamily.evaluate` bit for bit: the same integer gathers, then
+``(raw - mean) / std`` in float64, with every parameter written as a literal
+(``repr`` of a float reads back as the same float).
+
+Safety: the generated code holds only fixed text and numbers.  Every value
+written as code is checked to be a finite ``int`` or ``float`` (or a tuple of
+them) before anything is written; user text (dataset paths, the ``source``
+note) appears only in ``#`` comments, escaped to printable ASCII with no line
+breaks, so it cannot end the comment.  The file has no module docstring and
+defines only ``get_reward`` and names starting with ``_RL_``, because kanachan
+runs it with ``exec(text, globals())`` inside its own module: it must not
+rely on, or replace, names already there (``torch`` included: it imports
+``torch as _RL_torch``).
+
+The file is written atomically and an existing file is replaced only with
+``overwrite=True``.
+
+Examples
+--------
+>>> import rewardlab
+>>> from rewardlab.families import Ranking
+>>> fam = Ranking.from_preset("tenhou_houou_7dan").with_constants_from("data/sample.tsv.gz")  # doctest: +SKIP
+>>> rewardlab.export_plugin(fam, "houou.py")  # doctest: +SKIP
+PosixPath('houou.py')
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from pathlib import Path
+
+from rewardlab._io import atomic_open
+from rewardlab._version import __version__
+from rewardlab.errors import ParameterError
+from rewardlab.families.base import EXPORT_HELPERS, RewardFamily
+from rewardlab.families.presets import FAMILIES
+
+__all__ = ["export_plugin", "render_plugin", "sanitize_comment", "as_family"]
+
+#: What each family's file computes, for the header.
+_FORMULAS = {
+    "ranking": ["(vector[rank] - mean) / std on end-of-game steps, 0.0 elsewhere;",
+                "done = end_of_game.  rank: 0 = top, ties broken by seat (lower seat first)."],
+    "points": ["((score - offset) / divisor - mean) / std on end-of-game steps, 0.0 elsewhere;",
+               "done = end_of_game.  score: the acting player's final score."],
+    "ranking_points": ["(vector[rank] + (score - offset) // divisor - mean) / std on end-of-game",
+                       "steps, 0.0 elsewhere; done = end_of_game.  // floors (integers)."],
+    "round_delta": ["((delta - offset) / divisor - mean) / std on end-of-round and end-of-game",
+                    "steps, 0.0 elsewhere; done = end_of_round | end_of_game.",
+                    "delta: the acting player's score change in that round (results[seat])."],
+}
+
+_MAX_COMMENT = 300
+
+
+def sanitize_comment(text: object, *, limit: int = _MAX_COMMENT) -> str:
+    """``text`` as one line of printable ASCII, safe inside a ``#`` comment.
+
+    Line breaks, control and non-ASCII characters are escaped the way Python
+    escapes them (``\\n``, ``\\x00``, ``\\u2028``), so nothing can end the
+    comment; long text is cut to ``limit`` characters with ``...``.
+
+    Examples
+    --------
+    >>> sanitize_comment('a.tsv\\nimport os; os.system("x")')
+    'a.tsv\\\\nimport os; os.system("x")'
+    """
+    escaped = "".join(ch if " " <= ch <= "~" else ascii(ch)[1:-1] for ch in str(text))
+    if len(escaped) > limit:
+        escaped = escaped[: limit - 3] + "..."
+    return escaped
+
+
+def _literal(name: str, value) -> str:
+    """Python source of a number or tuple of numbers, refusing anything else."""
+    if isinstance(value, tuple):
+        if not value:
+            raise ParameterError(name, "should not be empty", value)
+        return "(" + ", ".join(_literal(f"{name}[{k}]", v) for k, v in enumerate(value)) + ")"
+    if type(value) is int:
+        return repr(value)
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise ParameterError(name, "should be a finite number to be written into a plug-in", value)
+        text = repr(value)
+        if float(text) != value:  # pragma: no cover - repr round-trips floats by definition
+            raise ParameterError(name, "should round-trip through repr", value)
+        return text
+    raise ParameterError(name, "should be an int or float (or a tuple of them) to be written into a "
+                         "plug-in", value)
+
+
+def as_family(family_or_params) -> RewardFamily:
+    """A family object from a family or a parameter dataclass instance.
+
+    Examples
+    --------
+    >>> from rewardlab.families import RankingParams
+    >>> as_family(RankingParams(vector=(1, 0, 0, -1))).name
+    'ranking'
+    """
+    if isinstance(family_or_params, RewardFamily):
+        return family_or_params
+    for cls in FAMILIES.values():
+        if type(family_or_params) is cls.params_type:
+            return cls(family_or_params)
+    raise ParameterError("family_or_params", "should be a reward family (e.g. Ranking) or its "
+                         "parameters (e.g. RankingParams)", type(family_or_params).__name__)
+
+
+def _format_value(value) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(repr(v) for v in value) + "]"
+    return repr(value)
+
+
+def render_plugin(family_or_params, *, source: str | None = None,
+                  created: _dt.datetime | None = None) -> str:
+    """The text of the plug-in file for a family (see :func:`export_plugin`).
+
+    Parameters
+    ----------
+    family_or_params : RewardFamily or its parameter dataclass
+    source : str, optional
+        A note for the header (e.g. the notebook or command that made it);
+        sanitized into a comment.
+    created : datetime, optional
+        The time written in the header (default: now, UTC).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from rewardlab.families import Ranking
+    >>> text = render_plugin(Ranking.from_preset("top"))
+    >>> "def get_reward(data, contiguous):" in text, "import rewardlab" in text
+    (True, False)
+    """
+    family = as_family(family_or_params)
+    p = family.params
+    if source is not None and not isinstance(source, (str, Path)):
+        raise ParameterError("source", "should be a string or None", source)
+    created = created or _dt.datetime.now(_dt.timezone.utc)
+    if not isinstance(created, _dt.datetime):
+        raise ParameterError("created", "should be a datetime", created)
+    literals = family.export_literals()
+    assignments = [f"{name} = {_literal(name, value)}" for name, value in literals.items()]
+    for name in literals:  # fixed names from the family classes; checked all the same
+        if not name.startswith("_RL_") or not name.isidentifier():
+            raise ParameterError("name", "should be an identifier starting with _RL_", name)
+    prov = p.provenance
+    header = [
+        f"Reward plug-in for kanachan, generated by rewardlab {__version__} on "
+        f"{created.astimezone(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')}.",
+        "Self-contained (imports torch only).  To change it, change the parameters in rewardlab",
+        "and export again; the literals below are exactly rewardlab's values.",
+        "",
+        f"family:      {family.name} ({family.title})",
+    ]
+    for k, v in family.parameter_summary().items():
+        header.append(f"parameter:   {k} = {_format_value(v)}")
+    header += [
+        f"constants:   mean = {p.mean!r}, std = {p.std!r}",
+        f"constants from: {prov.describe()}",
+    ]
+    if prov.kind == "dataset":
+        header += [f"  dataset:     {prov.dataset if prov.dataset else '(in memory)'}",
+                   f"  rows:        {prov.rows}",
+                   f"  steps:       {prov.steps} ({prov.scope})",
+                   f"  fingerprint: {prov.fingerprint}"]
+    if source is not None:
+        header.append(f"source:      {source}")
+    header.append("reward:      " + _FORMULAS[family.name][0])
+    header += ["             " + line for line in _FORMULAS[family.name][1:]]
+    comment = "\n".join(("# " + sanitize_comment(line)).rstrip() for line in header)
+    text = (
+        comment + "\n\n"
+        "import torch as _RL_torch\n\n"
+        + "\n".join(assignments) + "\n\n"
+        + EXPORT_HELPERS.strip("\n") + "\n\n\n"
+        + family.export_body.strip("\n") + "\n"
+    )
+    compile(text, "<rewardlab plug-in>", "exec")  # a generated file always parses
+    return text
+
+
+def export_plugin(family_or_params, path, *, overwrite: bool = False, source: str | None = None) -> Path:
+    """Write a family as one stand-alone plug-in file for kanachan (atomic write).
+
+    Parameters
+    ----------
+    family_or_params : RewardFamily or its parameter dataclass
+        E.g. ``Ranking.from_preset("top").with_constants_from(data)`` or
+        ``RankingParams(vector=(1, 0, 0, -1))``.
+    path : str or Path
+        The ``.py`` file to write.
+    overwrite : bool, default False
+        Replace an existing file (otherwise
+        :class:`~rewardlab.errors.OutputExistsError`, before anything is
+        written).
+    source : str, optional
+        A note for the header (sanitized into a comment).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Examples
+    --------
+    >>> from rewardlab.families import RankingPoints
+    >>> export_plugin(RankingPoints.from_preset("mleague"), "/tmp/mleague.py", overwrite=True)  # doctest: +SKIP
+    PosixPath('/tmp/mleague.py')
+    """
+    if not isinstance(path, (str, Path)):
+        raise ParameterError("path", "should be a str or Path", path)
+    if not isinstance(overwrite, bool):
+        raise ParameterError("overwrite", "should be True or False", overwrite)
+    text = render_plugin(family_or_params, source=source)  # validate everything before touching disk
+    path = Path(path)
+    with atomic_open(path, "w", overwrite=overwrite, compress=None) as f:
+        f.write(text)
+    return path

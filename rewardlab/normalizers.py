@@ -1,0 +1,351 @@
+"""What normalization does: fixed constants, and replays of the running normalizers users reach for.
+
+Replays walk the dataset in frame order as **one environment** would, with
+the running statistics starting fresh (mean 0, variance 1, count ``1e-4``,
+the ``RunningMeanStd`` both libraries use) and updated after every step:
+
+* **Gymnasium** ``NormalizeReward(gamma, epsilon)``: keeps the discounted sum
+  ``G[t] = r[t] + gamma * (1 - terminated[t]) * G[t - 1]`` (the step's own
+  ``terminated`` zeroes the carried sum *before* adding its reward, and
+  truncation never resets it), feeds ``G[t]`` to the running variance, and
+  returns ``r[t] / sqrt(var[t] + epsilon)``; no mean is subtracted.
+* **Stable-Baselines3** ``VecNormalize(norm_reward=True, gamma, epsilon,
+  clip_reward)``: keeps ``G[t] = r[t] + gamma * G[t - 1]`` and zeroes it
+  *after* any done step (terminated or truncated), feeds ``G[t]`` to the
+  running variance, and returns ``clip(r[t] / sqrt(var[t] + epsilon),
+  -clip_reward, clip_reward)``.
+
+Exactness of the vectorized replay
+----------------------------------
+Both are sequential recursions; they are computed without a Python loop:
+the discounted sums by the linear-recurrence scan of
+:func:`rewardlab.returns.linear_scan`, and the running variance after each
+single-value ``RunningMeanStd.update`` by the closed form of the Chan merge
+(a pseudo-sample of weight ``count0`` with mean 0 and variance 1, plus the
+values so far), evaluated with cumulative sums around a shift ``K`` (the
+values' mean) to avoid cancellation::
+
+    count[t] = count0 + t + 1
+    mean[t]  = K + (count0 * (0 - K) + cumsum(x - K)[t]) / count[t]
+    var[t]   = (count0 * (1 + K**2) + cumsum((x - K)**2)[t]) / count[t] - (mean[t] - K)**2
+
+This is algebraically identical to applying ``update_from_moments`` once per
+step; the tests compare it with a plain loop over the same recursion
+(``rtol=1e-9``).  All arithmetic is float64.
+
+Examples
+--------
+>>> import numpy as np
+>>> from rewardlab.normalizers import sb3_normalize_reward
+>>> out = sb3_normalize_reward(np.array([0.0, 0.0, 5.0]), np.array([False, False, True]), clip_reward=1.0)
+>>> out.fraction_clipped
+0.3333333333333333
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import polars as pl
+
+from rewardlab import schema as S
+from rewardlab.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
+from rewardlab.returns import _array, linear_scan
+from rewardlab.stats import NormalizationConstants, _boundary_expr, _lazy, _names, _resolve_reward
+
+__all__ = [
+    "RMS_PRIOR_COUNT",
+    "NormalizerReplay",
+    "running_mean_var",
+    "gymnasium_normalize_reward",
+    "sb3_normalize_reward",
+    "normalized_rewards",
+    "normalization_summary",
+]
+
+#: Initial ``count`` of Gymnasium's and SB3's ``RunningMeanStd`` (its ``epsilon`` argument).
+RMS_PRIOR_COUNT = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class NormalizerReplay:
+    """The outcome of replaying a running reward normalizer over a trajectory.
+
+    Attributes
+    ----------
+    normalized : numpy.ndarray of shape ``[T]``
+        The rewards the agent would have received.
+    returns : numpy.ndarray of shape ``[T]``
+        The discounted sums fed to the running statistics.
+    var : numpy.ndarray of shape ``[T]``
+        The running variance used at each step (after that step's update).
+    clipped : numpy.ndarray of shape ``[T]``, bool
+        Steps where clipping saturated (``|r / sqrt(var + eps)| > clip``);
+        all False without clipping.
+
+    Examples
+    --------
+    >>> out = gymnasium_normalize_reward(np.array([1.0, 1.0]), np.array([False, True]))
+    >>> out.normalized.shape, out.fraction_clipped
+    ((2,), 0.0)
+    """
+
+    normalized: np.ndarray
+    returns: np.ndarray
+    var: np.ndarray
+    clipped: np.ndarray
+
+    @property
+    def fraction_clipped(self) -> float:
+        """Fraction of steps whose normalized reward clipping saturated (0.0 for no steps)."""
+        return float(self.clipped.mean()) if self.clipped.size else 0.0
+
+
+def running_mean_var(values, *, prior_count: float = RMS_PRIOR_COUNT) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of ``RunningMeanStd`` after each single-value update, vectorized.
+
+    The statistics start at mean 0, variance 1, count ``prior_count`` and
+    ``update`` is called with ``values[t]`` alone at step ``t``.
+
+    Parameters
+    ----------
+    values : float array of shape ``[T]``
+    prior_count : float
+        The initial count (``RunningMeanStd(epsilon=...)``), > 0.
+
+    Returns
+    -------
+    mean : numpy.ndarray of shape ``[T]``, float64
+    var : numpy.ndarray of shape ``[T]``, float64
+
+    Examples
+    --------
+    >>> mean, var = running_mean_var(np.array([2.0, 2.0]), prior_count=1e-12)
+    >>> np.round(mean, 6), np.round(var, 6)
+    (array([2., 2.]), array([0., 0.]))
+    """
+    c0 = check_positive("prior_count", prior_count)
+    x = _array(values, "values")
+    if x.size == 0:
+        return np.zeros(0), np.zeros(0)
+    k = float(x.mean())
+    d = x - k
+    count = c0 + np.arange(1, x.size + 1, dtype=np.float64)
+    mean_k = (c0 * (0.0 - k) + np.cumsum(d)) / count
+    second = (c0 * (1.0 + k * k) + np.cumsum(d * d)) / count
+    var = np.maximum(second - mean_k * mean_k, 0.0)
+    return k + mean_k, var
+
+
+def _check_common(reward, flags, flags_name: str, gamma: float, epsilon: float):
+    gamma = check_in_range("gamma", gamma, 0.0, 1.0)
+    epsilon = check_positive("epsilon", epsilon)
+    r = _array(reward, "reward")
+    f = _array(flags, flags_name, dtype=bool, length=r.shape[0])
+    return r, f, gamma, epsilon
+
+
+def gymnasium_normalize_reward(reward, terminated, *, gamma: float = 0.99,
+                               epsilon: float = 1e-8) -> NormalizerReplay:
+    """Replay Gymnasium's ``NormalizeReward`` wrapper over one trajectory stream.
+
+    ``G[t] = gamma * G[t - 1] * (1 - terminated[t]) + r[t]``; the running
+    variance of ``G`` (updated with ``G[t]`` first) scales ``r[t]``:
+    ``r[t] / sqrt(var[t] + epsilon)``.  Truncation never resets ``G``; no
+    clipping.
+
+    Parameters
+    ----------
+    reward : float array or tensor of shape ``[T]``
+    terminated : bool array or tensor of shape ``[T]``
+    gamma : float
+        Discount in [0, 1] (Gymnasium's default 0.99).
+    epsilon : float
+        Added to the variance, > 0 (default 1e-8).
+
+    Returns
+    -------
+    NormalizerReplay
+
+    Examples
+    --------
+    >>> out = gymnasium_normalize_reward(np.array([0.0, 1.0, 0.0]), np.array([False, True, False]))
+    >>> out.returns
+    array([0., 1., 0.99])
+    """
+    r, term, gamma, epsilon = _check_common(reward, terminated, "terminated", gamma, epsilon)
+    returns = linear_scan(gamma * (~term), r, reverse=False)
+    _, var = running_mean_var(returns)
+    normalized = r / np.sqrt(var + epsilon)
+    return NormalizerReplay(normalized, returns, var, np.zeros(r.shape[0], dtype=bool))
+
+
+def sb3_normalize_reward(reward, done, *, gamma: float = 0.99, epsilon: float = 1e-8,
+                         clip_reward: float = 10.0) -> NormalizerReplay:
+    """Replay Stable-Baselines3's ``VecNormalize`` reward normalization for one environment.
+
+    ``G[t] = gamma * G[t - 1] + r[t]`` with ``G`` zeroed after every done step;
+    the running variance of ``G`` (updated with ``G[t]`` first) scales
+    ``r[t]``, which is then clipped to ``[-clip_reward, clip_reward]``.
+
+    Parameters
+    ----------
+    reward : float array or tensor of shape ``[T]``
+    done : bool array or tensor of shape ``[T]``
+        Terminated or truncated.
+    gamma : float
+        Discount in [0, 1] (SB3's default 0.99).
+    epsilon : float
+        Added to the variance, > 0 (default 1e-8).
+    clip_reward : float
+        Bound of the normalized reward, > 0 (default 10).
+
+    Returns
+    -------
+    NormalizerReplay
+        ``clipped`` marks the steps clipping saturated.
+
+    Examples
+    --------
+    >>> out = sb3_normalize_reward(np.array([0.0, 1.0, 0.0]), np.array([False, True, False]))
+    >>> out.returns
+    array([0., 1., 0.])
+    """
+    r, d, gamma, epsilon = _check_common(reward, done, "done", gamma, epsilon)
+    clip_reward = check_positive("clip_reward", clip_reward)
+    coef = np.zeros(r.shape[0])
+    if r.shape[0] > 1:
+        coef[1:] = gamma * (~d[:-1])
+    returns = linear_scan(coef, r, reverse=False)
+    _, var = running_mean_var(returns)
+    raw = r / np.sqrt(var + epsilon)
+    clipped = np.abs(raw) > clip_reward
+    return NormalizerReplay(np.clip(raw, -clip_reward, clip_reward), returns, var, clipped)
+
+
+# --------------------------------------------------------------------------
+# Frame layer
+# --------------------------------------------------------------------------
+
+
+def normalized_rewards(data, reward: str, *, constants: NormalizationConstants | None = None,
+                       gamma: float = 0.99, epsilon: float = 1e-8,
+                       clip_reward: float = 10.0) -> pl.DataFrame:
+    """The rewards of plug-in ``reward`` raw and as each normalizer would hand them to the agent.
+
+    The replays walk the rows in frame order; trajectories end at
+    ``done_<name>`` and at the end of each player's game (used as
+    ``terminated`` for Gymnasium and ``done`` for SB3).
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
+        A rewards table or a frame with ``reward_<name>`` / ``done_<name>``.
+    reward : str
+        The plug-in name.
+    constants : NormalizationConstants, optional
+        Also apply ``(r - mean) / std`` to the steps of ``constants.scope``
+        (other steps keep their raw value, as a kanachan plug-in that only
+        rewards those steps would), in column ``constants``.
+    gamma, epsilon, clip_reward
+        The running normalizers' parameters (their libraries' defaults).
+
+    Returns
+    -------
+    polars.DataFrame
+        Float64 columns ``raw``, ``constants`` (when given), ``gymnasium``,
+        ``sb3``, and Boolean ``sb3_clipped``; one row per input row.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [0.0, 4.0], "done_a": [False, True]})
+    >>> normalized_rewards(f, "a").columns
+    ['raw', 'gymnasium', 'sb3', 'sb3_clipped']
+    """
+    lf, _ = _lazy(data)
+    names = _names(lf)
+    name = _resolve_reward(names, reward)
+    done = S.done_column(name)
+    if done not in names:
+        raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
+    if constants is not None and not isinstance(constants, NormalizationConstants):
+        raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
+                             type(constants).__name__)
+    exprs = [pl.col(S.reward_column(name)).cast(pl.Float64).alias("raw"),
+             _boundary_expr(names, done).alias("boundary")]
+    if constants is not None:
+        exprs.append(_in_scope_expr(names, name, constants.scope).alias("in_scope"))
+    df = lf.select(exprs).collect()
+    r = df["raw"].to_numpy()
+    b = df["boundary"].to_numpy()
+    gym = gymnasium_normalize_reward(r, b, gamma=gamma, epsilon=epsilon)
+    sb3 = sb3_normalize_reward(r, b, gamma=gamma, epsilon=epsilon, clip_reward=clip_reward)
+    cols = {"raw": r}
+    if constants is not None:
+        cols["constants"] = np.where(df["in_scope"].to_numpy(), constants.apply(r), r)
+    cols |= {"gymnasium": gym.normalized, "sb3": sb3.normalized, "sb3_clipped": sb3.clipped}
+    return pl.DataFrame(cols)
+
+
+def _in_scope_expr(names, name: str, scope: str) -> pl.Expr:
+    from rewardlab.stats import _need
+
+    if scope == "all":
+        return pl.lit(True)
+    if scope == "nonzero":
+        return pl.col(S.reward_column(name)) != 0
+    if scope == "end_of_game":
+        _need(names, S.END_OF_GAME, "scope 'end_of_game'")
+        return pl.col(S.END_OF_GAME)
+    if scope == "end_of_round":
+        _need(names, S.END_OF_ROUND, "scope 'end_of_round'")
+        _need(names, S.END_OF_GAME, "scope 'end_of_round'")
+        return pl.col(S.END_OF_ROUND) | pl.col(S.END_OF_GAME)
+    raise ParameterError("constants", "should have a per-step scope to be applied step by step "
+                         "(not 'episode_return')", scope)
+
+
+def normalization_summary(normalized: pl.DataFrame) -> pl.DataFrame:
+    """Statistics of each column of :func:`normalized_rewards`: what each normalizer does to the rewards.
+
+    Parameters
+    ----------
+    normalized : polars.DataFrame
+        The output of :func:`normalized_rewards`.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per method (``raw``, ``constants``, ``gymnasium``, ``sb3``):
+        ``count, mean, std, min, max, nonzero_mean, nonzero_std,
+        fraction_clipped`` (population std; ``nonzero_*`` over the steps
+        whose raw reward is not 0).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [0.0, 4.0], "done_a": [False, True]})
+    >>> normalization_summary(normalized_rewards(f, "a"))["method"].to_list()
+    ['raw', 'gymnasium', 'sb3']
+    """
+    if not isinstance(normalized, pl.DataFrame) or "raw" not in normalized.columns:
+        raise ParameterError("normalized", "should be the frame normalized_rewards() returns",
+                             type(normalized).__name__)
+    methods = [c for c in ("raw", "constants", "gymnasium", "sb3") if c in normalized.columns]
+    nz = pl.col("raw") != 0
+    clipped = normalized["sb3_clipped"].mean() if "sb3_clipped" in normalized.columns else None
+    rows = []
+    for m in methods:
+        c = pl.col(m)
+        row = normalized.select(
+            count=pl.len(), mean=c.mean(), std=c.std(ddof=0), min=c.min(), max=c.max(),
+            nonzero_mean=c.filter(nz).mean(), nonzero_std=c.filter(nz).std(ddof=0),
+        ).row(0, named=True)
+        row["fraction_clipped"] = float(clipped or 0.0) if m == "sb3" else 0.0
+        rows.append({"method": m} | row)
+    schema = {"method": pl.String, "count": pl.Int64} | {
+        k: pl.Float64 for k in ("mean", "std", "min", "max", "nonzero_mean", "nonzero_std",
+                                "fraction_clipped")}
+    return pl.DataFrame(rows, schema=schema)

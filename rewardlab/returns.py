@@ -1,0 +1,429 @@
+"""Returns: per-episode return and length, discounted reward-to-go, generalized advantage estimation.
+
+Two layers, in the style of TorchRL's ``objectives/value/functional.py``:
+
+* **pure array functions** (NumPy arrays or torch tensors in, the same type
+  out, float64) over one flat time axis ``[T]`` holding many trajectories one
+  after another, delimited by ``done``: :func:`segment_ids`,
+  :func:`segment_returns`, :func:`discounted_reward_to_go`,
+  :func:`generalized_advantage_estimate`, and the linear-recurrence scan
+  under them, :func:`linear_scan`;
+* **a thin frame layer** that takes a frame and a reward name and reads
+  ``reward_<name>`` and the plug-in's own ``done_<name>``:
+  :func:`episode_returns`, :func:`reward_to_go`, :func:`gae`.
+
+Episode boundaries in the frame layer
+-------------------------------------
+A trajectory ends where the plug-in's ``done_<name>`` is True, so a plug-in
+that ends trajectories every round has per-round returns.  A trajectory never
+runs across a player's game: ``end_of_game`` (or, in a rewards table, a change
+of ``game_id`` / ``seat``) ends one too, because the next row belongs to
+another player.  (A plug-in that sets ``done = end_of_round`` on offline data
+leaves the game's last step ``done=False``; kanachan's format notes say why.)
+
+Vectorization
+-------------
+The recursions ``x[t] = b[t] + a[t] * x[t + 1]`` are evaluated with a
+doubling (Hillis-Steele) scan: ``ceil(log2(L))`` whole-array passes where
+``L`` is the longest run without a cut, stopping early once every
+coefficient product is 0.  Results equal the plain loop up to floating-point
+reassociation (tests compare them with ``rtol=1e-10``).
+
+Examples
+--------
+>>> import numpy as np
+>>> from rewardlab.returns import discounted_reward_to_go
+>>> discounted_reward_to_go(np.array([1.0, 1.0, 1.0]), np.array([False, True, True]), gamma=0.5)
+array([1.5, 1. , 1. ])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import torch
+
+from rewardlab import schema as S
+from rewardlab.errors import ColumnNotFoundError, ParameterError, check_in_range
+from rewardlab.stats import _boundary_expr, _game_end_expr, _lazy, _names, _resolve_reward
+
+__all__ = [
+    "linear_scan",
+    "segment_ids",
+    "segment_returns",
+    "discounted_reward_to_go",
+    "generalized_advantage_estimate",
+    "episode_returns",
+    "reward_to_go",
+    "gae",
+]
+
+
+# --------------------------------------------------------------------------
+# Array plumbing
+# --------------------------------------------------------------------------
+
+
+def _array(x, name: str, *, dtype=np.float64, length: int | None = None) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    arr = np.asarray(x)
+    if arr.ndim == 2 and arr.shape[1] == 1:  # [T, 1], as kanachan allows for rewards
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ParameterError(name, "should be 1-D with shape [T]", arr.shape)
+    if length is not None and arr.shape[0] != length:
+        raise ParameterError(name, f"should have shape [{length}] like `reward`", arr.shape)
+    if dtype is bool:
+        if arr.dtype != np.bool_:
+            if not np.all((arr == 0) | (arr == 1)):
+                raise ParameterError(name, "should hold booleans (or 0/1)", arr[:5].tolist())
+            arr = arr.astype(bool)
+        return arr
+    return arr.astype(dtype, copy=False)
+
+
+def _like(template, arr: np.ndarray):
+    """Return ``arr`` as a torch tensor if ``template`` is one (float64), else as is."""
+    if isinstance(template, torch.Tensor):
+        return torch.from_numpy(np.ascontiguousarray(arr))
+    return arr
+
+
+# --------------------------------------------------------------------------
+# Pure functions
+# --------------------------------------------------------------------------
+
+
+def linear_scan(coef, offset, *, reverse: bool = True):
+    """Solve the first-order linear recurrence over a flat time axis.
+
+    ``reverse=True``: ``x[t] = offset[t] + coef[t] * x[t + 1]`` with
+    ``x[T] = 0`` (returns, advantages).  ``reverse=False``:
+    ``x[t] = offset[t] + coef[t] * x[t - 1]`` with ``x[-1] = 0`` (running
+    discounted sums, as reward normalizers keep).
+
+    Parameters
+    ----------
+    coef : array or tensor of shape ``[T]``
+        Per-step coefficients; 0 cuts the recursion.
+    offset : array or tensor of shape ``[T]``
+        Per-step additive terms.
+    reverse : bool
+        Direction of the recursion.
+
+    Returns
+    -------
+    array or tensor of shape ``[T]``, float64
+        Same type as ``offset``.
+
+    Examples
+    --------
+    >>> linear_scan(np.array([0.5, 0.5, 0.0]), np.array([1.0, 2.0, 4.0]))
+    array([3., 4., 4.])
+    >>> linear_scan(np.array([0.0, 0.5, 0.5]), np.array([1.0, 2.0, 4.0]), reverse=False)
+    array([1. , 2.5, 5.25])
+    """
+    b = _array(offset, "offset")
+    a = _array(coef, "coef", length=b.shape[0])
+    if not reverse:
+        return _like(offset, _reverse_scan(a[::-1], b[::-1])[::-1].copy())
+    return _like(offset, _reverse_scan(a, b))
+
+
+def _reverse_scan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Doubling scan for ``x[t] = b[t] + a[t] * x[t + 1]``, ``x[T] = 0``.
+
+    After the pass with shift ``s``, ``x[t]`` is the solution restricted to
+    ``[t, t + 2s)`` and ``A[t]`` the product of ``a`` over that window, so one
+    pass doubles the window; once every ``A`` is 0 no window reaches further.
+    """
+    x = np.array(b, dtype=np.float64, copy=True)
+    A = np.array(a, dtype=np.float64, copy=True)
+    n = x.shape[0]
+    if n == 0:
+        return x
+    A[-1] = 0.0  # nothing follows the last step
+    s = 1
+    while s < n and A.any():
+        x[:-s] += A[:-s] * x[s:]
+        A[:-s] *= A[s:]
+        A[-s:] = 0.0
+        s *= 2
+    return x
+
+
+def segment_ids(done):
+    """Index of the trajectory each step belongs to (0, 1, ...); a trajectory ends at each ``done``.
+
+    Parameters
+    ----------
+    done : bool array or tensor of shape ``[T]``
+
+    Returns
+    -------
+    int64 array or tensor of shape ``[T]``
+
+    Examples
+    --------
+    >>> segment_ids(np.array([False, True, False, True, False]))
+    array([0, 0, 1, 1, 2])
+    """
+    d = _array(done, "done", dtype=bool)
+    ids = np.zeros(d.shape[0], dtype=np.int64)
+    if d.shape[0] > 1:
+        np.cumsum(d[:-1], out=ids[1:])
+    return _like(done, ids)
+
+
+def segment_returns(reward, done):
+    """Undiscounted return and length of each trajectory (trailing steps without ``done`` form the last one).
+
+    Like ReinforcementLearning.jl's ``TotalRewardPerEpisode`` and
+    ``StepsPerEpisode`` hooks, over a recorded trajectory.
+
+    Parameters
+    ----------
+    reward : float array or tensor of shape ``[T]``
+    done : bool array or tensor of shape ``[T]``
+
+    Returns
+    -------
+    returns : float64 array or tensor of shape ``[E]``
+    lengths : int64 array or tensor of shape ``[E]``
+
+    Examples
+    --------
+    >>> segment_returns(np.array([1.0, 2.0, 4.0]), np.array([False, True, True]))
+    (array([3., 4.]), array([2, 1]))
+    """
+    r = _array(reward, "reward")
+    d = _array(done, "done", dtype=bool, length=r.shape[0])
+    if r.shape[0] == 0:
+        return _like(reward, np.zeros(0)), _like(reward, np.zeros(0, dtype=np.int64))
+    ends = np.flatnonzero(d)
+    if ends.size == 0 or ends[-1] != r.shape[0] - 1:
+        ends = np.append(ends, r.shape[0] - 1)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    returns = np.add.reduceat(r, starts)
+    lengths = (ends - starts + 1).astype(np.int64)
+    return _like(reward, returns), _like(reward, lengths)
+
+
+def discounted_reward_to_go(reward, done, *, gamma: float):
+    """Discounted reward-to-go ``G[t] = r[t] + gamma * (1 - done[t]) * G[t + 1]``.
+
+    Parameters
+    ----------
+    reward : float array or tensor of shape ``[T]``
+    done : bool array or tensor of shape ``[T]``
+        True on the last step of each trajectory.
+    gamma : float
+        Discount factor in [0, 1].
+
+    Returns
+    -------
+    float64 array or tensor of shape ``[T]``
+
+    Examples
+    --------
+    >>> discounted_reward_to_go(np.array([0.0, 0.0, 1.0]), np.array([False, False, True]), gamma=0.9)
+    array([0.81, 0.9 , 1.  ])
+    """
+    gamma = check_in_range("gamma", gamma, 0.0, 1.0)
+    r = _array(reward, "reward")
+    d = _array(done, "done", dtype=bool, length=r.shape[0])
+    return _like(reward, _reverse_scan(gamma * (~d), r))
+
+
+def generalized_advantage_estimate(reward, value, next_value, done, *, terminated=None,
+                                   gamma: float, lmbda: float):
+    """Generalized advantage estimation (Schulman et al. 2016) with separate terminated / done flags.
+
+    ``delta[t] = r[t] + gamma * (1 - terminated[t]) * next_value[t] - value[t]``
+    and ``A[t] = delta[t] + gamma * lmbda * (1 - done[t]) * A[t + 1]``:
+    ``terminated`` cuts the bootstrap (the next state is terminal, worth 0),
+    ``done`` cuts the recursion (the trajectory ends, whether or not the state
+    is terminal), as in TorchRL's functional GAE.
+
+    Parameters
+    ----------
+    reward, value, next_value : float arrays or tensors of shape ``[T]``
+        Rewards, ``V(s[t])`` and ``V(s[t + 1])``.
+    done : bool array or tensor of shape ``[T]``
+        End of each trajectory.
+    terminated : bool array or tensor of shape ``[T]``, optional
+        Terminal next states; default ``done``.
+    gamma, lmbda : float
+        Discount and GAE lambda, in [0, 1].
+
+    Returns
+    -------
+    advantage : float64 array or tensor of shape ``[T]``
+    value_target : float64 array or tensor of shape ``[T]``
+        ``advantage + value``.
+
+    Examples
+    --------
+    >>> r = np.array([0.0, 1.0]); v = np.array([0.5, 0.5]); nv = np.array([0.5, 9.0])
+    >>> adv, target = generalized_advantage_estimate(r, v, nv, np.array([False, True]), gamma=1.0, lmbda=1.0)
+    >>> adv
+    array([0.5, 0.5])
+    """
+    gamma = check_in_range("gamma", gamma, 0.0, 1.0)
+    lmbda = check_in_range("lmbda", lmbda, 0.0, 1.0)
+    r = _array(reward, "reward")
+    n = r.shape[0]
+    v = _array(value, "value", length=n)
+    nv = _array(next_value, "next_value", length=n)
+    d = _array(done, "done", dtype=bool, length=n)
+    term = d if terminated is None else _array(terminated, "terminated", dtype=bool, length=n)
+    delta = r + gamma * np.where(term, 0.0, nv) - v
+    adv = _reverse_scan(gamma * lmbda * (~d), delta)
+    return _like(reward, adv), _like(reward, adv + v)
+
+
+# --------------------------------------------------------------------------
+# Frame layer
+# --------------------------------------------------------------------------
+
+
+def _reward_and_boundary(data, reward: str, extra: tuple = ()) -> tuple[str, pl.DataFrame]:
+    lf, _ = _lazy(data)
+    names = _names(lf)
+    name = _resolve_reward(names, reward)
+    done = S.done_column(name)
+    if done not in names:
+        raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
+    keys = [k for k in (S.GAME_ID, S.SEAT) if k in names]
+    df = lf.select(
+        *keys,
+        pl.col(S.reward_column(name)).cast(pl.Float64).alias("reward"),
+        _boundary_expr(names, done).alias("boundary"),
+        *extra,
+    ).collect()
+    return name, df
+
+
+def episode_returns(data, reward: str) -> pl.DataFrame:
+    """One row per trajectory of plug-in ``reward``: its undiscounted return and length.
+
+    Trajectories end at ``done_<name>`` and at the end of each player's game
+    (see the module docstring).
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
+        A rewards table or a frame with ``reward_<name>`` / ``done_<name>``.
+    reward : str
+        The plug-in name.
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``episode`` (0, 1, ...), ``game_id`` and ``seat`` when the
+        data has them (of the trajectory's first step), ``start`` (row index
+        of its first step), ``length``, ``return``; in data order.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [1.0, 2.0, 4.0], "done_a": [False, True, True]})
+    >>> episode_returns(f, "a")["return"].to_list()
+    [3.0, 4.0]
+    """
+    _, df = _reward_and_boundary(data, reward)
+    r = df["reward"].to_numpy()
+    b = df["boundary"].to_numpy()
+    returns, lengths = segment_returns(r, b)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64) if lengths.size else \
+        np.zeros(0, dtype=np.int64)
+    cols = [pl.Series("episode", np.arange(lengths.size, dtype=np.int64))]
+    for k in (S.GAME_ID, S.SEAT):
+        if k in df.columns:
+            cols.append(df[k].gather(starts))
+    cols += [pl.Series("start", starts), pl.Series("length", lengths), pl.Series("return", returns)]
+    return pl.DataFrame(cols)
+
+
+def reward_to_go(data, reward: str, *, gamma: float) -> pl.Series:
+    """Discounted reward-to-go of plug-in ``reward`` at every step (trajectories as in :func:`episode_returns`).
+
+    Returns
+    -------
+    polars.Series
+        Float64, named ``return_to_go_<name>``, one value per row.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [0.0, 1.0, 1.0], "done_a": [False, True, True]})
+    >>> reward_to_go(f, "a", gamma=0.5).to_list()
+    [0.5, 1.0, 1.0]
+    """
+    gamma = check_in_range("gamma", gamma, 0.0, 1.0)
+    name, df = _reward_and_boundary(data, reward)
+    g = discounted_reward_to_go(df["reward"].to_numpy(), df["boundary"].to_numpy(), gamma=gamma)
+    return pl.Series(f"return_to_go_{name}", g)
+
+
+def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
+        terminated: str | None = None) -> pl.DataFrame:
+    """Generalized advantage estimation of plug-in ``reward`` given a state-value column.
+
+    The next state's value is the following row's ``value`` (each state is
+    stored once; the row after a non-final step is the next step of the same
+    player).  ``done_<name>`` (and the end of each player's game) cuts the
+    recursion; ``terminated`` cuts the bootstrap.
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
+        A frame with ``reward_<name>``, ``done_<name>`` and ``value``.
+    reward : str
+        The plug-in name.
+    value : str
+        Column holding ``V(s[t])`` for each row.
+    gamma, lmbda : float
+        Discount and GAE lambda, in [0, 1].
+    terminated : str, optional
+        Boolean column of terminal steps.  Default: the plug-in's done
+        (kanachan treats the end of a trajectory as terminal).  The end of a
+        player's game is always terminal.
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``advantage`` and ``value_target``, one row per input row.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [0.0, 1.0], "done_a": [False, True], "v": [0.5, 0.5]})
+    >>> gae(f, "a", value="v", gamma=1.0, lmbda=1.0)["advantage"].to_list()
+    [0.5, 0.5]
+    """
+    gamma = check_in_range("gamma", gamma, 0.0, 1.0)
+    lmbda = check_in_range("lmbda", lmbda, 0.0, 1.0)
+    lf, _ = _lazy(data)
+    names = _names(lf)
+    for col, what in ((value, "value"), (terminated, "terminated")):
+        if col is None:
+            continue
+        if not isinstance(col, str):
+            raise ParameterError(what, "should be a column name", col)
+        if col not in names:
+            raise ColumnNotFoundError(col, names)
+    name = _resolve_reward(names, reward)
+    term_expr = pl.col(terminated if terminated is not None else S.done_column(name))
+    term_expr = term_expr | _game_end_expr(names)
+    extra = (pl.col(value).cast(pl.Float64).alias("value"), term_expr.alias("terminated"))
+    _, df = _reward_and_boundary(lf, name, extra)
+    v = df["value"].to_numpy()
+    if np.isnan(v).any() or df["value"].null_count():
+        raise ParameterError("value", "should name a column without null or NaN values", value)
+    nv = np.append(v[1:], 0.0)  # the last row is always terminal, so its 0 is never used
+    adv, target = generalized_advantage_estimate(
+        df["reward"].to_numpy(), v, nv, df["boundary"].to_numpy(),
+        terminated=df["terminated"].to_numpy(), gamma=gamma, lmbda=lmbda)
+    return pl.DataFrame({"advantage": adv, "value_target": target})

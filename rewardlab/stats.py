@@ -1,0 +1,768 @@
+"""Exact reward statistics and normalization constants, over a frame, a lazy scan or a dataset path.
+
+What streams and what does not
+------------------------------
+* **Moments stream and merge.**  Count, mean, second central moment (M2),
+  min and max come from one Polars aggregation over the lazy frame
+  (``engine="streaming"``, so a Parquet dataset larger than memory works) and
+  are returned as :class:`Moments`, which merges exactly (Chan et al.'s
+  parallel update, float64).  Partial results over shards, files or batches
+  combine with ``a.merge(b)`` (or ``a + b``).
+* **Quantiles are exact, not mergeable.**  They are computed by Polars over
+  the selected values of the whole dataset (one Float64 column is
+  materialised: 8 bytes per value in scope).
+* **The fingerprint** of :class:`NormalizationConstants` hashes the values in
+  scope, in data order, so it also reads that one column.
+
+Scopes
+------
+=====================  =====================================================================
+``"all"``              every step
+``"nonzero"``          steps whose reward is not 0
+``"end_of_round"``     the last step of each round of a player, *including* the game's last
+                       step (kanachan's offline files mark that one ``end_of_round=False``;
+                       it still ends the final round).  Needs ``end_of_round`` and
+                       ``end_of_game``.
+``"end_of_game"``      the last step of each player's game.  Needs ``end_of_game``.
+``"episode_return"``   the undiscounted return of each trajectory, trajectories ending at the
+                       plug-in's own ``done_<name>`` (never across a player's game: see
+                       :func:`rewardlab.returns.episode_returns`).
+=====================  =====================================================================
+
+Both a rewards table written by ``rewardlab apply`` (keys ``game_id, seat,
+step`` plus ``reward_*`` / ``done_*``) and a full frame with reward columns
+work; the two end-of scopes need the full frame.
+
+Examples
+--------
+>>> import polars as pl
+>>> from rewardlab.stats import reward_stats
+>>> frame = pl.DataFrame({"reward_a": [0.0, 1.0, 0.0, 3.0], "done_a": [False, True, False, True]})
+>>> s = reward_stats(frame, "a", scope="nonzero")
+>>> s.count, s.mean, s.std
+(2, 2.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import polars as pl
+
+from rewardlab import schema as S
+from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError, check_choice
+
+__all__ = [
+    "SCOPES",
+    "DEFAULT_QUANTILES",
+    "Moments",
+    "RewardStats",
+    "NormalizationConstants",
+    "reward_moments",
+    "reward_stats",
+    "describe_rewards",
+    "normalization_constants",
+    "scope_values",
+]
+
+#: The scopes every statistic accepts (see the module docstring).
+SCOPES = ("all", "nonzero", "end_of_round", "end_of_game", "episode_return")
+
+#: Quantiles reported by default.
+DEFAULT_QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
+
+_VALUE = "value"
+
+
+# --------------------------------------------------------------------------
+# Mergeable moments
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Moments:
+    """Count, mean, M2 (sum of squared deviations), min and max of a set of values; exact merge.
+
+    Immutable: :meth:`update` and :meth:`merge` return a new object.  The
+    merge is Chan, Golub and LeVeque's pairwise update in float64, so the
+    moments of a dataset equal the merge of the moments of its parts (up to
+    rounding), in any order.
+
+    Attributes
+    ----------
+    count : int
+        Number of values.
+    mean : float
+        Their mean (0.0 when empty).
+    m2 : float
+        ``sum((x - mean) ** 2)``.
+    min, max : float
+        Extremes (``inf`` / ``-inf`` when empty).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = Moments.of(np.array([1.0, 2.0]))
+    >>> b = Moments.of(np.array([3.0, 4.0, 5.0]))
+    >>> m = a.merge(b)
+    >>> m.count, m.mean, m.var
+    (5, 3.0, 2.0)
+    """
+
+    count: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+    min: float = math.inf
+    max: float = -math.inf
+
+    @classmethod
+    def of(cls, values) -> "Moments":
+        """Moments of an array (any shape, flattened; converted to float64; two-pass M2).
+
+        Examples
+        --------
+        >>> Moments.of([2.0, 4.0]).m2
+        2.0
+        """
+        x = np.asarray(values, dtype=np.float64).ravel()
+        if x.size == 0:
+            return cls()
+        mean = float(x.mean())
+        d = x - mean
+        return cls(int(x.size), mean, float(np.dot(d, d)), float(x.min()), float(x.max()))
+
+    def update(self, values) -> "Moments":
+        """Return these moments merged with those of ``values`` (one batch).
+
+        Examples
+        --------
+        >>> Moments().update([1.0, 3.0]).update([5.0]).mean
+        3.0
+        """
+        return self.merge(Moments.of(values))
+
+    def merge(self, other: "Moments") -> "Moments":
+        """Return the moments of the union of both sets of values.
+
+        Examples
+        --------
+        >>> (Moments.of([0.0]) + Moments.of([2.0])).var
+        1.0
+        """
+        if not isinstance(other, Moments):
+            raise ParameterError("other", "should be a Moments", type(other).__name__)
+        if other.count == 0:
+            return self
+        if self.count == 0:
+            return other
+        n = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.count / n)
+        m2 = self.m2 + other.m2 + delta * delta * (self.count * other.count / n)
+        return Moments(n, mean, m2, min(self.min, other.min), max(self.max, other.max))
+
+    __add__ = merge
+
+    @property
+    def var(self) -> float:
+        """Population variance ``m2 / count`` (NaN when empty)."""
+        return self.m2 / self.count if self.count else math.nan
+
+    @property
+    def sample_var(self) -> float:
+        """Sample variance ``m2 / (count - 1)`` (NaN for fewer than 2 values)."""
+        return self.m2 / (self.count - 1) if self.count > 1 else math.nan
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation."""
+        return math.sqrt(self.var) if self.count else math.nan
+
+    @property
+    def sample_std(self) -> float:
+        """Sample standard deviation (ddof = 1)."""
+        return math.sqrt(self.sample_var) if self.count > 1 else math.nan
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: count, mean, m2, min, max, std, sample_std (NaN/inf as None).
+
+        Examples
+        --------
+        >>> sorted(Moments.of([1.0]).to_dict())
+        ['count', 'm2', 'max', 'mean', 'min', 'sample_std', 'std']
+        """
+        out = dataclasses.asdict(self) | {"std": self.std, "sample_std": self.sample_std}
+        return {k: _json_number(v) for k, v in out.items()}
+
+
+def _json_number(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+# --------------------------------------------------------------------------
+# Data access shared by the analysis modules
+# --------------------------------------------------------------------------
+
+
+def _lazy(data) -> tuple[pl.LazyFrame, str | None]:
+    """A LazyFrame and, when ``data`` was a path, its description."""
+    if isinstance(data, pl.LazyFrame):
+        return data, None
+    if isinstance(data, pl.DataFrame):
+        return data.lazy(), None
+    if isinstance(data, (str, Path)):
+        paths = [Path(data)]
+    elif isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, Path)) for p in data):
+        paths = [Path(p) for p in data]
+    else:
+        raise ParameterError("data", "should be a polars DataFrame or LazyFrame, or path(s) to Parquet "
+                             "files", type(data).__name__)
+    targets: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            targets.extend(sorted(p.glob("*.parquet")))
+        elif p.suffix == ".parquet":
+            if not p.exists():
+                raise ParameterError("data", "should name existing files", str(p))
+            targets.append(p)
+        else:
+            from rewardlab.dataset import as_lazy
+
+            return as_lazy(paths), ", ".join(map(str, paths))
+    if not targets:
+        raise ParameterError("data", "should name Parquet files or folders holding them",
+                             [str(p) for p in paths])
+    return pl.scan_parquet(targets), ", ".join(map(str, paths))
+
+
+def _names(lf: pl.LazyFrame) -> list[str]:
+    return lf.collect_schema().names()
+
+
+def _resolve_reward(names: Sequence[str], reward: str) -> str:
+    """The plug-in name for ``reward`` (a name like ``"top"`` or a column like ``"reward_top"``)."""
+    if not isinstance(reward, str):
+        raise ParameterError("reward", "should be a reward name such as 'top'", reward)
+    if S.REWARD_PREFIX + reward in names:
+        return S.check_name(reward, what="reward")
+    if reward.startswith(S.REWARD_PREFIX) and reward in names:
+        return reward[len(S.REWARD_PREFIX):]
+    available = [c for c in names if c.startswith(S.REWARD_PREFIX)]
+    raise ColumnNotFoundError(S.REWARD_PREFIX + reward, available or ["(no reward_* columns; run "
+                                                                       "`rewardlab apply` first)"])
+
+
+def _rewards_to_use(names: Sequence[str], rewards) -> list[str]:
+    if rewards is None:
+        found = [c[len(S.REWARD_PREFIX):] for c in names if c.startswith(S.REWARD_PREFIX)]
+        if not found:
+            raise FrameError("the data has no reward_<name> columns",
+                             hint="Run reward plug-ins first (`rewardlab apply` or apply_plugins)")
+        return found
+    if isinstance(rewards, str):
+        rewards = [rewards]
+    return [_resolve_reward(names, r) for r in rewards]
+
+
+def _need(names: Sequence[str], column: str, why: str) -> None:
+    if column not in names:
+        raise FrameError(
+            f"{why} needs the column {column!r}, which the data lacks",
+            hint="Pass the full frame (the dataset with reward columns, e.g. from apply_plugins), "
+            "or join the rewards table to the dataset on game_id, seat, step")
+
+
+def _game_end_expr(names: Sequence[str]) -> pl.Expr:
+    """True on the last step of each player's game, as far as the data tells.
+
+    ``end_of_game`` when present; otherwise a change of ``(game_id, seat)`` to
+    the next row; the last row of the data always counts.
+    """
+    last = pl.int_range(pl.len()) == pl.len() - 1
+    if S.END_OF_GAME in names:
+        return (pl.col(S.END_OF_GAME) | last).alias("_game_end")
+    if S.GAME_ID in names and S.SEAT in names:
+        change = ((pl.col(S.GAME_ID) != pl.col(S.GAME_ID).shift(-1))
+                  | (pl.col(S.SEAT) != pl.col(S.SEAT).shift(-1)))
+        return (change.fill_null(True) | last).alias("_game_end")
+    return last.alias("_game_end")
+
+
+def _boundary_expr(names: Sequence[str], done: str) -> pl.Expr:
+    """True on the last step of each trajectory: at ``done`` and at the end of each player's game.
+
+    A trajectory never runs across a player's game (the next row belongs to
+    another player); see :func:`_game_end_expr`.
+    """
+    return (pl.col(done) | _game_end_expr(names)).alias("_boundary")
+
+
+def _episode_id_expr(boundary: pl.Expr) -> pl.Expr:
+    return boundary.shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias("_episode")
+
+
+def _check_scope(scope: str) -> str:
+    return check_choice("scope", scope, SCOPES)
+
+
+def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str) -> pl.LazyFrame:
+    """A lazy frame with one Float64 column ``value``: the values of ``reward`` in ``scope``."""
+    names = _names(lf)
+    col = S.REWARD_PREFIX + name
+    value = pl.col(col).cast(pl.Float64).alias(_VALUE)
+    if scope == "all":
+        return lf.select(value)
+    if scope == "nonzero":
+        return lf.select(value).filter(pl.col(_VALUE) != 0)
+    if scope == "end_of_game":
+        _need(names, S.END_OF_GAME, "scope 'end_of_game'")
+        return lf.filter(pl.col(S.END_OF_GAME)).select(value)
+    if scope == "end_of_round":
+        _need(names, S.END_OF_ROUND, "scope 'end_of_round'")
+        _need(names, S.END_OF_GAME, "scope 'end_of_round'")
+        return lf.filter(pl.col(S.END_OF_ROUND) | pl.col(S.END_OF_GAME)).select(value)
+    # episode_return
+    done = S.DONE_PREFIX + name
+    if done not in names:
+        raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
+    return (
+        lf.select(value, _episode_id_expr(_boundary_expr(names, done)))
+        .group_by("_episode")
+        .agg(pl.col(_VALUE).sum())
+        .sort("_episode")
+        .select(_VALUE)
+    )
+
+
+def scope_values(data, reward: str, *, scope: str = "all") -> np.ndarray:
+    """The values of ``reward`` in ``scope`` as a float64 array (data order; episode returns in episode order).
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
+        A rewards table or a frame with reward columns.
+    reward : str
+        The plug-in name (``"top"``) or its column (``"reward_top"``).
+    scope : str
+        One of :data:`SCOPES`.
+
+    Returns
+    -------
+    numpy.ndarray of shape ``[N]``, float64
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [1.0, 2.0, 4.0], "done_a": [False, True, True]})
+    >>> scope_values(f, "a", scope="episode_return")
+    array([3., 4.])
+    """
+    _check_scope(scope)
+    lf, _ = _lazy(data)
+    name = _resolve_reward(_names(lf), reward)
+    sl = _scope_lazy(lf, name, scope)
+    return sl.collect()[_VALUE].to_numpy().astype(np.float64, copy=False)
+
+
+# --------------------------------------------------------------------------
+# Statistics
+# --------------------------------------------------------------------------
+
+
+def _moments_of_lazy(sl: pl.LazyFrame, *, what: str) -> Moments:
+    v = pl.col(_VALUE)
+    row = sl.select(
+        n=pl.len(), nulls=v.null_count(), nans=v.is_nan().sum(), mean=v.mean(),
+        var=v.var(ddof=0), min=v.min(), max=v.max(),
+    ).collect(engine="streaming").row(0, named=True)
+    if row["nulls"] or row["nans"]:
+        raise FrameError(f"{what} has {row['nulls']} null and {row['nans']} NaN values",
+                         hint="Rewards must be finite numbers; check the plug-in")
+    n = int(row["n"])
+    if n == 0:
+        return Moments()
+    return Moments(n, float(row["mean"]), float(row["var"]) * n, float(row["min"]), float(row["max"]))
+
+
+def reward_moments(data, reward: str, *, scope: str = "all") -> Moments:
+    """Streaming moments (count, mean, M2, min, max) of a reward in a scope.
+
+    One Polars aggregation over the lazy frame with the streaming engine; the
+    result merges exactly with the moments of other parts of a dataset.
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
+        A rewards table or a frame with reward columns.
+    reward : str
+        The plug-in name (``"top"``) or its column (``"reward_top"``).
+    scope : str
+        One of :data:`SCOPES`.
+
+    Returns
+    -------
+    Moments
+
+    Examples
+    --------
+    >>> m = reward_moments("part1.parquet", "top") + reward_moments("part2.parquet", "top")  # doctest: +SKIP
+    >>> m.mean, m.std  # doctest: +SKIP
+    """
+    _check_scope(scope)
+    lf, _ = _lazy(data)
+    name = _resolve_reward(_names(lf), reward)
+    return _moments_of_lazy(_scope_lazy(lf, name, scope), what=f"reward {name!r}")
+
+
+def _check_quantiles(quantiles) -> tuple[float, ...]:
+    try:
+        qs = tuple(float(q) for q in quantiles)
+    except (TypeError, ValueError):
+        raise ParameterError("quantiles", "should be a sequence of numbers in [0, 1]", quantiles) from None
+    for q in qs:
+        if not 0.0 <= q <= 1.0:
+            raise ParameterError("quantiles", "should contain numbers in [0, 1]", quantiles)
+    return qs
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardStats:
+    """Statistics of one reward in one scope (see :func:`reward_stats`).
+
+    Attributes
+    ----------
+    reward : str
+        The plug-in name.
+    scope : str
+        One of :data:`SCOPES`.
+    count : int
+        Number of values in scope.
+    mean, std, sample_std, min, max : float
+        ``std`` is the population standard deviation (ddof 0), ``sample_std``
+        uses ddof 1.  NaN when there are no values.
+    zero_fraction : float
+        Fraction of the values that are exactly 0.
+    quantiles : dict of float to float
+        Exact quantiles (linear interpolation, as NumPy's default).
+    normalized_by : dict or None
+        The constants applied before computing, if any
+        (:meth:`NormalizationConstants.to_dict`).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> s = reward_stats(pl.DataFrame({"reward_a": [0.0, 2.0]}), "a", quantiles=(0.5,))
+    >>> s.quantiles, s.zero_fraction
+    ({0.5: 1.0}, 0.5)
+    """
+
+    reward: str
+    scope: str
+    count: int
+    mean: float
+    std: float
+    sample_std: float
+    min: float
+    max: float
+    zero_fraction: float
+    quantiles: dict
+    normalized_by: dict | None = None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict with stable keys (quantile keys as strings, NaN as None).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> reward_stats(pl.DataFrame({"reward_a": [1.0]}), "a", quantiles=(0.5,)).to_dict()["quantiles"]
+        {'0.5': 1.0}
+        """
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["quantiles"] = {_q_key(q): _json_number(v) for q, v in self.quantiles.items()}
+        return {k: (_json_number(v) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+def _q_key(q: float) -> str:
+    return repr(float(q))
+
+
+def reward_stats(
+    data,
+    reward: str,
+    *,
+    scope: str = "all",
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+    constants: "NormalizationConstants | None" = None,
+) -> RewardStats:
+    """Count, mean, population and sample std, min, max, zero fraction and exact quantiles.
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
+        A rewards table or a frame with reward columns.
+    reward : str
+        The plug-in name (``"top"``) or its column (``"reward_top"``).
+    scope : str
+        One of :data:`SCOPES`.
+    quantiles : sequence of float
+        Quantile levels in [0, 1].
+    constants : NormalizationConstants, optional
+        Apply ``(x - mean) / std`` to the values in scope first: "what
+        normalization does".  With the constants computed from the same data
+        and scope the result has mean 0 and std 1.
+
+    Returns
+    -------
+    RewardStats
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [1.0, 2.0, 3.0]})
+    >>> c = normalization_constants(f, "a")
+    >>> s = reward_stats(f, "a", constants=c)
+    >>> round(s.mean, 12), round(s.std, 12)
+    (0.0, 1.0)
+    """
+    _check_scope(scope)
+    qs = _check_quantiles(quantiles)
+    if constants is not None and not isinstance(constants, NormalizationConstants):
+        raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
+                             type(constants).__name__)
+    lf, _ = _lazy(data)
+    name = _resolve_reward(_names(lf), reward)
+    sl = _scope_lazy(lf, name, scope)
+    if constants is not None:
+        sl = sl.select(((pl.col(_VALUE) - constants.mean) / constants.std).alias(_VALUE))
+    m = _moments_of_lazy(sl, what=f"reward {name!r}")
+    v = pl.col(_VALUE)
+    if m.count:
+        exprs = [v.quantile(q, "linear").alias(f"q{i}") for i, q in enumerate(qs)]
+        exprs.append((v == 0).sum().alias("zeros"))
+        row = sl.select(exprs).collect(engine="streaming").row(0, named=True)
+        qvals = {q: float(row[f"q{i}"]) for i, q in enumerate(qs)}
+        zero_fraction = int(row["zeros"]) / m.count
+    else:
+        qvals = {q: math.nan for q in qs}
+        zero_fraction = math.nan
+    return RewardStats(
+        reward=name, scope=scope, count=m.count, mean=m.mean if m.count else math.nan,
+        std=m.std, sample_std=m.sample_std,
+        min=m.min if m.count else math.nan, max=m.max if m.count else math.nan,
+        zero_fraction=zero_fraction, quantiles=qvals,
+        normalized_by=None if constants is None else constants.to_dict(),
+    )
+
+
+def describe_rewards(
+    data,
+    rewards: str | Iterable[str] | None = None,
+    *,
+    scopes: Iterable[str] = ("all",),
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+) -> pl.DataFrame:
+    """One row of :func:`reward_stats` per reward and scope, as a Polars frame.
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
+        A rewards table or a frame with reward columns.
+    rewards : str or iterable of str, optional
+        Plug-in names; default every ``reward_*`` column.
+    scopes : iterable of str
+        Scopes from :data:`SCOPES`.
+    quantiles : sequence of float
+        Quantile levels; columns ``q0.25`` etc.
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``reward, scope, count, mean, std, sample_std, min, max,
+        zero_fraction`` and one per quantile.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [0.0, 1.0], "reward_b": [2.0, 2.0]})
+    >>> describe_rewards(f, quantiles=(0.5,)).select("reward", "mean", "q0.5").rows()
+    [('a', 0.5, 0.5), ('b', 2.0, 2.0)]
+    """
+    lf, _ = _lazy(data)
+    names = _rewards_to_use(_names(lf), rewards)
+    scopes = [_check_scope(s) for s in scopes]
+    qs = _check_quantiles(quantiles)
+    rows = []
+    for name in names:
+        for scope in scopes:
+            s = reward_stats(lf, name, scope=scope, quantiles=qs)
+            row = {k: getattr(s, k) for k in ("reward", "scope", "count", "mean", "std", "sample_std",
+                                               "min", "max", "zero_fraction")}
+            row |= {f"q{q:g}": s.quantiles[q] for q in qs}
+            rows.append(row)
+    schema = {"reward": pl.String, "scope": pl.String, "count": pl.Int64} | {
+        k: pl.Float64 for k in ("mean", "std", "sample_std", "min", "max", "zero_fraction")
+    } | {f"q{q:g}": pl.Float64 for q in qs}
+    return pl.DataFrame(rows, schema=schema)
+
+
+# --------------------------------------------------------------------------
+# Normalization constants
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class NormalizationConstants:
+    """Mean and population std of a reward, with where they came from: what an exported plug-in divides by.
+
+    Attributes
+    ----------
+    reward : str
+        The plug-in name the constants were computed for.
+    scope : str
+        The scope (:data:`SCOPES`) the values were taken from; the exported
+        plug-in should apply the constants to the same steps.
+    mean : float
+        Mean of the values in scope.
+    std : float
+        Population standard deviation (ddof 0), > 0.
+    count : int
+        Number of values in scope.
+    source : str or None
+        The dataset path(s), when the data was given as a path.
+    rows : int
+        Rows (transitions) in the data.
+    fingerprint : str
+        ``"blake2b-128:<hex>"`` of the float64 values in scope, in data order:
+        the same data and scope give the same fingerprint.
+
+    Examples
+    --------
+    >>> c = NormalizationConstants("top", "end_of_game", 0.0, 2.0, 10, None, 100, "blake2b-128:00")
+    >>> c.apply([2.0, -4.0])
+    array([ 1., -2.])
+    >>> NormalizationConstants.from_dict(c.to_dict()) == c
+    True
+    """
+
+    reward: str
+    scope: str
+    mean: float
+    std: float
+    count: int
+    source: str | None
+    rows: int
+    fingerprint: str
+
+    def __post_init__(self):
+        from rewardlab.errors import check_finite, check_positive
+
+        check_finite("mean", self.mean)
+        check_positive("std", self.std)
+        _check_scope(self.scope)
+
+    def apply(self, values) -> np.ndarray:
+        """``(values - mean) / std`` as a float64 array.
+
+        Examples
+        --------
+        >>> NormalizationConstants("a", "all", 1.0, 2.0, 2, None, 2, "x").apply([3.0])
+        array([1.])
+        """
+        return (np.asarray(values, dtype=np.float64) - self.mean) / self.std
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict with stable keys.
+
+        Examples
+        --------
+        >>> sorted(NormalizationConstants("a", "all", 0.0, 1.0, 1, None, 1, "x").to_dict())
+        ['count', 'fingerprint', 'mean', 'reward', 'rows', 'scope', 'source', 'std']
+        """
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "NormalizationConstants":
+        """Rebuild from :meth:`to_dict` output (unknown keys are an error).
+
+        Examples
+        --------
+        >>> NormalizationConstants.from_dict({"reward": "a", "scope": "all", "mean": 0.0, "std": 1.0,
+        ...     "count": 1, "source": None, "rows": 1, "fingerprint": "x"}).std
+        1.0
+        """
+        fields = {f.name for f in dataclasses.fields(cls)}
+        extra = sorted(set(d) - fields)
+        missing = sorted(fields - set(d))
+        if extra or missing:
+            raise ParameterError("d", f"should have exactly the keys {sorted(fields)}",
+                                 {"missing": missing, "unknown": extra})
+        return cls(**d)
+
+
+def _fingerprint(values: np.ndarray) -> str:
+    x = np.ascontiguousarray(values, dtype="<f8")
+    return "blake2b-128:" + hashlib.blake2b(memoryview(x).cast("B"), digest_size=16).hexdigest()
+
+
+def normalization_constants(data, reward: str, *, scope: str = "all") -> NormalizationConstants:
+    """Compute, in one call, the mean and std a plug-in should normalize ``reward`` with.
+
+    kanachan's reward plug-in contract asks for rewards with mean near 0 and
+    standard deviation near 1, and its examples say to "calculate the mean and
+    standard deviation from the training data in advance": this is that
+    calculation, exact, over the whole dataset.
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
+        A rewards table or a frame with reward columns.
+    reward : str
+        The plug-in name (``"top"``) or its column (``"reward_top"``).
+    scope : str
+        Which values to normalize (:data:`SCOPES`): e.g. ``"end_of_game"``
+        for a reward that is non-zero only at the end of a game, as in the
+        kanachan examples.
+
+    Returns
+    -------
+    NormalizationConstants
+        Frozen; the export step takes it as is.
+
+    Raises
+    ------
+    FrameError
+        When the scope holds no values or they are all equal (std 0).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [1.0, 3.0]})
+    >>> c = normalization_constants(f, "a")
+    >>> c.mean, c.std, c.count, c.rows
+    (2.0, 1.0, 2, 2)
+    """
+    _check_scope(scope)
+    lf, source = _lazy(data)
+    name = _resolve_reward(_names(lf), reward)
+    values = scope_values(lf, name, scope=scope)
+    if not np.all(np.isfinite(values)):
+        raise FrameError(f"reward {name!r} has {int((~np.isfinite(values)).sum())} non-finite values "
+                         f"in scope {scope!r}", hint="Rewards must be finite numbers; check the plug-in")
+    m = Moments.of(values)
+    if m.count == 0:
+        raise FrameError(f"reward {name!r} has no values in scope {scope!r}",
+                         hint="Choose another scope, e.g. scope='all'")
+    if not m.std > 0:
+        raise FrameError(f"reward {name!r} is constant ({m.mean!r}) over the {m.count} values in scope "
+                         f"{scope!r}, so its standard deviation is 0 and it cannot be normalized",
+                         hint="Choose a scope where the reward varies")
+    rows = lf.select(pl.len()).collect(engine="streaming").item()
+    return NormalizationConstants(reward=name, scope=scope, mean=m.mean, std=m.std, count=m.count,
+                                  source=source, rows=int(rows), fingerprint=_fingerprint(values))

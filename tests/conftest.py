@@ -1,0 +1,51 @@
+"""Shared fixtures: the bundled sample dataset and small hand-built frames."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+os.environ.setdefault("REWARDLAB_PROGRESS", "0")
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample.tsv.gz"
+PLUGINS_DIR = ROOT / "data" / "plugins"
+sys.path.insert(0, str(Path(__file__).parent))  # tests/lines.py, tests/reference.py
+
+
+@pytest.fixture(scope="session")
+def sample_path(tmp_path_factory) -> Path:
+    """The bundled sample (``make`` creates it); generated into a temp dir if absent."""
+    if SAMPLE.exists():
+        return SAMPLE
+    from rewardlab.sources.simulate import write_sample
+
+    path = tmp_path_factory.mktemp("sample") / "sample.tsv.gz"
+    write_sample(path, games=60, seed=2024, progress=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_frame(sample_path):
+    """The sample loaded once per test session (do not mutate; Polars frames are immutable)."""
+    import rewardlab
+
+    return rewardlab.load_kanachan(sample_path, progress=False)
+
+
+@pytest.fixture(scope="session")
+def small_frame(tmp_path_factory):
+    """Three hand-built games (tests/lines.py) with uneven rounds, loaded."""
+    import rewardlab
+    from lines import game_lines, gid, write
+
+    path = tmp_path_factory.mktemp("small") / "small.tsv"
+    lines = (game_lines(gid(1), rounds=(3, 2)) + game_lines(gid(2), rounds=(1, 4, 2))
+             + game_lines(gid(3), rounds=(2,), final_scores=(25000, 25000, 30000, 20000)))
+    write(path, lines)
+    return rewardlab.load_kanachan(path, progress=False)
