@@ -38,3 +38,9 @@ def tiled_frame(frame: pl.DataFrame, min_rows: int) -> pl.DataFrame:
     """``frame`` repeated until it has at least ``min_rows`` rows (episode order is preserved)."""
     copies = -(-min_rows // frame.height)
     return pl.concat([frame] * copies, rechunk=True)
+
+
+def whole_episodes_head(frame: pl.DataFrame, n: int) -> pl.DataFrame:
+    """The first rows of ``frame``, at most ``n``, ending on an end-of-game row."""
+    ends = frame.head(n)["end_of_game"].to_numpy().nonzero()[0]
+    return frame.head(int(ends[-1]) + 1)

@@ -12,7 +12,8 @@ import numpy as np
 import polars as pl
 
 import rewardlab
-from benchmarks._data import big_text_file, tiled_frame
+from rewardlab.dataset import write_dataset
+from benchmarks._data import big_text_file, tiled_frame, whole_episodes_head
 
 
 def _best(fn, repeat: int = 3) -> float:
@@ -32,9 +33,33 @@ def _raw_read(path: Path) -> pl.DataFrame:
                        truncate_ragged_lines=True, missing_columns="insert")
 
 
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+_MEMORY_PROBE = """
+import gc, os, sys
+import rewardlab
+def rss():
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+rewardlab.load_kanachan(sys.argv[1], progress=False)  # warm up imports and pools
+gc.collect()
+base = rss()
+frame = rewardlab.load_kanachan(sys.argv[1], progress=False)
+gc.collect()
+loaded = rss()
+rows = frame.height
+del frame
+gc.collect()
+print(loaded - rss(), loaded - base, rows)
+"""
+
+
+def _memory_in_subprocess(path: Path) -> tuple[int, int, int]:
+    """(RSS released when the frame is dropped, RSS growth of the load, rows), in a fresh process."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return int(out[0]), int(out[1]), int(out[2])
 
 
 def run(report) -> None:
@@ -47,27 +72,28 @@ def run(report) -> None:
     report("full parse + validation (load_kanachan)", n_lines / full, "lines/s")
     report("full parse / raw read time", full / raw, "x", "target <= 2.5")
 
-    gc.collect()
-    before = _rss()
+    held, growth, rows = _memory_in_subprocess(path)
+    report("resident bytes per transition held by the loaded frame", held / rows, "B", "target <= 450")
+    report("RSS growth of the whole load per transition (incl. allocator caches)", growth / rows, "B")
     frame = rewardlab.load_kanachan(path, progress=False)
-    gc.collect()
-    after = _rss()
-    report("resident bytes per transition (RSS growth)", (after - before) / frame.height, "B", "target <= 450")
     report("frame.estimated_size() per transition", frame.estimated_size() / frame.height, "B")
 
     big = tiled_frame(frame, 2_000_000)
     with tempfile.TemporaryDirectory() as tmp:
-        pq = Path(tmp) / "d.parquet"
-        big.write_parquet(pq, compression="lz4", row_group_size=65536)
-        t = _best(lambda: rewardlab.load_kanachan(pq))
-        report("Parquet load (load_kanachan on converted dataset)", big.height / t, "transitions/s",
-               "target >= 5e6")
+        for suffix, kind in ((".parquet", "parquet"), (".arrow", "ipc")):
+            out = Path(tmp) / f"d{suffix}"
+            write_dataset(big, out, kind=kind)
+            t = _best(lambda: rewardlab.load_kanachan(out))
+            report(f"converted dataset load, {suffix} ({out.stat().st_size / big.height:.0f} B/row on disk)",
+                   big.height / t, "transitions/s", "target >= 5e6")
+            t = _best(lambda: rewardlab.scan_kanachan(out).select("seat", "results", "end_of_game").collect())
+            report(f"lazy scan of 3 columns, {suffix}", big.height / t, "transitions/s")
     del big
 
-    million = tiled_frame(frame, 1_000_000).head(1_000_000)
+    million = whole_episodes_head(tiled_frame(frame, 1_100_000), 1_000_000)
     arrays = rewardlab.FrameArrays(million)
     t = _best(lambda: arrays.tensordict(), repeat=2)
-    report("to_tensordict, 1M rows, one batch", 1_000_000 / t, "rows/s")
-    rows = np.random.default_rng(0).permutation(1_000_000)
+    report(f"to_tensordict, {million.height:,} rows, one batch", million.height / t, "rows/s")
+    rows = np.random.default_rng(0).permutation(million.height)
     t = _best(lambda: arrays.tensordict(rows), repeat=2)
-    report("to_tensordict, 1M shuffled rows", 1_000_000 / t, "rows/s")
+    report(f"to_tensordict, {million.height:,} shuffled rows", million.height / t, "rows/s")

@@ -22,9 +22,10 @@ import polars as pl
 from rewardlab import schema as S
 from rewardlab._io import atomic_path
 from rewardlab.mahjong import episode_outcomes
-from rewardlab.sources.kanachan import read_kanachan, scan_kanachan
+from rewardlab.errors import ParameterError
+from rewardlab.sources.kanachan import DATASET_SUFFIXES, read_kanachan, scan_kanachan
 
-__all__ = ["convert", "summarize", "DatasetSummary", "as_lazy"]
+__all__ = ["convert", "write_dataset", "summarize", "DatasetSummary", "as_lazy"]
 
 
 def as_lazy(data) -> pl.LazyFrame:
@@ -59,7 +60,8 @@ def convert(
     paths : path or sequence of paths
         kanachan annotation files (plain, ``.gz`` or ``.bz2``).
     out : path
-        The ``.parquet`` file to write.
+        The dataset file to write: ``.parquet`` (portable) or ``.arrow``
+        (Arrow IPC, zstd; loads several times faster).
     overwrite : bool
         Replace ``out`` if it exists (otherwise
         :class:`~rewardlab.errors.OutputExistsError`).
@@ -76,12 +78,34 @@ def convert(
     >>> result = convert(["a.tsv.gz", "b.tsv.gz"], "ab.parquet")  # doctest: +SKIP
     """
     out = Path(out)
+    kind = DATASET_SUFFIXES.get(out.suffix)
+    if kind is None:
+        raise ParameterError("out", "should end with .parquet or .arrow", str(out))
     with atomic_path(out, overwrite=overwrite) as tmp:  # refuse early, before parsing
         result = read_kanachan(paths, on_error=on_error, skipped_path=skipped_path,
                                overwrite=overwrite, progress=progress)
-        # row groups of ~64k rows keep lazy scans and slices cheap
-        result.frame.write_parquet(tmp, compression="lz4", row_group_size=65536, statistics=True)
+        write_dataset(result.frame, tmp, kind=kind)
     return result
+
+
+def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet") -> None:
+    """Write ``frame`` as a dataset file of ``kind`` ``"parquet"`` or ``"ipc"`` (not atomic by itself).
+
+    Parquet uses lz4 and row groups of 64k rows (cheap lazy scans and
+    slices); Arrow IPC uses zstd and loads several times faster, because
+    Polars decodes Parquet's nested (fixed-size list) columns element by
+    element while IPC stores them as flat buffers.
+
+    Examples
+    --------
+    >>> write_dataset(frame, "/tmp/d.arrow", kind="ipc")  # doctest: +SKIP
+    """
+    if kind == "parquet":
+        frame.write_parquet(path, compression="lz4", row_group_size=65536, statistics=True)
+    elif kind == "ipc":
+        frame.write_ipc(path, compression="zstd")
+    else:
+        raise ParameterError("kind", "should be 'parquet' or 'ipc'", kind)
 
 
 @dataclasses.dataclass(frozen=True)

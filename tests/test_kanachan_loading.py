@@ -187,3 +187,15 @@ def test_next_state_mismatch_across_a_block_boundary(monkeypatch, tmp_path):
     with pytest.raises(rewardlab.errors.DataFormatError) as info:
         rewardlab.load_kanachan(path)
     assert (info.value.line, info.value.column, info.value.rule) == (2, 6, "next_state_mismatch")
+
+
+def test_arrow_dataset_round_trip(tmp_path, sample_frame, sample_path):
+    out = tmp_path / "d.arrow"
+    rewardlab.convert(sample_path, out, progress=False)
+    assert rewardlab.load_kanachan(out).equals(sample_frame)
+    assert rewardlab.scan_kanachan(out).select(pl.len()).collect().item() == sample_frame.height
+
+
+def test_convert_rejects_unknown_suffix(tmp_path, sample_path):
+    with pytest.raises(rewardlab.errors.ParameterError, match="`out` should end with .parquet or .arrow"):
+        rewardlab.convert(sample_path, tmp_path / "d.csv")

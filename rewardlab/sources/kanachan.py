@@ -17,7 +17,6 @@ report and, if asked, in a side file), so nothing is lost.
 from __future__ import annotations
 
 import dataclasses
-import re
 import zlib
 import gzip
 import bz2
@@ -43,6 +42,8 @@ __all__ = [
     "load_kanachan",
     "scan_kanachan",
     "SKIP_REASONS",
+    "DATASET_SUFFIXES",
+    "is_dataset",
 ]
 
 #: Bytes of decompressed text parsed at a time (bounded memory for big files).
@@ -325,10 +326,10 @@ def _parse_block(data: bytes, path: str, first_line: int, problems: _Problems) -
 
 def _maybe_binary(data: bytes) -> bool:
     """Cheap screen: a non-ASCII byte, or a control byte other than TAB, LF and CR."""
-    return not data.isascii() or _CONTROL.search(data) is not None
+    return bool(data.translate(None, _PLAIN_BYTES))  # what is left after deleting plain text
 
 
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PLAIN_BYTES = bytes(range(0x20, 0x7F)) + b"\t\n\r"
 
 
 def _clip(value, width: int = 40) -> str:
@@ -850,8 +851,22 @@ def _as_paths(paths) -> list[Path]:
     return out
 
 
-def _is_parquet(path: Path) -> bool:
-    return path.suffix == ".parquet" or (path.is_dir() and any(path.glob("*.parquet")))
+#: Suffixes of converted datasets: Parquet (portable) and Arrow IPC (fastest to load).
+DATASET_SUFFIXES = {".parquet": "parquet", ".arrow": "ipc", ".ipc": "ipc", ".feather": "ipc"}
+
+
+def is_dataset(path: str | Path) -> bool:
+    """True for a converted dataset: a ``.parquet`` / ``.arrow`` file, or a folder of them.
+
+    Examples
+    --------
+    >>> is_dataset("d.parquet"), is_dataset("d.arrow"), is_dataset("d.tsv.gz")
+    (True, True, False)
+    """
+    path = Path(path)
+    if path.suffix in DATASET_SUFFIXES:
+        return True
+    return path.is_dir() and any(p.suffix in DATASET_SUFFIXES for p in path.iterdir())
 
 
 def read_kanachan(
@@ -899,9 +914,9 @@ def read_kanachan(
     files = _as_paths(paths)
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
-    if all(_is_parquet(p) for p in files):
+    if all(is_dataset(p) for p in files):
         return LoadResult(scan_kanachan(files).collect(), pl.DataFrame(schema=_SKIPPED_SCHEMA))
-    if any(_is_parquet(p) for p in files):
+    if any(is_dataset(p) for p in files):
         raise ParameterError("paths", "should be all annotation files or all Parquet datasets",
                              [str(p) for p in files])
     if skipped_path is not None and Path(skipped_path).exists() and not overwrite:
@@ -1002,7 +1017,7 @@ def load_kanachan(
 
 
 def scan_kanachan(paths) -> pl.LazyFrame:
-    """Lazily scan converted Parquet datasets (see ``rewardlab convert``).
+    """Lazily scan converted datasets (``.parquet`` or ``.arrow``; see ``rewardlab convert``).
 
     Annotation text files are parsed eagerly (they must be validated whole)
     and returned as a lazy frame; convert them once for lazy scans of data
@@ -1015,17 +1030,21 @@ def scan_kanachan(paths) -> pl.LazyFrame:
     >>> lf.filter(pl.col("end_of_game")).select(pl.len()).collect()  # doctest: +SKIP
     """
     files = _as_paths(paths)
-    if not all(_is_parquet(p) for p in files):
+    if not all(is_dataset(p) for p in files):
         return load_kanachan(files, progress=False).lazy()
     targets = []
     for p in files:
         if p.is_dir():
-            targets.extend(sorted(p.glob("*.parquet")))
+            targets.extend(sorted(q for q in p.iterdir() if q.suffix in DATASET_SUFFIXES))
         elif not p.exists():
             raise DataFormatError(p, None, None, "missing_file", "no such file", hint="Check the path.")
         else:
             targets.append(p)
-    lf = pl.scan_parquet(targets)
+    kinds = {DATASET_SUFFIXES[t.suffix] for t in targets}
+    if len(kinds) > 1:
+        raise ParameterError("paths", "should be datasets of one kind (all Parquet or all Arrow)",
+                             [str(t) for t in targets])
+    lf = pl.scan_parquet(targets) if kinds == {"parquet"} else pl.scan_ipc(targets)
     names = lf.collect_schema().names()
     missing = [c for c in S.FRAME_SCHEMA if c not in names]
     if missing:
