@@ -29,5 +29,55 @@ __all__ = [
 
 # Each section below belongs to one area; add its imports and extend __all__ there.
 # --- plug-ins ---
+from rewardlab.plugins import CheckReport, Plugin, apply_plugins, check_plugin, load_plugin
+
+__all__ += ["CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin"]
 # --- analysis ---
+from rewardlab.stats import (
+    SCOPES, Moments, NormalizationConstants, RewardStats, describe_rewards, normalization_constants,
+    reward_moments, reward_stats,
+)
+from rewardlab.returns import episode_returns, gae, reward_to_go
+from rewardlab.normalizers import (
+    gymnasium_normalize_reward, normalization_summary, normalized_rewards, sb3_normalize_reward,
+)
+from rewardlab.ranking import (
+    RankTable, affine_equivalence, bootstrap_rank_ci, expected_reward, reward_by_rank, stable_rank,
+)
+from rewardlab.compare import (
+    compare_rewards, episode_return_table, most_disagreeing_episodes, step_difference,
+)
+from rewardlab.plots import (
+    plot_correlation_heatmap, plot_normalization, plot_return_distribution, plot_return_scatter,
+    plot_reward_by_rank, plot_reward_distribution,
+)
+
+__all__ += [
+    "SCOPES", "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
+    "normalization_constants", "reward_moments", "reward_stats",
+    "episode_returns", "gae", "reward_to_go",
+    "gymnasium_normalize_reward", "normalization_summary", "normalized_rewards", "sb3_normalize_reward",
+    "RankTable", "affine_equivalence", "bootstrap_rank_ci", "expected_reward", "reward_by_rank",
+    "stable_rank",
+    "compare_rewards", "episode_return_table", "most_disagreeing_episodes", "step_difference",
+    "plot_correlation_heatmap", "plot_normalization", "plot_return_distribution", "plot_return_scatter",
+    "plot_reward_by_rank", "plot_reward_distribution",
+]
 # --- families, schedules, export ---
+from rewardlab import families, schedules
+from rewardlab.families import (
+    Points, PointsParams, PreparedFrame, Provenance, Ranking, RankingParams, RankingPoints,
+    RankingPointsParams, RewardFamily, RoundDelta, RoundDeltaParams, check_seed_normalization,
+    prepare_frame,
+)
+from rewardlab.schedules import ExplorerSchedule, KanachanEpsilonGreedy
+from rewardlab.export import export_plugin, render_plugin
+
+__all__ += [
+    "families", "schedules",
+    "Points", "PointsParams", "PreparedFrame", "Provenance", "Ranking", "RankingParams", "RankingPoints",
+    "RankingPointsParams", "RewardFamily", "RoundDelta", "RoundDeltaParams", "check_seed_normalization",
+    "prepare_frame",
+    "ExplorerSchedule", "KanachanEpsilonGreedy",
+    "export_plugin", "render_plugin",
+]

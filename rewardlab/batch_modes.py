@@ -51,6 +51,7 @@ from rewardlab.errors import ParameterError, check_choice
 __all__ = [
     "BATCH_MODES",
     "CONTIGUOUS",
+    "DEFAULT_BATCH_SIZES",
     "episode_ends",
     "plan_episodes",
     "plan_sequential",
@@ -64,6 +65,10 @@ BATCH_MODES = ("episodes", "sequential", "fragments", "shuffled")
 
 #: The ``contiguous`` flag each mode passes to ``get_reward``.
 CONTIGUOUS = {"episodes": True, "sequential": False, "fragments": False, "shuffled": False}
+
+#: ``batch_size`` when none is given: big mini-batches for the bulk modes (a plug-in's
+#: fixed cost per call is then negligible), fragments short enough to cut most episodes.
+DEFAULT_BATCH_SIZES = {"episodes": None, "sequential": 8192, "fragments": 64, "shuffled": 8192}
 
 def episode_ends(end_of_game: np.ndarray) -> np.ndarray:
     """Exclusive end positions of the episodes, from the ``end_of_game`` flags.
