@@ -122,7 +122,7 @@ def linear_scan(coef, offset, *, reverse: bool = True):
     >>> linear_scan(np.array([0.5, 0.5, 0.0]), np.array([1.0, 2.0, 4.0]))
     array([3., 4., 4.])
     >>> linear_scan(np.array([0.0, 0.5, 0.5]), np.array([1.0, 2.0, 4.0]), reverse=False)
-    array([1. , 2.5, 5.25])
+    array([1.  , 2.5 , 5.25])
     """
     b = _array(offset, "offset")
     a = _array(coef, "coef", length=b.shape[0])

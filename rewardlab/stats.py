@@ -8,9 +8,11 @@ What streams and what does not
   are returned as :class:`Moments`, which merges exactly (Chan et al.'s
   parallel update, float64).  Partial results over shards, files or batches
   combine with ``a.merge(b)`` (or ``a + b``).
-* **Quantiles are exact, not mergeable.**  They are computed by Polars over
-  the selected values of the whole dataset (one Float64 column is
-  materialised: 8 bytes per value in scope).
+* **Quantiles are exact, not mergeable.**  The values in scope are
+  materialised as one float64 array (8 bytes per value) and NumPy computes
+  them (linear interpolation, NumPy's default); with them,
+  :func:`reward_stats` takes the moments from that array too (two-pass).
+  ``reward_stats(..., quantiles=())`` skips them and stays streaming.
 * **The fingerprint** of :class:`NormalizationConstants` hashes the values in
   scope, in data order, so it also reads that one column.
 
@@ -55,7 +57,9 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError, check_choice
+from rewardlab.errors import (
+    ColumnNotFoundError, FrameError, ParameterError, check_choice, check_finite, check_positive,
+)
 
 __all__ = [
     "SCOPES",
@@ -376,19 +380,34 @@ def scope_values(data, reward: str, *, scope: str = "all") -> np.ndarray:
 # --------------------------------------------------------------------------
 
 
-def _moments_of_lazy(sl: pl.LazyFrame, *, what: str) -> Moments:
+def _moments_of_lazy(sl: pl.LazyFrame, *, what: str) -> tuple[Moments, int]:
+    """Streaming moments and the number of zeros of the ``value`` column."""
     v = pl.col(_VALUE)
     row = sl.select(
         n=pl.len(), nulls=v.null_count(), nans=v.is_nan().sum(), mean=v.mean(),
-        var=v.var(ddof=0), min=v.min(), max=v.max(),
+        var=v.var(ddof=0), min=v.min(), max=v.max(), zeros=(v == 0).sum(),
     ).collect(engine="streaming").row(0, named=True)
-    if row["nulls"] or row["nans"]:
-        raise FrameError(f"{what} has {row['nulls']} null and {row['nans']} NaN values",
-                         hint="Rewards must be finite numbers; check the plug-in")
+    _check_clean(what, row["nulls"], row["nans"])
     n = int(row["n"])
     if n == 0:
-        return Moments()
-    return Moments(n, float(row["mean"]), float(row["var"]) * n, float(row["min"]), float(row["max"]))
+        return Moments(), 0
+    m = Moments(n, float(row["mean"]), float(row["var"]) * n, float(row["min"]), float(row["max"]))
+    return m, int(row["zeros"])
+
+
+def _check_clean(what: str, nulls: int, nans: int) -> None:
+    if nulls or nans:
+        raise FrameError(f"{what} has {nulls} null and {nans} NaN values",
+                         hint="Rewards must be finite numbers; check the plug-in")
+
+
+def _values_of_lazy(sl: pl.LazyFrame, *, what: str) -> np.ndarray:
+    """The ``value`` column materialised as a float64 array (nulls and NaN refused)."""
+    series = sl.collect(engine="streaming")[_VALUE]
+    x = series.to_numpy().astype(np.float64, copy=False)
+    nulls = series.null_count()
+    _check_clean(what, nulls, 0 if nulls else int(np.isnan(x).sum()))
+    return x
 
 
 def reward_moments(data, reward: str, *, scope: str = "all") -> Moments:
@@ -418,7 +437,7 @@ def reward_moments(data, reward: str, *, scope: str = "all") -> Moments:
     _check_scope(scope)
     lf, _ = _lazy(data)
     name = _resolve_reward(_names(lf), reward)
-    return _moments_of_lazy(_scope_lazy(lf, name, scope), what=f"reward {name!r}")
+    return _moments_of_lazy(_scope_lazy(lf, name, scope), what=f"reward {name!r}")[0]
 
 
 def _check_quantiles(quantiles) -> tuple[float, ...]:
@@ -512,7 +531,8 @@ def reward_stats(
     scope : str
         One of :data:`SCOPES`.
     quantiles : sequence of float
-        Quantile levels in [0, 1].
+        Quantile levels in [0, 1]; ``()`` keeps the computation a streaming
+        aggregation (no column is materialised).
     constants : NormalizationConstants, optional
         Apply ``(x - mean) / std`` to the values in scope first: "what
         normalization does".  With the constants computed from the same data
@@ -541,17 +561,16 @@ def reward_stats(
     sl = _scope_lazy(lf, name, scope)
     if constants is not None:
         sl = sl.select(((pl.col(_VALUE) - constants.mean) / constants.std).alias(_VALUE))
-    m = _moments_of_lazy(sl, what=f"reward {name!r}")
-    v = pl.col(_VALUE)
-    if m.count:
-        exprs = [v.quantile(q, "linear").alias(f"q{i}") for i, q in enumerate(qs)]
-        exprs.append((v == 0).sum().alias("zeros"))
-        row = sl.select(exprs).collect(engine="streaming").row(0, named=True)
-        qvals = {q: float(row[f"q{i}"]) for i, q in enumerate(qs)}
-        zero_fraction = int(row["zeros"]) / m.count
-    else:
-        qvals = {q: math.nan for q in qs}
-        zero_fraction = math.nan
+    what = f"reward {name!r}"
+    if qs:  # exact quantiles need the values: one float64 column, then NumPy for everything
+        x = _values_of_lazy(sl, what=what)
+        m = Moments.of(x)
+        zeros = int(np.count_nonzero(x == 0))
+        qvals = dict(zip(qs, map(float, np.quantile(x, qs)))) if x.size else {q: math.nan for q in qs}
+    else:  # moments only: stays a streaming aggregation
+        m, zeros = _moments_of_lazy(sl, what=what)
+        qvals = {}
+    zero_fraction = zeros / m.count if m.count else math.nan
     return RewardStats(
         reward=name, scope=scope, count=m.count, mean=m.mean if m.count else math.nan,
         std=m.std, sample_std=m.sample_std,
@@ -661,8 +680,6 @@ class NormalizationConstants:
     fingerprint: str
 
     def __post_init__(self):
-        from rewardlab.errors import check_finite, check_positive
-
         check_finite("mean", self.mean)
         check_positive("std", self.std)
         _check_scope(self.scope)

@@ -1,0 +1,158 @@
+"""Analysis commands: ``stats`` and ``plot`` over a rewards table or a frame with reward columns."""
+
+from __future__ import annotations
+
+import json
+import math
+
+_SCOPES = ("all", "nonzero", "end_of_round", "end_of_game", "episode_return")
+_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "stats", help="statistics and normalization constants of reward columns",
+        description="Print count, mean, std (population and sample), min, max, zero share and "
+        "quantiles of each reward column, per scope. Works on a rewards table from `rewardlab "
+        "apply` or a Parquet frame with reward columns (end_of_round / end_of_game scopes need "
+        "the full frame).")
+    p.add_argument("data", nargs="+", metavar="REWARDS", help="Parquet file(s) with reward_* columns")
+    p.add_argument("--reward", action="append", metavar="NAME",
+                   help="a reward name (repeatable; default: every reward_* column)")
+    p.add_argument("--scope", action="append", choices=_SCOPES,
+                   help="which values (repeatable; default: all)")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys)")
+    p.set_defaults(func=_stats)
+
+    p = sub.add_parser(
+        "plot", help="write a figure of reward columns",
+        description="Draw reward distributions, episode returns, correlations between candidates, "
+        "reward by final rank (needs the full frame) or what normalization does, and write it "
+        "(atomic write; the format follows the suffix).")
+    p.add_argument("data", nargs="+", metavar="REWARDS", help="Parquet file(s) with reward_* columns")
+    p.add_argument("--out", required=True, metavar="FIG", help="output image, e.g. fig.png or fig.svg")
+    p.add_argument("--kind", choices=_KINDS, default="hist",
+                   help="hist (default), ecdf: step rewards; returns: episode returns; correlation: "
+                   "Spearman heat map; scatter: returns of the first two rewards; by-rank: mean "
+                   "return per final rank; normalization: before/after, of the first reward")
+    p.add_argument("--reward", action="append", metavar="NAME",
+                   help="a reward name (repeatable; default: every reward_* column)")
+    p.add_argument("--facet", action="store_true", help="hist / ecdf: one panel per reward")
+    p.add_argument("--dpi", type=int, default=120, help="resolution of raster output (default 120)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.set_defaults(func=_plot)
+
+
+def _data(args):
+    from rewardlab.stats import _lazy
+
+    paths = args.data if len(args.data) > 1 else args.data[0]
+    return _lazy(paths)
+
+
+def _clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value
+
+
+def _stats(args) -> int:
+    import polars as pl
+
+    from rewardlab.stats import _names, _rewards_to_use, reward_stats
+
+    lf, source = _data(args)
+    names = _rewards_to_use(_names(lf), args.reward)
+    scopes = list(dict.fromkeys(args.scope or ["all"]))
+    rows = int(lf.select(pl.len()).collect().item())
+    results = {n: {s: reward_stats(lf, n, scope=s) for s in scopes} for n in names}
+    if args.json:
+        out = {"source": source, "rows": rows,
+               "rewards": {n: {s: _clean(st.to_dict()) for s, st in per.items()} for n, per in results.items()}}
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{source}: {rows:,} rows")
+    for n, per in results.items():
+        print(f"\nreward {n}")
+        header = f"  {'scope':<15}{'count':>11}{'mean':>12}{'std':>12}{'sample_std':>12}{'min':>12}" \
+                 f"{'max':>12}{'zero':>8}{'p01':>11}{'p50':>11}{'p99':>11}"
+        print(header)
+        for s, st in per.items():
+            q = st.quantiles
+            print(f"  {s:<15}{st.count:>11,}{_g(st.mean)}{_g(st.std)}{_g(st.sample_std)}{_g(st.min)}"
+                  f"{_g(st.max)}{st.zero_fraction:>8.1%}{_g(q.get(0.01), 11)}{_g(q.get(0.5), 11)}"
+                  f"{_g(q.get(0.99), 11)}")
+    return 0
+
+
+def _g(v, width: int = 12) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return f"{'-':>{width}}"
+    return f"{v:>{width}.5g}"
+
+
+def _plot(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rewardlab import plots
+    from rewardlab._io import atomic_path
+    from rewardlab.errors import ParameterError
+    from rewardlab.stats import _names, _rewards_to_use
+
+    if args.dpi < 1:
+        raise ParameterError("--dpi", "should be a positive integer", args.dpi)
+    from pathlib import Path
+
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        from rewardlab.errors import OutputExistsError
+
+        raise OutputExistsError(out)
+    lf, _ = _data(args)
+    names = _rewards_to_use(_names(lf), args.reward)
+    kind = args.kind
+    if kind in ("hist", "ecdf"):
+        import polars as pl
+
+        frame = lf.select([pl.col(f"reward_{n}").alias(n) for n in names]).collect()
+        result = plots.plot_reward_distribution(frame, kind=kind, layout="facet" if args.facet else "overlay")
+    elif kind in ("returns", "correlation", "scatter"):
+        from rewardlab.compare import compare_rewards, episode_return_table
+
+        table = episode_return_table(lf, names)
+        if kind == "returns":
+            result = plots.plot_return_distribution(table)
+        elif kind == "correlation":
+            result = plots.plot_correlation_heatmap(compare_rewards(table).matrix("spearman"))
+        else:
+            if len(names) < 2:
+                raise ParameterError("--reward", "should name two rewards for --kind scatter", names)
+            result = plots.plot_return_scatter(table, x=names[0], y=names[1])
+    elif kind == "by-rank":
+        from rewardlab.ranking import reward_by_rank
+
+        result = plots.plot_reward_by_rank(reward_by_rank(lf, names))
+    else:
+        from rewardlab.normalizers import normalized_rewards
+
+        result = plots.plot_normalization(normalized_rewards(lf, names[0]), clip_reward=10.0)
+    axes = result if not hasattr(result, "figure") else [result]
+    fig = axes[0].figure
+    fmt = out.suffix.lstrip(".").lower()
+    if fmt not in fig.canvas.get_supported_filetypes():
+        plt.close(fig)
+        raise ParameterError("--out", "should end with an image suffix matplotlib writes ("
+                             + ", ".join(sorted(fig.canvas.get_supported_filetypes())) + ")", str(out))
+    try:
+        with atomic_path(out, overwrite=args.overwrite) as tmp:
+            fig.savefig(tmp, dpi=args.dpi, format=fmt)
+    finally:
+        plt.close(fig)
+    print(f"wrote {kind} figure of {', '.join(names)} to {out}")
+    return 0

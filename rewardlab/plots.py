@@ -1,0 +1,372 @@
+"""Plots of reward analyses: ``plot_*(data, *, ax=None)`` draws what it is given and returns the Axes.
+
+Every function takes data already computed by :mod:`rewardlab.stats`,
+:mod:`rewardlab.ranking`, :mod:`rewardlab.compare` or
+:mod:`rewardlab.normalizers` (or plain arrays), draws it on ``ax`` (a new
+figure when None) and returns the Axes, or an array of Axes for multi-panel
+plots.  No statistics are computed here beyond binning a histogram.
+``matplotlib.pyplot`` is imported only when a figure has to be created.
+
+Most steps of a sparse reward are 0, so distributions of step rewards show
+the nonzero values and report the zero share in the legend.
+
+Examples
+--------
+>>> from rewardlab.plots import plot_reward_distribution
+>>> import numpy as np
+>>> ax = plot_reward_distribution({"top": np.array([0.0, 0.0, 1.0, -1.0])}, bins=4)
+>>> ax.get_legend_handles_labels()[1]
+['top (zero: 50.0%)']
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from rewardlab import schema as S
+from rewardlab.errors import ColumnNotFoundError, ParameterError, check_choice
+
+__all__ = [
+    "plot_reward_distribution",
+    "plot_reward_by_rank",
+    "plot_return_distribution",
+    "plot_correlation_heatmap",
+    "plot_return_scatter",
+    "plot_normalization",
+]
+
+_RANK_LABELS = ("1st", "2nd", "3rd", "4th")
+_KEYS = ("episode", S.GAME_ID, S.SEAT, "start", "length")
+
+
+def _new_axes(n: int = 1, *, ncols: int | None = None):
+    import matplotlib.pyplot as plt
+
+    ncols = ncols or n
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False,
+                             layout="constrained")
+    axes = axes.ravel()
+    for extra in axes[n:]:
+        extra.remove()
+    return axes[:n]
+
+
+def _one_axes(ax):
+    if ax is None:
+        return _new_axes(1)[0]
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise ParameterError("ax", "should be a matplotlib Axes or None", type(ax).__name__)
+    return ax
+
+
+def _many_axes(ax, n: int):
+    if ax is None:
+        return _new_axes(n, ncols=min(n, 3))
+    from matplotlib.axes import Axes
+
+    axes = np.asarray(ax, dtype=object).ravel()
+    if axes.size != n or not all(isinstance(a, Axes) for a in axes):
+        raise ParameterError("ax", f"should be a sequence of {n} matplotlib Axes (one per panel) or None",
+                             type(ax).__name__ if not hasattr(ax, "__len__") else f"{len(ax)} objects")
+    return axes
+
+
+def _series_map(data, what: str) -> dict[str, np.ndarray]:
+    """``{name: float64 array}`` from a mapping, a single array, or a frame's non-key columns."""
+    if isinstance(data, pl.DataFrame):
+        cols = [c for c in data.columns if c not in _KEYS]
+        out = {(c[len(S.REWARD_PREFIX):] if c.startswith(S.REWARD_PREFIX) else c):
+               data[c].cast(pl.Float64).to_numpy() for c in cols if data[c].dtype.is_numeric()}
+    elif isinstance(data, Mapping):
+        out = {str(k): np.asarray(v, dtype=np.float64).ravel() for k, v in data.items()}
+    else:
+        arr = np.asarray(data)
+        if arr.dtype == object or arr.ndim != 1:
+            raise ParameterError(what, "should be a mapping of name to 1-D array, a 1-D array, or a "
+                                 "polars DataFrame", type(data).__name__)
+        out = {"reward": arr.astype(np.float64)}
+    if not out:
+        raise ParameterError(what, "should hold at least one series", type(data).__name__)
+    return out
+
+
+def _check_bins(bins) -> int:
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ParameterError("bins", "should be a positive integer", bins)
+    return int(bins)
+
+
+def _ecdf(ax, x: np.ndarray, **kw):
+    xs = np.sort(x)
+    ys = np.arange(1, xs.size + 1) / max(xs.size, 1)
+    return ax.step(xs, ys, where="post", **kw)[0]
+
+
+def plot_reward_distribution(values, *, ax=None, kind: str = "hist", layout: str = "overlay",
+                             bins: int = 50):
+    """Distribution of step rewards per plug-in: histogram or ECDF of the nonzero values.
+
+    Parameters
+    ----------
+    values : mapping of str to array, array, or polars.DataFrame
+        Step rewards per plug-in (a frame's ``reward_*`` or other numeric
+        columns are used, keys such as ``game_id`` skipped).
+    ax : Axes, sequence of Axes, or None
+        One Axes for ``layout="overlay"``, one per plug-in for ``"facet"``.
+    kind : {"hist", "ecdf"}
+        Histogram (fraction of the nonzero steps per bin) or empirical CDF.
+    layout : {"overlay", "facet"}
+        All plug-ins on one Axes, or one panel each.
+    bins : int
+        Histogram bins.
+
+    Returns
+    -------
+    Axes, or numpy.ndarray of Axes for ``"facet"``
+        Each plug-in's legend label gives its zero share, e.g. ``"top (zero: 97.9%)"``.
+
+    Examples
+    --------
+    >>> ax = plot_reward_distribution(frame.select("reward_top", "reward_points"), kind="ecdf")  # doctest: +SKIP
+    """
+    check_choice("kind", kind, ("hist", "ecdf"))
+    check_choice("layout", layout, ("overlay", "facet"))
+    bins = _check_bins(bins)
+    series = _series_map(values, "values")
+    axes = [_one_axes(ax)] * len(series) if layout == "overlay" else list(_many_axes(ax, len(series)))
+    for i, (name, x) in enumerate(series.items()):
+        a = axes[i]
+        nonzero = x[x != 0]
+        share = (1.0 - nonzero.size / x.size) if x.size else float("nan")
+        label = f"{name} (zero: {share:.1%})"
+        color = f"C{i}"
+        if kind == "hist":
+            if nonzero.size:
+                a.hist(nonzero, bins=bins, weights=np.full(nonzero.size, 1.0 / nonzero.size),
+                       histtype="stepfilled" if layout == "facet" else "step", color=color,
+                       alpha=0.8, label=label)
+            else:
+                a.plot([], [], color=color, label=label)
+            a.set_ylabel("fraction of nonzero steps")
+        else:
+            if nonzero.size:
+                _ecdf(a, nonzero, color=color, label=label)
+            else:
+                a.plot([], [], color=color, label=label)
+            a.set_ylabel("ECDF of nonzero steps")
+            a.set_ylim(0.0, 1.02)
+        a.set_xlabel("reward")
+        if layout == "facet":
+            a.set_title(name)
+        a.legend(fontsize="small", frameon=False)
+    return axes[0] if layout == "overlay" else np.asarray(axes, dtype=object)
+
+
+def plot_reward_by_rank(table: pl.DataFrame, *, ax=None):
+    """Mean episode return per final rank, one bar group per rank, bars per reward, CI error bars.
+
+    Parameters
+    ----------
+    table : polars.DataFrame
+        The output of :func:`rewardlab.ranking.reward_by_rank`: columns
+        ``reward, rank, mean`` and optionally ``ci_low, ci_high``.
+    ax : Axes, optional
+
+    Returns
+    -------
+    Axes
+
+    Examples
+    --------
+    >>> ax = plot_reward_by_rank(reward_by_rank(frame))  # doctest: +SKIP
+    """
+    _require_columns(table, ("reward", "rank", "mean"), "table")
+    ax = _one_axes(ax)
+    rewards = list(dict.fromkeys(table["reward"].to_list()))
+    width = 0.8 / len(rewards)
+    for i, name in enumerate(rewards):
+        part = table.filter(pl.col("reward") == name).sort("rank")
+        ranks = part["rank"].to_numpy().astype(np.float64)
+        mean = part["mean"].to_numpy()
+        x = ranks - 0.4 + width * (i + 0.5)
+        yerr = None
+        if "ci_low" in part.columns and "ci_high" in part.columns:
+            lo, hi = part["ci_low"].to_numpy(), part["ci_high"].to_numpy()
+            yerr = np.vstack([np.maximum(mean - lo, 0.0), np.maximum(hi - mean, 0.0)])
+        ax.bar(x, mean, width=width, yerr=yerr, capsize=3 if yerr is not None else 0,
+               color=f"C{i}", label=name)
+    ax.axhline(0.0, color="0.5", linewidth=0.8)
+    ax.set_xticks(range(S.NUM_SEATS), _RANK_LABELS)
+    ax.set_xlabel("final rank")
+    ax.set_ylabel("mean episode return")
+    ax.legend(fontsize="small", frameon=False)
+    return ax
+
+
+def plot_return_distribution(returns, *, ax=None, bins: int = 40):
+    """Histograms of episode returns, one outline per plug-in.
+
+    Parameters
+    ----------
+    returns : polars.DataFrame or mapping of str to array
+        E.g. :func:`rewardlab.compare.episode_return_table` (key columns are
+        skipped) or ``{"top": episode_returns(frame, "top")["return"]}``.
+    ax : Axes, optional
+    bins : int
+
+    Returns
+    -------
+    Axes
+
+    Examples
+    --------
+    >>> ax = plot_return_distribution(episode_return_table(frame))  # doctest: +SKIP
+    """
+    bins = _check_bins(bins)
+    series = _series_map(returns, "returns")
+    ax = _one_axes(ax)
+    for i, (name, x) in enumerate(series.items()):
+        ax.hist(x, bins=bins, histtype="step", color=f"C{i}", label=f"{name} ({x.size} episodes)")
+    ax.set_xlabel("episode return")
+    ax.set_ylabel("episodes")
+    ax.legend(fontsize="small", frameon=False)
+    return ax
+
+
+def plot_correlation_heatmap(matrix: pl.DataFrame, *, ax=None, annotate: bool = True,
+                             vmin: float = -1.0, vmax: float = 1.0):
+    """Heat map of a square matrix between candidates (correlations or EPIC distances).
+
+    Parameters
+    ----------
+    matrix : polars.DataFrame
+        :meth:`rewardlab.compare.RewardComparison.matrix`: a ``reward``
+        column of names, then one column per candidate in the same order.
+    ax : Axes, optional
+    annotate : bool
+        Write each value in its cell.
+    vmin, vmax : float
+        Color scale limits (use 0 and 1 for distances).
+
+    Returns
+    -------
+    Axes
+        Its image (``ax.images[0]``) holds the matrix.
+
+    Examples
+    --------
+    >>> ax = plot_correlation_heatmap(compare_rewards(frame).matrix("spearman"))  # doctest: +SKIP
+    """
+    _require_columns(matrix, ("reward",), "matrix")
+    names = matrix["reward"].to_list()
+    if matrix.columns[1:] != names:
+        raise ParameterError("matrix", "should be square: columns after 'reward' named like its rows",
+                             matrix.columns)
+    values = matrix.select(names).to_numpy().astype(np.float64)
+    ax = _one_axes(ax)
+    image = ax.imshow(values, cmap="RdBu_r" if vmin < 0 else "viridis", vmin=vmin, vmax=vmax)
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    if annotate:
+        for i in range(len(names)):
+            for j in range(len(names)):
+                v = values[i, j]
+                ax.text(j, i, "–" if not np.isfinite(v) else f"{v:.2f}", ha="center", va="center",
+                        fontsize="small", color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
+    ax.figure.colorbar(image, ax=ax, shrink=0.8)
+    return ax
+
+
+def plot_return_scatter(returns: pl.DataFrame, *, x: str, y: str, ax=None):
+    """Scatter of two candidates' episode returns, one point per episode.
+
+    Parameters
+    ----------
+    returns : polars.DataFrame
+        :func:`rewardlab.compare.episode_return_table` (or any frame with
+        columns ``x`` and ``y``).
+    x, y : str
+        The two candidates.
+    ax : Axes, optional
+
+    Returns
+    -------
+    Axes
+
+    Examples
+    --------
+    >>> ax = plot_return_scatter(episode_return_table(frame), x="top", y="points")  # doctest: +SKIP
+    """
+    _require_columns(returns, (x, y), "returns")
+    ax = _one_axes(ax)
+    ax.scatter(returns[x].to_numpy(), returns[y].to_numpy(), s=8, alpha=0.5, color="C0",
+               edgecolors="none", label=f"{returns.height} episodes")
+    ax.set_xlabel(f"{x} episode return")
+    ax.set_ylabel(f"{y} episode return")
+    ax.legend(fontsize="small", frameon=False)
+    return ax
+
+
+def plot_normalization(normalized: pl.DataFrame, *, ax=None, bins: int = 50,
+                       clip_reward: float | None = None):
+    """Rewards before and after normalization, on the steps whose raw reward is nonzero.
+
+    Parameters
+    ----------
+    normalized : polars.DataFrame
+        :func:`rewardlab.normalizers.normalized_rewards`: column ``raw`` and
+        one column per method (``constants``, ``gymnasium``, ``sb3``).
+    ax : sequence of two Axes, optional
+        "Before" and "after" panels.
+    bins : int
+    clip_reward : float, optional
+        Draw SB3's clipping bounds at ``±clip_reward`` on the "after" panel.
+
+    Returns
+    -------
+    numpy.ndarray of two Axes
+
+    Examples
+    --------
+    >>> axes = plot_normalization(normalized_rewards(frame, "points"), clip_reward=10.0)  # doctest: +SKIP
+    """
+    _require_columns(normalized, ("raw",), "normalized")
+    bins = _check_bins(bins)
+    methods = [c for c in normalized.columns if c not in ("raw", "sb3_clipped")
+               and normalized[c].dtype.is_float()]
+    if not methods:
+        raise ParameterError("normalized", "should have at least one normalized column besides 'raw'",
+                             normalized.columns)
+    before, after = _many_axes(ax, 2)
+    raw = normalized["raw"].to_numpy()
+    nonzero = raw != 0
+    share = float(nonzero.mean()) if raw.size else 0.0
+    before.hist(raw[nonzero], bins=bins, color="0.4", label=f"raw ({share:.1%} of steps nonzero)")
+    before.set_title("before")
+    before.set_xlabel("reward")
+    before.set_ylabel("steps")
+    before.legend(fontsize="small", frameon=False)
+    for i, m in enumerate(methods):
+        after.hist(normalized[m].to_numpy()[nonzero], bins=bins, histtype="step", color=f"C{i}", label=m)
+    if clip_reward is not None:
+        for sign in (-1.0, 1.0):
+            after.axvline(sign * float(clip_reward), color="0.3", linestyle=":", linewidth=1.0)
+    after.set_title("after")
+    after.set_xlabel("normalized reward")
+    after.set_ylabel("steps")
+    after.legend(fontsize="small", frameon=False)
+    return np.asarray([before, after], dtype=object)
+
+
+def _require_columns(frame, columns: Sequence[str], what: str) -> None:
+    if not isinstance(frame, pl.DataFrame):
+        raise ParameterError(what, "should be a polars DataFrame", type(frame).__name__)
+    for c in columns:
+        if c not in frame.columns:
+            raise ColumnNotFoundError(c, frame.columns)

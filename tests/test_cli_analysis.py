@@ -1,0 +1,81 @@
+"""``rewardlab stats`` and ``rewardlab plot``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analysis_data import rewards_table, with_rewards
+from rewardlab.cli import main
+from rewardlab.stats import SCOPES, reward_stats
+
+
+@pytest.fixture(scope="module")
+def paths(sample_frame, tmp_path_factory):
+    d = tmp_path_factory.mktemp("analysis_cli")
+    frame = with_rewards(sample_frame)
+    table, full = d / "rewards.parquet", d / "full.parquet"
+    rewards_table(frame).write_parquet(table)
+    frame.write_parquet(full)
+    return table, full
+
+
+def test_scopes_match_the_library():
+    from rewardlab.cli import analysis
+
+    assert analysis._SCOPES == SCOPES
+
+
+def test_stats_json_is_stable_and_exact(paths, capsys):
+    table, _ = paths
+    assert main(["stats", str(table), "--scope", "all", "--scope", "episode_return", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == ["source", "rows", "rewards"]
+    assert out["source"] == str(table)
+    assert list(out["rewards"]) == ["top", "points", "delta"]
+    assert list(out["rewards"]["delta"]) == ["all", "episode_return"]
+    got = out["rewards"]["delta"]["episode_return"]
+    ref = reward_stats(table, "delta", scope="episode_return")
+    assert got["count"] == ref.count and got["std"] == pytest.approx(ref.std)
+    assert got["quantiles"]["0.5"] == pytest.approx(ref.quantiles[0.5])
+
+
+def test_stats_table_text(paths, capsys):
+    _, full = paths
+    assert main(["stats", str(full), "--reward", "points", "--scope", "end_of_game"]) == 0
+    text = capsys.readouterr().out
+    assert "reward points" in text and "end_of_game" in text and "reward top" not in text
+    assert "sample_std" in text
+
+
+def test_stats_errors_are_one_message(paths, capsys):
+    table, _ = paths
+    assert main(["stats", str(table), "--scope", "end_of_game"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rewardlab stats: error: scope 'end_of_game' needs the column 'end_of_game'")
+    assert main(["stats", str(table), "--reward", "nope"]) == 2
+    assert "'reward_nope' not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization"])
+def test_plot_writes_a_png(paths, tmp_path, kind, capsys):
+    _, full = paths
+    out = tmp_path / f"{kind}.png"
+    assert main(["plot", str(full), "--out", str(out), "--kind", kind, "--dpi", "40"]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {kind} figure" in capsys.readouterr().out
+
+
+def test_plot_refuses_to_overwrite_and_checks_the_suffix(paths, tmp_path, capsys):
+    table, _ = paths
+    out = tmp_path / "fig.png"
+    out.write_bytes(b"old")
+    assert main(["plot", str(table), "--out", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err and out.read_bytes() == b"old"
+    assert main(["plot", str(table), "--out", str(out), "--overwrite", "--facet", "--dpi", "40"]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert main(["plot", str(table), "--out", str(tmp_path / "fig.xyz")]) == 2
+    assert "`--out` should end with an image suffix" in capsys.readouterr().err
+    assert main(["plot", str(table), "--out", str(tmp_path / "r.png"), "--kind", "by-rank"]) == 2
+    assert "ranking analysis needs the column" in capsys.readouterr().err

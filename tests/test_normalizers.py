@@ -1,0 +1,176 @@
+"""Replays of Gymnasium NormalizeReward and SB3 VecNormalize against step-by-step loop references."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from analysis_data import with_rewards
+from rewardlab.errors import ParameterError
+from rewardlab.normalizers import (
+    gymnasium_normalize_reward, normalization_summary, normalized_rewards, running_mean_var,
+    sb3_normalize_reward,
+)
+from rewardlab.stats import normalization_constants
+
+# --------------------------------------------------------------------------
+# loop references, written from the libraries' documented behaviour
+# --------------------------------------------------------------------------
+
+
+class LoopRunningMeanStd:
+    """mean 0, var 1, count 1e-4; update(batch) merges the batch's moments (one value here)."""
+
+    def __init__(self):
+        self.mean, self.var, self.count = 0.0, 1.0, 1e-4
+
+    def update(self, x: float):
+        batch_mean, batch_var, batch_count = x, 0.0, 1
+        delta = batch_mean - self.mean
+        total = self.count + batch_count
+        m2 = self.var * self.count + batch_var * batch_count + delta * delta * self.count * batch_count / total
+        self.mean = self.mean + delta * batch_count / total
+        self.var = m2 / total
+        self.count = total
+
+
+def gymnasium_loop(rewards, terminated, gamma, epsilon):
+    rms, g, out, returns = LoopRunningMeanStd(), 0.0, [], []
+    for r, term in zip(rewards, terminated):
+        g = g * gamma * (1 - term) + r
+        rms.update(g)
+        returns.append(g)
+        out.append(r / math.sqrt(rms.var + epsilon))
+    return np.array(out), np.array(returns)
+
+
+def sb3_loop(rewards, dones, gamma, epsilon, clip):
+    rms, g, out, clipped = LoopRunningMeanStd(), 0.0, [], 0
+    for r, done in zip(rewards, dones):
+        g = g * gamma + r
+        rms.update(g)
+        x = r / math.sqrt(rms.var + epsilon)
+        clipped += abs(x) > clip
+        out.append(min(max(x, -clip), clip))
+        if done:
+            g = 0.0
+    return np.array(out), clipped
+
+
+def case(seed, n, p_done, scale):
+    rng = np.random.default_rng(seed)
+    r = np.where(rng.random(n) < 0.2, rng.normal(1.0, 1.0, n) * scale, 0.0)
+    return r, rng.random(n) < p_done
+
+
+CASES = [(0, 1, 0.0, 1.0), (1, 200, 0.05, 1.0), (2, 2000, 0.01, 1000.0), (3, 500, 0.5, 0.001), (4, 300, 0.0, 10.0)]
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.9, 0.99, 1.0])
+@pytest.mark.parametrize("seed,n,p_done,scale", CASES)
+def test_gymnasium_replay_matches_loop(seed, n, p_done, scale, gamma):
+    r, term = case(seed, n, p_done, scale)
+    out = gymnasium_normalize_reward(r, term, gamma=gamma, epsilon=1e-8)
+    ref, ref_returns = gymnasium_loop(r, term, gamma, 1e-8)
+    np.testing.assert_allclose(out.returns, ref_returns, rtol=1e-10, atol=1e-10 * scale)
+    np.testing.assert_allclose(out.normalized, ref, rtol=1e-9, atol=1e-12)
+    assert not out.clipped.any()
+
+
+@pytest.mark.parametrize("clip", [0.5, 3.0, 10.0])
+@pytest.mark.parametrize("seed,n,p_done,scale", CASES)
+def test_sb3_replay_matches_loop(seed, n, p_done, scale, clip):
+    r, done = case(seed, n, p_done, scale)
+    out = sb3_normalize_reward(r, done, gamma=0.99, epsilon=1e-8, clip_reward=clip)
+    ref, clipped = sb3_loop(r, done, 0.99, 1e-8, clip)
+    np.testing.assert_allclose(out.normalized, ref, rtol=1e-9, atol=1e-12)
+    assert int(out.clipped.sum()) == clipped
+    assert out.fraction_clipped == pytest.approx(clipped / n)
+    assert np.abs(out.normalized).max() <= clip
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(1, 60), elements=st.floats(-1e3, 1e3)), st.data(),
+       st.floats(0.0, 1.0))
+def test_replays_hypothesis(r, data, gamma):
+    flags = data.draw(hnp.arrays(np.bool_, r.shape[0]))
+    ref, _ = gymnasium_loop(r, flags, gamma, 1e-8)
+    np.testing.assert_allclose(gymnasium_normalize_reward(r, flags, gamma=gamma).normalized, ref,
+                               rtol=1e-7, atol=1e-9)
+    ref, _ = sb3_loop(r, flags, gamma, 1e-8, 10.0)
+    np.testing.assert_allclose(sb3_normalize_reward(r, flags, gamma=gamma).normalized, ref, rtol=1e-7, atol=1e-9)
+
+
+def test_running_mean_var_matches_loop_with_large_offset():
+    x = 1e6 + np.random.default_rng(5).normal(size=5000)
+    mean, var = running_mean_var(x)
+    rms = LoopRunningMeanStd()
+    ref_mean, ref_var = [], []
+    for v in x:
+        rms.update(v)
+        ref_mean.append(rms.mean)
+        ref_var.append(rms.var)
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-12)
+    np.testing.assert_allclose(var, ref_var, rtol=1e-6)
+
+
+def test_reset_semantics_differ_between_libraries():
+    r = np.array([1.0, 1.0, 1.0])
+    flags = np.array([False, True, False])
+    # Gymnasium: the terminated step itself drops the carried sum
+    assert gymnasium_normalize_reward(r, flags, gamma=1.0).returns.tolist() == [1.0, 1.0, 2.0]
+    # SB3: the sum is zeroed after the done step
+    assert sb3_normalize_reward(r, flags, gamma=1.0).returns.tolist() == [1.0, 2.0, 1.0]
+
+
+def test_validation_messages():
+    with pytest.raises(ParameterError, match=r"`epsilon` should be > 0. Received 0.0."):
+        gymnasium_normalize_reward(np.zeros(2), np.zeros(2, bool), epsilon=0.0)
+    with pytest.raises(ParameterError, match=r"`clip_reward` should be > 0. Received -1.0."):
+        sb3_normalize_reward(np.zeros(2), np.zeros(2, bool), clip_reward=-1.0)
+    with pytest.raises(ParameterError, match=r"`terminated` should have shape \[2\]"):
+        gymnasium_normalize_reward(np.zeros(2), np.zeros(1, bool))
+
+
+# --------------------------------------------------------------------------
+# frame layer
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def frame(sample_frame):
+    return with_rewards(sample_frame)
+
+
+def test_normalized_rewards_frame_layer(frame):
+    c = normalization_constants(frame, "points", scope="end_of_game")
+    out = normalized_rewards(frame, "points", constants=c, clip_reward=5.0)
+    assert out.columns == ["raw", "constants", "gymnasium", "sb3", "sb3_clipped"]
+    raw = frame["reward_points"].to_numpy()
+    eog = frame["end_of_game"].to_numpy()
+    np.testing.assert_allclose(out["constants"].to_numpy()[eog], (raw[eog] - c.mean) / c.std)
+    np.testing.assert_array_equal(out["constants"].to_numpy()[~eog], raw[~eog])
+    ref, _ = gymnasium_loop(raw, frame["done_points"].to_numpy(), 0.99, 1e-8)
+    np.testing.assert_allclose(out["gymnasium"].to_numpy(), ref, rtol=1e-9, atol=1e-12)
+    summary = normalization_summary(out)
+    assert summary["method"].to_list() == ["raw", "constants", "gymnasium", "sb3"]
+    sb3 = summary.filter(pl.col("method") == "sb3").row(0, named=True)
+    assert sb3["fraction_clipped"] == pytest.approx(out["sb3_clipped"].mean())
+    assert sb3["max"] <= 5.0
+    on_scope = out.filter(pl.Series(eog))["constants"]
+    assert on_scope.mean() == pytest.approx(0.0, abs=1e-12)
+    assert on_scope.std(ddof=0) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_episode_return_constants_cannot_be_applied_per_step(frame):
+    c = normalization_constants(frame, "points", scope="episode_return")
+    with pytest.raises(ParameterError, match=r"`constants` should have a per-step scope"):
+        normalized_rewards(frame, "points", constants=c)
+    with pytest.raises(ParameterError, match=r"`normalized` should be the frame normalized_rewards\(\) returns"):
+        normalization_summary(frame)

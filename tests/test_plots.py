@@ -1,0 +1,129 @@
+"""Plots on the Agg backend: assert on the returned artists, close every figure."""
+
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+import pytest
+
+from rewardlab.errors import ColumnNotFoundError, ParameterError
+from rewardlab.plots import (
+    plot_correlation_heatmap, plot_normalization, plot_return_distribution, plot_return_scatter,
+    plot_reward_by_rank, plot_reward_distribution,
+)
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+STEPS = {
+    "top": np.array([0.0] * 6 + [1.0, -1.0, -1.0, -1.0]),
+    "points": np.array([0.0] * 5 + [3.0, 1.0, -2.0, 0.5, 4.0]),
+}
+
+
+def test_distribution_histogram_overlay():
+    ax = plot_reward_distribution(STEPS, bins=5)
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == ["top (zero: 60.0%)", "points (zero: 50.0%)"]
+    assert len(ax.patches) == 2  # one outline per plug-in (histtype="step")
+    # the bars count nonzero steps only, as fractions of them
+    heights = np.histogram(STEPS["points"][STEPS["points"] != 0], bins=5)[0] / 5
+    poly = ax.patches[1]
+    ys = poly.get_xy()[:, 1]
+    assert ys.max() == pytest.approx(heights.max())
+    assert ax.get_ylabel() == "fraction of nonzero steps"
+
+
+def test_distribution_ecdf_facet_uses_given_axes():
+    fig, axes = plt.subplots(1, 2)
+    out = plot_reward_distribution(STEPS, ax=axes, kind="ecdf", layout="facet")
+    assert list(out) == list(axes)
+    line = axes[0].get_lines()[0]
+    assert line.get_xdata().tolist() == [-1.0, -1.0, -1.0, 1.0]
+    assert line.get_ydata().tolist() == [0.25, 0.5, 0.75, 1.0]
+    assert [a.get_title() for a in axes] == ["top", "points"]
+
+
+def test_distribution_of_frame_columns_and_all_zero_series():
+    frame = pl.DataFrame({"game_id": ["g"] * 3, "reward_a": [0.0, 0.0, 0.0], "reward_b": [0.0, 1.0, 2.0]})
+    ax = plot_reward_distribution(frame, kind="hist", bins=3)
+    assert ax.get_legend_handles_labels()[1] == ["a (zero: 100.0%)", "b (zero: 33.3%)"]
+
+
+def test_distribution_validation():
+    with pytest.raises(ParameterError, match=r"`kind` should be one of 'hist', 'ecdf'. Received 'kde'."):
+        plot_reward_distribution(STEPS, kind="kde")
+    with pytest.raises(ParameterError, match=r"`ax` should be a sequence of 2 matplotlib Axes"):
+        plot_reward_distribution(STEPS, ax=plt.subplots()[1], layout="facet")
+    with pytest.raises(ParameterError, match=r"`bins` should be a positive integer. Received 0."):
+        plot_reward_distribution(STEPS, bins=0)
+    with pytest.raises(ParameterError, match=r"`ax` should be a matplotlib Axes or None"):
+        plot_reward_distribution(STEPS, ax="axes")
+
+
+def test_reward_by_rank_bars_and_error_bars():
+    table = pl.DataFrame({
+        "reward": ["top"] * 4 + ["points"] * 4, "rank": [0, 1, 2, 3] * 2,
+        "mean": [1.0, -1.0, -1.0, -1.0, 15.0, 3.0, -4.0, -14.0],
+        "ci_low": [1.0, -1.0, -1.0, -1.0, 14.0, 2.0, -5.0, -15.0],
+        "ci_high": [1.0, -1.0, -1.0, -1.0, 16.0, 4.0, -3.0, -13.0],
+    })
+    fig, ax = plt.subplots()
+    assert plot_reward_by_rank(table, ax=ax) is ax
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == table["mean"].to_list()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1st", "2nd", "3rd", "4th"]
+    assert ax.get_legend_handles_labels()[1] == ["top", "points"]
+    assert len(ax.containers) == 4  # two bar containers and two error bar containers
+    with pytest.raises(ColumnNotFoundError, match=r"'mean' not found"):
+        plot_reward_by_rank(table.drop("mean"))
+
+
+def test_return_distribution_skips_key_columns():
+    returns = pl.DataFrame({"episode": [0, 1, 2], "game_id": ["a", "b", "c"], "seat": [0, 0, 0],
+                            "top": [1.0, -1.0, -1.0], "points": [3.0, 0.5, -3.5]})
+    ax = plot_return_distribution(returns, bins=4)
+    assert ax.get_legend_handles_labels()[1] == ["top (3 episodes)", "points (3 episodes)"]
+    assert len(ax.patches) == 2
+
+
+def test_correlation_heatmap_shows_the_matrix():
+    m = pl.DataFrame({"reward": ["a", "b"], "a": [1.0, 0.25], "b": [0.25, 1.0]})
+    ax = plot_correlation_heatmap(m)
+    np.testing.assert_array_equal(ax.images[0].get_array(), [[1.0, 0.25], [0.25, 1.0]])
+    assert [t.get_text() for t in ax.texts] == ["1.00", "0.25", "0.25", "1.00"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
+    with pytest.raises(ParameterError, match=r"`matrix` should be square"):
+        plot_correlation_heatmap(m.select("reward", "b", "a"))
+
+
+def test_return_scatter_offsets_are_the_data():
+    returns = pl.DataFrame({"top": [1.0, -1.0, -1.0], "points": [3.0, 0.5, -3.5]})
+    ax = plot_return_scatter(returns, x="top", y="points")
+    np.testing.assert_array_equal(ax.collections[0].get_offsets(), [[1.0, 3.0], [-1.0, 0.5], [-1.0, -3.5]])
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("top episode return", "points episode return")
+    with pytest.raises(ColumnNotFoundError, match=r"'delta' not found"):
+        plot_return_scatter(returns, x="top", y="delta")
+
+
+def test_normalization_before_after():
+    normalized = pl.DataFrame({
+        "raw": [0.0, 10.0, -20.0, 0.0], "constants": [0.1, 0.5, -1.0, 0.1],
+        "gymnasium": [0.0, 1.0, -2.0, 0.0], "sb3": [0.0, 1.0, -1.5, 0.0], "sb3_clipped": [False, False, True, False],
+    })
+    before, after = plot_normalization(normalized, bins=4, clip_reward=1.5)
+    assert before.get_title() == "before" and after.get_title() == "after"
+    assert sum(p.get_height() for p in before.patches) == 2  # the nonzero raw steps only
+    assert after.get_legend_handles_labels()[1] == ["constants", "gymnasium", "sb3"]
+    assert sorted(line.get_xdata()[0] for line in after.get_lines()) == [-1.5, 1.5]
+    assert before.get_legend_handles_labels()[1] == ["raw (50.0% of steps nonzero)"]
+    with pytest.raises(ParameterError, match=r"at least one normalized column"):
+        plot_normalization(normalized.select("raw"))
