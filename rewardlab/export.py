@@ -185,7 +185,7 @@ def render_plugin(family_or_params, *, source: str | None = None,
     text = (
         comment + "\n\n"
         "import torch as _RL_torch\n\n"
-        + "\n".join(assignments) + "\n\n"
+        + "\n".join(assignments) + "\n\n\n"
         + EXPORT_HELPERS.strip("\n") + "\n\n\n"
         + family.export_body.strip("\n") + "\n"
     )

@@ -53,7 +53,7 @@ __all__ = [
 
 #: Scopes: the rows a family rewards (and computes normalization constants over).
 SCOPE_GAME = "end_of_game"
-SCOPE_ROUND = "round_end"  # end_of_round | end_of_game
+SCOPE_ROUND = "end_of_round"  # end_of_round | end_of_game (as rewardlab.stats' scope)
 _SCOPE_WORDS = {SCOPE_GAME: "end-of-game steps", SCOPE_ROUND: "end-of-round and end-of-game steps"}
 
 
@@ -99,7 +99,13 @@ def field_hints(params_type) -> dict[str, dict]:
 
 
 def check_real(name: str, value) -> float:
-    """``float(value)`` for a finite real number (not bool), else ParameterError."""
+    """``float(value)`` for a finite real number (not bool), else ParameterError.
+
+    Examples
+    --------
+    >>> check_real("mean", 2)
+    2.0
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ParameterError(name, "should be a real number", value)
     out = float(value)
@@ -109,7 +115,13 @@ def check_real(name: str, value) -> float:
 
 
 def check_int(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
-    """``int(value)`` for an integer (or integral float) in ``[low, high]``, else ParameterError."""
+    """``int(value)`` for an integer (or integral float) in ``[low, high]``, else ParameterError.
+
+    Examples
+    --------
+    >>> check_int("divisor", 100.0, low=1)
+    100
+    """
     if isinstance(value, (bool, np.bool_)):
         raise ParameterError(name, "should be an integer", value)
     if isinstance(value, numbers.Integral):
@@ -126,7 +138,13 @@ def check_int(name: str, value, *, low: int | None = None, high: int | None = No
 
 
 def check_vector(name: str, value, length: int = 4) -> tuple[float, ...]:
-    """A tuple of ``length`` finite floats, else ParameterError naming the entry."""
+    """A tuple of ``length`` finite floats, else ParameterError naming the entry.
+
+    Examples
+    --------
+    >>> check_vector("vector", [1, 0, 0, -1])
+    (1.0, 0.0, 0.0, -1.0)
+    """
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise ParameterError(name, f"should be a sequence of {length} numbers (one per final rank)", value)
     items = list(value.tolist() if isinstance(value, (np.ndarray, torch.Tensor)) else value)
@@ -137,7 +155,13 @@ def check_vector(name: str, value, length: int = 4) -> tuple[float, ...]:
 
 
 def check_normalization(mean, std) -> tuple[float, float]:
-    """Validated ``(mean, std)``: finite, ``std > 0``."""
+    """Validated ``(mean, std)``: finite, ``std > 0``.
+
+    Examples
+    --------
+    >>> check_normalization(0, 2)
+    (0.0, 2.0)
+    """
     mean = check_real("mean", mean)
     std = check_real("std", std)
     if std <= 0:
@@ -172,7 +196,8 @@ class Provenance:
     steps : int or None
         Steps the constants were computed over (the family's scope).
     scope : str or None
-        ``"end_of_game"`` or ``"round_end"`` (end of round or game).
+        ``"end_of_game"``, or ``"end_of_round"`` (the end of every round,
+        including the game's last step), as in :mod:`rewardlab.stats`.
     fingerprint : str or None
         Content fingerprint of the data the rewards depend on
         (``sha256:`` + 16 hex digits, see :class:`PreparedFrame`).
@@ -297,13 +322,25 @@ class PreparedFrame:
     fingerprint: str
 
     def done(self, scope: str) -> np.ndarray:
-        """The done flags a family of ``scope`` sets (a fresh bool array ``[n_rows]``)."""
+        """The done flags a family of ``scope`` sets (a fresh bool array ``[n_rows]``).
+
+        Examples
+        --------
+        >>> prepared.done("end_of_round").sum() > prepared.done("end_of_game").sum()  # doctest: +SKIP
+        True
+        """
         if scope == SCOPE_ROUND:
             return self.end_of_game | self.end_of_round
         return self.end_of_game.copy()
 
     def rows(self, scope: str) -> np.ndarray:
-        """Positions of the rows a family of ``scope`` rewards."""
+        """Positions of the rows a family of ``scope`` rewards.
+
+        Examples
+        --------
+        >>> prepared.rows("end_of_game").size == prepared.rank.size  # doctest: +SKIP
+        True
+        """
         return self.round_rows if scope == SCOPE_ROUND else self.game_rows
 
 
@@ -397,18 +434,20 @@ def prepare_frame(data) -> PreparedFrame:
 
 
 def population_constants(values: np.ndarray) -> tuple[float, float]:
-    """Mean and population standard deviation (ddof 0) of ``values`` (1-D float64).
+    """Mean and population standard deviation (ddof 0) of ``values``, via :class:`rewardlab.stats.Moments`.
 
     Examples
     --------
     >>> population_constants(np.array([1.0, -1.0, -1.0, -1.0]))
     (-0.5, 0.8660254037844386)
     """
-    values = np.asarray(values, dtype=np.float64)
-    if values.size == 0:
+    from rewardlab.stats import Moments
+
+    moments = Moments.of(np.asarray(values, dtype=np.float64))
+    if moments.count == 0:
         raise FrameError("no steps to compute normalization constants from",
                          hint="The dataset has no complete episodes.")
-    return float(values.mean()), float(values.std())
+    return moments.mean, moments.std
 
 
 # ---------------------------------------------------------------------------
@@ -523,11 +562,14 @@ class RewardFamily:
         Computed over the family's scope: the end-of-game steps, or for the
         per-round family the end-of-round and end-of-game steps.  The
         provenance records the dataset, its row count, the step count and a
-        content fingerprint.
+        content fingerprint of the data the rewards depend on.
 
         Parameters
         ----------
-        data : DataFrame, LazyFrame, path(s) or PreparedFrame
+        data : DataFrame, LazyFrame, path(s), PreparedFrame, or NormalizationConstants
+            A dataset, or constants already computed with
+            :func:`rewardlab.stats.normalization_constants` over this family's
+            *raw* reward (mean 0, std 1) in the family's scope.
 
         Examples
         --------
@@ -535,6 +577,15 @@ class RewardFamily:
         >>> fam.params.std  # doctest: +SKIP
         0.8660254037844386
         """
+        from rewardlab.stats import NormalizationConstants
+
+        if isinstance(data, NormalizationConstants):
+            if data.scope != self.scope:
+                raise ParameterError("data.scope", f"should be {self.scope!r} for the {self.name} family",
+                                     data.scope)
+            prov = Provenance("dataset", detail=f"from rewardlab.stats, values {data.fingerprint}",
+                              dataset=data.source, rows=data.rows, steps=data.count, scope=data.scope)
+            return self.with_constants(data.mean, data.std, provenance=prov)
         prepared = data if isinstance(data, PreparedFrame) else prepare_frame(data)
         raw = self.raw_values(prepared)
         mean, std = population_constants(raw)
@@ -548,11 +599,22 @@ class RewardFamily:
 
     # -- frame path (NumPy) ----------------------------------------------------
     def prepare(self, data) -> PreparedFrame:
-        """Gather what the families read from ``data`` once (see :func:`prepare_frame`)."""
+        """Gather what the families read from ``data`` once (see :func:`prepare_frame`).
+
+        Examples
+        --------
+        >>> prepared = Ranking().prepare(frame)  # doctest: +SKIP
+        """
         return data if isinstance(data, PreparedFrame) else prepare_frame(data)
 
     def raw_values(self, prepared: PreparedFrame) -> np.ndarray:
-        """The raw (unnormalized) float64 reward at the rows in scope, ``[G]`` or ``[R]``."""
+        """The raw (unnormalized) float64 reward at the rows in scope, ``[G]`` or ``[R]``.
+
+        Examples
+        --------
+        >>> Ranking.from_preset("top").raw_values(prepared)[:4]  # doctest: +SKIP
+        array([-1., -1.,  1., -1.])
+        """
         return self._raw_frame(prepared)
 
     def evaluate(self, prepared) -> tuple[np.ndarray, np.ndarray]:
@@ -615,12 +677,26 @@ class RewardFamily:
 
     # -- export ----------------------------------------------------------------
     def export_literals(self) -> dict[str, object]:
-        """The module-level constants of the exported file: ``{_RL_NAME: float | int | tuple}``."""
+        """The module-level constants of the exported file: ``{_RL_NAME: float | int | tuple}``.
+
+        Examples
+        --------
+        >>> from rewardlab.families import Ranking
+        >>> Ranking.from_preset("top").export_literals()["_RL_VECTOR"]
+        (1.0, -1.0, -1.0, -1.0)
+        """
         p = self.params
         return {"_RL_MEAN": p.mean, "_RL_STD": p.std}
 
     def parameter_summary(self) -> dict[str, object]:
-        """The tunable parameters (without mean, std, provenance), for headers and displays."""
+        """The tunable parameters (without mean, std, provenance), for headers and displays.
+
+        Examples
+        --------
+        >>> from rewardlab.families import Points
+        >>> Points.from_preset("thousands").parameter_summary()
+        {'offset': 25000.0, 'divisor': 1000.0}
+        """
         return {f.name: getattr(self.params, f.name) for f in dataclasses.fields(self.params)
                 if f.name not in ("mean", "std", "provenance")}
 
@@ -670,25 +746,52 @@ def _RL_ranks(scores, seat):
 
 
 def mean_field(max_abs: float, step: float):
-    """The ``mean`` field of a parameter dataclass (widget range ``[-max_abs, max_abs]``)."""
+    """The ``mean`` field of a parameter dataclass (widget range ``[-max_abs, max_abs]``).
+
+    Examples
+    --------
+    >>> mean_field(10.0, 0.01).metadata["min"]
+    -10.0
+    """
     return param_field(0.0, "Normalization: subtracted from the raw reward (0.0: none).",
                        min=-max_abs, max=max_abs, step=step)
 
 
 def std_field(max_value: float, step: float):
-    """The ``std`` field of a parameter dataclass (widget range ``[step, max_value]``)."""
+    """The ``std`` field of a parameter dataclass (widget range ``[step, max_value]``).
+
+    Examples
+    --------
+    >>> std_field(10.0, 0.01).default
+    1.0
+    """
     return param_field(1.0, "Normalization: the raw reward minus mean is divided by it; > 0 (1.0: none).",
                        min=step, max=max_value, step=step)
 
 
 def provenance_field():
-    """The ``provenance`` field of a parameter dataclass."""
+    """The ``provenance`` field of a parameter dataclass (default: :meth:`Provenance.default`).
+
+    Examples
+    --------
+    >>> provenance_field().default.kind
+    'default'
+    """
     return dataclasses.field(default=Provenance(), metadata={
         "doc": "Where mean and std came from (default, typed, seed recipe, or a dataset)."})
 
 
 def validate_normalization(params) -> None:
-    """Validate and normalize the ``mean``, ``std``, ``provenance`` fields of a frozen ``params``."""
+    """Validate and normalize the ``mean``, ``std``, ``provenance`` fields of a frozen ``params``.
+
+    Called from the parameter dataclasses' ``__post_init__``.
+
+    Examples
+    --------
+    >>> from rewardlab.families import RankingParams
+    >>> RankingParams(mean=1, std=2).std  # validate_normalization made it a float
+    2.0
+    """
     mean, std = check_normalization(params.mean, params.std)
     object.__setattr__(params, "mean", mean)
     object.__setattr__(params, "std", std)

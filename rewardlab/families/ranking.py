@@ -191,6 +191,11 @@ class SeedNormalizationCheck:
     complete_games_std : float
         ``sqrt(3) / 2``, what ``measured_std`` is when every rank is equally
         frequent (complete games).
+
+    Examples
+    --------
+    >>> check = check_seed_normalization(frame, (1, -1, -1, -1))  # doctest: +SKIP
+    >>> print(check)  # doctest: +SKIP
     """
 
     vector: tuple[float, ...]

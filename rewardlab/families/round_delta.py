@@ -93,7 +93,7 @@ class RoundDelta(RewardFamily):
     Examples
     --------
     >>> RoundDelta().scope
-    'round_end'
+    'end_of_round'
     """
 
     params: RoundDeltaParams = dataclasses.field(default_factory=RoundDeltaParams)

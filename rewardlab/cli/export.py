@@ -1,0 +1,277 @@
+"""Export commands: ``export ranking|points|round-delta`` (a plug-in file) and ``schedule`` (epsilon snippets).
+
+``rewardlab export ranking (--preset NAME | --vector V1,V2,V3,V4)
+[--points-offset N --points-divisor N] [--mean M --std S | --seed-normalization |
+--normalize-from DATASET] [--measure-on DATASET] --out FILE.py [--overwrite]``
+
+``--normalize-from`` sets mean and std to the population mean and standard
+deviation of the exported (raw) reward over the dataset's end-of-game steps
+(end-of-round and end-of-game steps for ``round-delta``), so the file's
+rewards there have mean 0 and std 1.
+
+The seed-normalization pitfall: the seed's ranking example divides by the
+*sample* standard deviation of the 4-entry vector (``--seed-normalization``
+reproduces it).  On complete games every rank is equally frequent, so the
+rewards at the end-of-game steps then have a standard deviation of
+``sqrt(3)/2 ~= 0.87``, not 1.  For the ranking family the command measures
+this on the dataset (``--normalize-from`` or ``--measure-on``) and prints the
+number next to what the written file gives.
+
+``rewardlab schedule rljl|kanachan ...`` prints summary figures of an
+epsilon-greedy schedule and its parameters as a JSON or YAML snippet (or the
+Julia constructor call).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rewardlab.errors import ParameterError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="write a reward family as a stand-alone plug-in file",
+                       description="Write one self-contained kanachan reward plug-in file (imports "
+                       "torch only) that reproduces rewardlab's family bit for bit.")
+    fam = p.add_subparsers(dest="family", metavar="FAMILY", required=True)
+
+    r = fam.add_parser("ranking", help="end-of-game ranking (optionally + points)",
+                       description="Reward by final rank, optionally plus (score - offset) // divisor. "
+                       "Write a vector starting with a minus sign as --vector=-1,0,0,1.")
+    src = r.add_mutually_exclusive_group(required=True)
+    src.add_argument("--preset", help="a preset name: " + ", ".join(_ranking_presets()))
+    src.add_argument("--vector", help="four rewards by final rank, comma separated, e.g. 90,45,0,-135")
+    r.add_argument("--points-offset", type=int, metavar="N",
+                   help="add (score - N) // DIVISOR to the rank reward (with --points-divisor)")
+    r.add_argument("--points-divisor", type=int, metavar="N", help="see --points-offset (integer >= 1)")
+    _add_common(r, seed=True)
+    r.set_defaults(func=_export_ranking)
+
+    for name, family, help_ in (("points", "points", "end-of-game raw points (score - offset) / divisor"),
+                                ("round-delta", "round_delta",
+                                 "per-round score delta (delta - offset) / divisor, done at every round")):
+        q = fam.add_parser(name, help=help_, description=help_ + ".")
+        q.add_argument("--preset", help="a preset name: " + ", ".join(_presets(family))
+                       + " (--offset / --divisor override it)")
+        q.add_argument("--offset", type=float, help="subtracted before dividing")
+        q.add_argument("--divisor", type=float, help="nonzero divisor")
+        _add_common(q, seed=False)
+        q.set_defaults(func=_export_other, family_name=family)
+
+    s = sub.add_parser("schedule", help="epsilon-greedy schedules: summary and config snippet",
+                       description="Summarize an epsilon-greedy schedule and print its parameters "
+                       "for the training program.")
+    kinds = s.add_subparsers(dest="program", metavar="PROGRAM", required=True)
+    j = kinds.add_parser("rljl", help="ReinforcementLearning.jl EpsilonGreedyExplorer",
+                         description="ReinforcementLearning.jl's EpsilonGreedyExplorer (steps from 1).")
+    j.add_argument("--kind", choices=("linear", "exp"), default="linear")
+    j.add_argument("--init", type=float, default=1.0, help="ϵ_init (default 1.0)")
+    j.add_argument("--stable", type=float, required=True, help="ϵ_stable")
+    j.add_argument("--warmup", type=int, default=0, help="warmup_steps (default 0)")
+    j.add_argument("--decay", type=int, default=0, help="decay_steps (default 0)")
+    _add_schedule_common(j, formats=("json", "yaml", "julia"))
+    j.set_defaults(func=_schedule_rljl)
+    k = kinds.add_parser("kanachan", help="kanachan EpsilonGreedy (intended and actual)",
+                         description="kanachan's EpsilonGreedy: the intended linear anneal and what its "
+                         "code actually does (epsilon stays at epsilon_first unless one step() call "
+                         "reports >= annealing_steps steps).")
+    k.add_argument("--first", type=float, required=True, help="epsilon_first")
+    k.add_argument("--last", type=float, required=True, help="epsilon_last")
+    k.add_argument("--annealing-steps", type=int, required=True, help="annealing_steps")
+    k.add_argument("--increment", type=int, default=1,
+                   help="steps the training loop reports per step() call (default 1)")
+    _add_schedule_common(k, formats=("json", "yaml"))
+    k.set_defaults(func=_schedule_kanachan)
+
+
+def _ranking_presets() -> list[str]:
+    from rewardlab.families.presets import preset_names
+
+    return preset_names("ranking")
+
+
+def _presets(family: str) -> list[str]:
+    from rewardlab.families.presets import preset_names
+
+    return preset_names(family)
+
+
+def _add_common(p, *, seed: bool) -> None:
+    norm = p.add_mutually_exclusive_group()
+    norm.add_argument("--normalize-from", metavar="DATASET",
+                      help="mean and population std of the raw reward over the dataset's end-of-game "
+                      "steps (end-of-round and end-of-game for round-delta)")
+    norm.add_argument("--mean", type=float, help="typed mean (with --std)")
+    if seed:
+        norm.add_argument("--seed-normalization", action="store_true",
+                          help="the seed's recipe: vector mean and sample std (see the note it prints)")
+        p.add_argument("--measure-on", metavar="DATASET",
+                       help="measure the seed normalization and the written rewards on this dataset "
+                       "(default: the --normalize-from dataset)")
+    p.add_argument("--std", type=float, help="typed std (with --mean)")
+    p.add_argument("--out", required=True, metavar="FILE.py", help="the plug-in file to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    p.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
+
+
+def _add_schedule_common(p, *, formats) -> None:
+    p.add_argument("--steps", type=int, default=1_000_000, help="horizon for the summary (default 1e6)")
+    p.add_argument("--threshold", type=float, default=0.1,
+                   help="report the first step where epsilon < this (default 0.1)")
+    p.add_argument("--format", choices=formats, default="json", help="snippet format (default json)")
+
+
+def _parse_vector(text: str) -> tuple[float, ...]:
+    parts = [t.strip() for t in text.split(",")]
+    try:
+        return tuple(float(t) for t in parts)
+    except ValueError:
+        raise ParameterError("--vector", "should be four numbers separated by commas", text) from None
+
+
+def _normalize(family, args, prepared):
+    from rewardlab.families import Provenance
+
+    if args.std is not None and (args.normalize_from or getattr(args, "seed_normalization", False)):
+        other = "--normalize-from" if args.normalize_from else "--seed-normalization"
+        raise ParameterError("--std", f"cannot be combined with {other}", args.std)
+    if args.mean is not None or args.std is not None:
+        if args.mean is None or args.std is None:
+            missing = "--std" if args.std is None else "--mean"
+            raise ParameterError(missing, "is required with " + ("--mean" if missing == "--std" else "--std"),
+                                 None)
+        return family.with_constants(args.mean, args.std, provenance=Provenance.typed("command line"))
+    if getattr(args, "seed_normalization", False):
+        if family.name != "ranking":
+            raise ParameterError("--seed-normalization", "applies to a rank vector without points "
+                                 "(the seed computes the ranking + points constants from data)", True)
+        return family.with_seed_constants()
+    if prepared is not None:
+        return family.with_constants_from(prepared)
+    return family
+
+
+def _prepare(path):
+    if path is None:
+        return None
+    from rewardlab.families import prepare_frame
+
+    return prepare_frame(path)
+
+
+def _report(family, path, prepared, dataset: str | None) -> None:
+    from rewardlab.families.base import _SCOPE_WORDS, population_constants
+
+    print(f"wrote {path}")
+    print(f"  {family.describe()}")
+    if family.params.provenance.kind == "default":
+        print("  note: no normalization (mean 0, std 1); kanachan asks for rewards near mean 0, std 1. "
+              "Pass --normalize-from DATASET.")
+    if prepared is not None:
+        reward, _ = family.evaluate(prepared)
+        values = reward[prepared.rows(family.scope)]
+        mean, std = population_constants(values)
+        mean = 0.0 if abs(mean) < 5e-5 else mean  # do not print -0.0000
+        print(f"  on {dataset}: the written rewards have mean {mean:.4f} and population std {std:.4f} "
+              f"over {values.size:,} {_SCOPE_WORDS[family.scope]}")
+
+
+def _export_ranking(args) -> int:
+    from rewardlab.export import export_plugin
+    from rewardlab.families import (Ranking, RankingParams, RankingPoints, RankingPointsParams,
+                                     check_seed_normalization, ranking_preset)
+
+    if args.preset is not None:
+        family = ranking_preset(args.preset)
+    else:
+        family = Ranking(RankingParams(vector=_parse_vector(args.vector)))
+    has_points = args.points_offset is not None or args.points_divisor is not None
+    if has_points:
+        if isinstance(family, RankingPoints):
+            changes = {k: v for k, v in (("offset", args.points_offset), ("divisor", args.points_divisor))
+                       if v is not None}
+            family = family.with_params(**changes)
+        else:
+            for flag, value in (("--points-offset", args.points_offset),
+                                ("--points-divisor", args.points_divisor)):
+                if value is None:
+                    raise ParameterError(flag, "is required to add points to a rank vector", None)
+            family = RankingPoints(RankingPointsParams(vector=family.params.vector, offset=args.points_offset,
+                                                       divisor=args.points_divisor))
+    measure_path = args.measure_on or args.normalize_from
+    prepared = _prepare(measure_path)
+    norm_prepared = prepared if args.normalize_from else None
+    if args.normalize_from and args.measure_on and args.measure_on != args.normalize_from:
+        norm_prepared = _prepare(args.normalize_from)
+    family = _normalize(family, args, norm_prepared)
+    path = export_plugin(family, args.out, overwrite=args.overwrite, source=args.note)
+    _report(family, path, prepared, measure_path)
+    if family.name == "ranking":
+        if prepared is not None:
+            check = check_seed_normalization(prepared, family.params.vector)
+            print(f"  seed normalization check on {measure_path}: {check}")
+        else:
+            print("  note: the seed's ranking example divides by the vector's sample std, which leaves a "
+                  "reward std of sqrt(3)/2 = 0.866 (not 1) on complete games; pass --normalize-from or "
+                  "--measure-on DATASET to measure it on your data.")
+    return 0
+
+
+def _export_other(args) -> int:
+    from rewardlab.export import export_plugin
+    from rewardlab.families import family_class
+
+    cls = family_class(args.family_name)
+    if args.preset is not None:
+        family = cls.from_preset(args.preset)
+    else:
+        family = cls()
+    changes = {k: v for k, v in (("offset", args.offset), ("divisor", args.divisor)) if v is not None}
+    if changes:
+        family = family.with_params(**changes)
+    prepared = _prepare(args.normalize_from)
+    family = _normalize(family, args, prepared)
+    path = export_plugin(family, args.out, overwrite=args.overwrite, source=args.note)
+    _report(family, path, prepared, args.normalize_from)
+    return 0
+
+
+def _print_snippet(schedule, fmt: str) -> None:
+    from rewardlab.schedules import to_json, to_yaml
+
+    if fmt == "yaml":
+        sys.stdout.write(to_yaml(schedule))
+    elif fmt == "julia":
+        print(schedule.julia())
+    else:
+        print(to_json(schedule))
+
+
+def _schedule_rljl(args) -> int:
+    from rewardlab.schedules import ExplorerSchedule
+
+    sched = ExplorerSchedule(kind=args.kind, epsilon_init=args.init, epsilon_stable=args.stable,
+                             warmup_steps=args.warmup, decay_steps=args.decay)
+    print(f"# ReinforcementLearning.jl, steps 1..{args.steps:,}: "
+          f"{sched.summary(args.steps, threshold=args.threshold)}")
+    _print_snippet(sched, args.format)
+    return 0
+
+
+def _schedule_kanachan(args) -> int:
+    from rewardlab.schedules import KanachanEpsilonGreedy
+
+    sched = KanachanEpsilonGreedy(epsilon_first=args.first, epsilon_last=args.last,
+                                  annealing_steps=args.annealing_steps)
+    intended = sched.summary(args.steps, threshold=args.threshold, actual=False, increment=args.increment)
+    actual = sched.summary(args.steps, threshold=args.threshold, actual=True, increment=args.increment)
+    print(f"# kanachan EpsilonGreedy, step({args.increment}) per {args.increment} steps, "
+          f"steps 0..{args.steps - 1:,}")
+    print(f"# intended: {intended}")
+    print(f"# actual:   {actual}")
+    if sched.annealing_steps and args.increment < sched.annealing_steps and sched.epsilon_first != sched.epsilon_last:
+        print(f"# note: each step() call reports {args.increment} < annealing_steps = "
+              f"{sched.annealing_steps} steps, so kanachan's epsilon never leaves epsilon_first "
+              f"({sched.epsilon_first!r})")
+    _print_snippet(sched, args.format)
+    return 0
