@@ -110,7 +110,14 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
 
 @dataclasses.dataclass(frozen=True)
 class DatasetSummary:
-    """Counts and final-outcome distributions of a dataset (see :func:`summarize`)."""
+    """Counts and final-outcome distributions of a dataset (see :func:`summarize`).
+
+    Examples
+    --------
+    >>> s = DatasetSummary(1, 4, 40, 2, (1, 1, 1, 1), {"mean": 25000.0})
+    >>> s.to_dict()["rank_counts"]
+    [1, 1, 1, 1]
+    """
 
     games: int
     episodes: int

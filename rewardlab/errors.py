@@ -44,19 +44,44 @@ __all__ = [
 
 
 class RewardlabError(Exception):
-    """Base class of every error rewardlab raises on purpose."""
+    """Base class of every error rewardlab raises on purpose.
+
+    Examples
+    --------
+    >>> issubclass(ParameterError, RewardlabError)
+    True
+    """
 
 
 class RewardlabWarning(UserWarning):
-    """Base class of every warning rewardlab issues."""
+    """Base class of every warning rewardlab issues.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", RewardlabWarning)  # silence them all
+    """
 
 
 class SkippedLinesWarning(RewardlabWarning):
-    """Some input lines were skipped (``on_error="skip"``); the message counts them by reason."""
+    """Some input lines were skipped (``on_error="skip"``); the message counts them by reason.
+
+    Examples
+    --------
+    >>> str(SkippedLinesWarning("skipped 2 of 90 lines (bad_action: 2)"))
+    'skipped 2 of 90 lines (bad_action: 2)'
+    """
 
 
 class RewardScaleWarning(RewardlabWarning):
-    """Rewards are far from mean 0 / std 1, which the plug-in contract asks for."""
+    """Rewards are far from mean 0 / std 1, which the plug-in contract asks for.
+
+    Examples
+    --------
+    >>> issubclass(RewardScaleWarning, UserWarning)
+    True
+    """
 
 
 class ParameterError(RewardlabError, ValueError):
@@ -235,15 +260,34 @@ class PluginError(RewardlabError, ValueError):
 
 
 class PluginLoadError(PluginError):
-    """The plug-in file does not parse, raises on import, or lacks a valid ``get_reward``."""
+    """The plug-in file does not parse, raises on import, or lacks a valid ``get_reward``.
+
+    Examples
+    --------
+    >>> str(PluginLoadError("r", "r.py", "invalid syntax", line=3))
+    "plug-in 'r' (r.py, line 3): invalid syntax"
+    """
 
 
 class PluginRuntimeError(PluginError):
-    """``get_reward`` raised while rewardlab called it."""
+    """``get_reward`` raised while rewardlab called it; ``plugin_traceback`` keeps the plug-in's frames.
+
+    Examples
+    --------
+    >>> err = PluginRuntimeError("r", "r.py", "raised ZeroDivisionError", plugin_traceback="...")
+    >>> err.plugin_traceback
+    '...'
+    """
 
 
 class ContractError(PluginError):
-    """``get_reward`` returned but broke the plug-in contract."""
+    """``get_reward`` returned but broke the plug-in contract.
+
+    Examples
+    --------
+    >>> isinstance(ContractError("r", None, "no reward"), ValueError)
+    True
+    """
 
 
 # --------------------------------------------------------------------------

@@ -49,7 +49,16 @@ POINTS_PRESETS: dict[str, dict] = {
 
 
 def check_divisor(name: str, value) -> float:
-    """A finite, nonzero float, else ParameterError."""
+    """A finite, nonzero float, else ParameterError.
+
+    Examples
+    --------
+    >>> check_divisor("divisor", 1000)
+    1000.0
+    >>> check_divisor("divisor", 0)
+    Traceback (most recent call last):
+    rewardlab.errors.ParameterError: `divisor` should be a nonzero number. Received 0.0.
+    """
     value = check_real(name, value)
     if value == 0:
         raise ParameterError(name, "should be a nonzero number", value)

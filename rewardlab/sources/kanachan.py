@@ -100,6 +100,12 @@ class LoadResult:
         ``on_error="skip"``.
     skipped_path : Path or None
         The side file the skipped lines were written to, if any.
+
+    Examples
+    --------
+    >>> result = read_kanachan("data/sample.tsv.gz", on_error="skip")  # doctest: +SKIP
+    >>> result.skip_counts  # doctest: +SKIP
+    {}
     """
 
     frame: pl.DataFrame
