@@ -63,3 +63,18 @@ def test_convert_skip_mode_keeps_skipped_lines(tmp_path, capsys):
     assert "broken line" in kept
     loaded = pl.read_parquet(out)
     assert loaded.height + len(kept) == len(lines)
+
+
+def test_bundled_sample_is_what_make_sample_writes():
+    """data/sample.tsv.gz is reproducible: the Makefile's command regenerates it line for line."""
+    import re
+
+    from conftest import ROOT, SAMPLE
+    from rewardlab.sources.simulate import iter_kanachan_lines, simulate_games
+
+    command = re.search(r"rewardlab sample --games (\d+) --seed (\d+) --out \$\(SAMPLE\)",
+                        (ROOT / "Makefile").read_text())
+    games, seed = int(command.group(1)), int(command.group(2))
+    with gzip.open(SAMPLE, "rt") as f:
+        bundled = f.read().splitlines()
+    assert bundled == list(iter_kanachan_lines(simulate_games(games, seed=seed)))
