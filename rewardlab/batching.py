@@ -108,6 +108,7 @@ class FrameArrays:
             if step != 1:
                 rows = np.arange(start, stop, step)
             else:
+                stop = max(stop, start)  # slice(10, 3) is empty, as in Python
                 return self._build(slice(start, stop), slice(min(start + 1, self.n), min(stop + 1, self.n)),
                                    stop - start, tail_cut=stop + 1 > self.n)
         rows = np.asarray(rows)

@@ -243,7 +243,24 @@ def _lazy(data) -> tuple[pl.LazyFrame, str | None]:
     if not targets:
         raise ParameterError("data", "should name Parquet files or folders holding them",
                              [str(p) for p in paths])
+    _check_same_columns(targets)
     return pl.scan_parquet(targets), ", ".join(map(str, paths))
+
+
+def _check_same_columns(targets: list[Path]) -> None:
+    """Several Parquet files are read as row shards of one table: their columns must agree."""
+    if len(targets) < 2:
+        return
+    first = list(pl.read_parquet_schema(targets[0]))
+    for t in targets[1:]:
+        cols = list(pl.read_parquet_schema(t))
+        if cols != first:
+            extra = sorted(set(cols) ^ set(first)) or ["(same names, other order)"]
+            raise ParameterError(
+                "data", f"should be Parquet files with the same columns (row shards of one table); "
+                f"{t} differs from {targets[0]} in {', '.join(extra)}", [str(x) for x in targets],
+                hint="To analyse rewards of several plug-ins together, apply them in one run "
+                "(`rewardlab apply DATASET --plugin A --plugin B ...`).")
 
 
 def _names(lf: pl.LazyFrame) -> list[str]:

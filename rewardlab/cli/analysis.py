@@ -117,6 +117,7 @@ def _plot(args) -> int:
     lf, _ = _data(args)
     names = _rewards_to_use(_names(lf), args.reward)
     kind = args.kind
+    drawn = names  # the rewards the figure shows (scatter: two, normalization: one)
     if kind in ("hist", "ecdf"):
         import polars as pl
 
@@ -134,6 +135,7 @@ def _plot(args) -> int:
             if len(names) < 2:
                 raise ParameterError("--reward", "should name two rewards for --kind scatter", names)
             result = plots.plot_return_scatter(table, x=names[0], y=names[1])
+            drawn = names[:2]
     elif kind == "by-rank":
         from rewardlab.ranking import reward_by_rank
 
@@ -142,6 +144,7 @@ def _plot(args) -> int:
         from rewardlab.normalizers import normalized_rewards
 
         result = plots.plot_normalization(normalized_rewards(lf, names[0]), clip_reward=10.0)
+        drawn = names[:1]
     axes = result if not hasattr(result, "figure") else [result]
     fig = axes[0].figure
     fmt = out.suffix.lstrip(".").lower()
@@ -154,5 +157,5 @@ def _plot(args) -> int:
             fig.savefig(tmp, dpi=args.dpi, format=fmt)
     finally:
         plt.close(fig)
-    print(f"wrote {kind} figure of {', '.join(names)} to {out}")
+    print(f"wrote {kind} figure of {', '.join(drawn)} to {out}")
     return 0

@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("dataset", nargs="+", help="annotation files or a converted .parquet / .arrow dataset")
     p.add_argument("--json", action="store_true", help="print JSON (stable keys)")
     _add_on_error(p)
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --on-error skip: replace an existing side file of skipped lines")
     p.set_defaults(func=_info)
 
 
@@ -96,7 +98,8 @@ def _info(args) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SkippedLinesWarning)
             result = read_kanachan(paths, on_error=args.on_error,
-                                   skipped_path=_skipped_path(args, str(paths[0])))
+                                   skipped_path=_skipped_path(args, str(paths[0])),
+                                   overwrite=args.overwrite)
         _report_skipped(result)
         data = result.frame
     summary = summarize(data)

@@ -151,6 +151,16 @@ def _normalize(family, args, prepared):
     return family
 
 
+def _refuse_existing(args) -> None:
+    """Refuse an existing ``--out`` before any dataset is read (export_plugin checks again)."""
+    from pathlib import Path
+
+    from rewardlab.errors import OutputExistsError
+
+    if Path(args.out).exists() and not args.overwrite:
+        raise OutputExistsError(args.out)
+
+
 def _prepare(path):
     if path is None:
         return None
@@ -199,6 +209,7 @@ def _export_ranking(args) -> int:
             family = RankingPoints(RankingPointsParams(vector=family.params.vector, offset=args.points_offset,
                                                        divisor=args.points_divisor))
     measure_path = args.measure_on or args.normalize_from
+    _refuse_existing(args)
     prepared = _prepare(measure_path)
     norm_prepared = prepared if args.normalize_from else None
     if args.normalize_from and args.measure_on and args.measure_on != args.normalize_from:
@@ -229,6 +240,7 @@ def _export_other(args) -> int:
     changes = {k: v for k, v in (("offset", args.offset), ("divisor", args.divisor)) if v is not None}
     if changes:
         family = family.with_params(**changes)
+    _refuse_existing(args)
     prepared = _prepare(args.normalize_from)
     family = _normalize(family, args, prepared)
     path = export_plugin(family, args.out, overwrite=args.overwrite, source=args.note)
