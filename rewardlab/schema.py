@@ -157,6 +157,9 @@ FRAME_SCHEMA: dict[str, pl.DataType] = {
 
 #: Keys identifying a transition in exported reward tables.
 KEY_COLUMNS = (GAME_ID, SEAT, STEP)
+#: Columns a rewards table (``rewardlab apply``) carries besides the keys and the
+#: reward/done columns, so every statistics scope and the by-rank analysis work on it.
+REWARDS_TABLE_CONTEXT = (GAME, END_OF_ROUND, END_OF_GAME, RESULTS)
 
 REWARD_PREFIX = "reward_"
 DONE_PREFIX = "done_"

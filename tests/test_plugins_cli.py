@@ -27,7 +27,8 @@ def test_apply_writes_keys_and_columns(tmp_path, dataset, small_frame, capsys):
                  "shuffled", "--batch-size", "5", "--seed", "3", "--out", str(out)])
     assert code == 0
     written = pl.read_parquet(out)
-    assert written.columns == ["game_id", "seat", "step", "reward_rank_top", "done_rank_top",
+    assert written.columns == ["game_id", "seat", "step", "game", "end_of_round", "end_of_game",
+                               "results", "reward_rank_top", "done_rank_top",
                                "reward_round_delta", "done_round_delta"]
     expected = apply_plugins(small_frame, [TOP, ROUNDS], batch_mode="shuffled", batch_size=5,
                              seed=3, progress=False).select(written.columns)
@@ -91,3 +92,18 @@ def test_check_plugin_exit_status(tmp_path, dataset, capsys):
 
     assert main(["check-plugin", str(tmp_path / "absent.py"), "--data", str(dataset)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_apply_output_serves_every_stats_scope_and_the_by_rank_plot(tmp_path, dataset, capsys):
+    """The rewards table carries what stats scopes and the ranking analysis need."""
+    import json
+
+    out = tmp_path / "r.parquet"
+    assert main(["apply", str(dataset), "--plugin", ROUNDS, "--out", str(out)]) == 0
+    capsys.readouterr()
+    for scope in ("all", "nonzero", "end_of_round", "end_of_game", "episode_return"):
+        assert main(["stats", str(out), "--scope", scope, "--json"]) == 0, scope
+        stats = json.loads(capsys.readouterr().out)
+        assert stats, scope
+    assert main(["plot", str(out), "--kind", "by-rank", "--out", str(tmp_path / "f.png")]) == 0
+    assert (tmp_path / "f.png").stat().st_size > 0

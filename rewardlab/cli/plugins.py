@@ -15,7 +15,8 @@ def register(sub) -> None:
     p = sub.add_parser(
         "apply", help="run reward plug-ins over a dataset and write their rewards",
         description="Call each plug-in's get_reward on the dataset's transitions the way kanachan "
-        "does, check the contract after every call, and write the keys (game_id, seat, step) with "
+        "does, check the contract after every call, and write the keys (game_id, seat, step), the "
+        "context every analysis needs (game, end_of_round, end_of_game, results) and the "
         "reward_<name> and done_<name> columns to a Parquet file (atomic write). Plug-ins are code: "
         "only the files named with --plugin run.")
     p.add_argument("dataset", nargs="+", help="annotation files or a converted .parquet dataset")
@@ -71,7 +72,7 @@ def _apply(args) -> int:
             warnings.simplefilter("always", RewardScaleWarning)
             result = apply_plugins(frame, plugins, batch_mode=args.batch_mode,
                                    batch_size=args.batch_size, seed=args.seed, strict=args.strict)
-        columns = [c for c in S.KEY_COLUMNS if c in result.columns]
+        columns = [c for c in S.KEY_COLUMNS + S.REWARDS_TABLE_CONTEXT if c in result.columns]
         for plugin in plugins:
             columns += [S.reward_column(plugin.name), S.done_column(plugin.name)]
         result.select(columns).write_parquet(tmp, compression="zstd", statistics=True)
