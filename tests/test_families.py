@@ -400,3 +400,14 @@ def test_describe_shows_parameters_and_provenance():
     text = RankingPoints.from_preset("mleague").with_constants(1.5, 2.0).describe()
     assert "vector=[500.0, 100.0, -100.0, -300.0]" in text and "offset=30000" in text
     assert "mean=1.5, std=2.0 from typed by the user" in text
+
+
+def test_unknown_parameter_names_are_refused_with_the_valid_names():
+    from rewardlab.errors import ParameterError
+    from rewardlab.families import Points, Ranking
+
+    with pytest.raises(ParameterError, match=r"`divsor` should be a parameter of the points family: "
+                       r"offset, divisor, mean, std, provenance\. Received 10\."):
+        Points.from_preset("raw", divsor=10)
+    with pytest.raises(ParameterError, match="`vectr` should be a parameter of the ranking family"):
+        Ranking.from_preset("top").with_params(vectr=(1, 0, 0, -1))

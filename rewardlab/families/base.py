@@ -531,6 +531,7 @@ class RewardFamily:
         if key not in cls.presets:
             raise ParameterError("preset", f"should be one of {', '.join(cls.presets)} "
                                  f"for the {cls.name} family", preset)
+        cls._check_fields(changes)
         return cls(cls.params_type(**{**cls.presets[key], **changes}))
 
     def with_params(self, **changes):
@@ -538,8 +539,27 @@ class RewardFamily:
 
         The normalization constants and their provenance are kept; refill
         them with :meth:`with_constants_from` after changing the formula.
+        A name that is not a parameter is refused (no typo passes silently).
+
+        Examples
+        --------
+        >>> from rewardlab.families import Ranking
+        >>> Ranking.from_preset("top").with_params(vector=(1, 0, 0, -1)).params.vector
+        (1.0, 0.0, 0.0, -1.0)
+        >>> Ranking.from_preset("top").with_params(vectr=(1, 0, 0, -1))
+        Traceback (most recent call last):
+        rewardlab.errors.ParameterError: `vectr` should be a parameter of the ranking family: vector, mean, std, provenance. Received (1, 0, 0, -1).
         """
+        self._check_fields(changes)
         return type(self)(dataclasses.replace(self.params, **changes))
+
+    @classmethod
+    def _check_fields(cls, changes: dict) -> None:
+        names = [f.name for f in dataclasses.fields(cls.params_type)]
+        for key, value in changes.items():
+            if key not in names:
+                raise ParameterError(key, f"should be a parameter of the {cls.name} family: "
+                                     + ", ".join(names), value)
 
     def with_constants(self, mean: float, std: float, *, provenance: Provenance | None = None):
         """A copy with normalization constants ``mean``, ``std`` (provenance: typed by default).
