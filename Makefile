@@ -23,8 +23,10 @@ $(SAMPLE): | $(STAMP)
 
 sample: $(SAMPLE)
 
+# Opens the tour notebook; --allow-root only when run as root (containers, CI images).
 lab: $(STAMP) $(SAMPLE)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/01_tour.ipynb
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/01_tour.ipynb \
+		$(if $(filter 0,$(shell id -u)),--allow-root) notebooks/01_tour.ipynb
 
 test: $(STAMP) $(SAMPLE)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

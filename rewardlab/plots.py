@@ -36,6 +36,7 @@ __all__ = [
     "plot_correlation_heatmap",
     "plot_return_scatter",
     "plot_normalization",
+    "plot_epsilon_schedule",
 ]
 
 _RANK_LABELS = ("1st", "2nd", "3rd", "4th")
@@ -370,3 +371,57 @@ def _require_columns(frame, columns: Sequence[str], what: str) -> None:
     for c in columns:
         if c not in frame.columns:
             raise ColumnNotFoundError(c, frame.columns)
+
+
+def plot_epsilon_schedule(steps, epsilon, *, label: str = "epsilon", reference=None,
+                          marks: Mapping[str, float] | None = None, threshold: float | None = None,
+                          ax=None):
+    """Epsilon over training steps, with an optional reference curve and marked steps.
+
+    Parameters
+    ----------
+    steps, epsilon : 1-D arrays of the same length
+        The sampled curve, e.g. from :meth:`rewardlab.schedules.ExplorerSchedule.epsilon`.
+    label : str
+        Legend label of the curve.
+    reference : (str, array) pair, optional
+        Another curve over the same ``steps`` (e.g. kanachan's intended
+        schedule next to its actual one), drawn dashed.
+    marks : mapping of str to step, optional
+        Steps to mark with vertical lines (warmup end, decay end, ...).
+    threshold : float, optional
+        A horizontal line (e.g. the epsilon a summary counts steps to).
+    ax : Axes, optional
+
+    Returns
+    -------
+    Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> steps = np.arange(0, 101)
+    >>> ax = plot_epsilon_schedule(steps, np.clip(1 - steps / 50, 0.1, 1), marks={"decay end": 45})
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['epsilon', 'decay end: 45']
+    """
+    steps = np.asarray(steps)
+    epsilon = np.asarray(epsilon, dtype=np.float64)
+    if steps.ndim != 1 or epsilon.shape != steps.shape:
+        raise ParameterError("epsilon", f"should be 1-D with the shape of `steps` {steps.shape}",
+                             epsilon.shape)
+    ax = _one_axes(ax)
+    ax.plot(steps, epsilon, color="C0", label=label)
+    if reference is not None:
+        name, values = reference
+        ax.plot(steps, np.asarray(values, dtype=np.float64), color="0.5", linestyle="--",
+                linewidth=1.0, label=name)
+    if threshold is not None:
+        ax.axhline(threshold, color="C3", linestyle=":", linewidth=1.0, label=f"threshold {threshold:g}")
+    for i, (name, step) in enumerate((marks or {}).items()):
+        ax.axvline(step, color=f"C{i + 1}", linestyle="-.", linewidth=1.0, label=f"{name}: {step:,}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("epsilon")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize="small", frameon=False)
+    return ax

@@ -127,3 +127,24 @@ def test_normalization_before_after():
     assert before.get_legend_handles_labels()[1] == ["raw (50.0% of steps nonzero)"]
     with pytest.raises(ParameterError, match=r"at least one normalized column"):
         plot_normalization(normalized.select("raw"))
+
+
+def test_plot_epsilon_schedule_draws_curve_reference_marks_and_threshold():
+    from rewardlab.plots import plot_epsilon_schedule
+
+    steps = np.arange(11)
+    eps = np.linspace(1.0, 0.0, 11)
+    ax = plot_epsilon_schedule(steps, eps, label="linear", reference=("intended", eps[::-1]),
+                               marks={"warmup end": 2, "decay end": 8}, threshold=0.05)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels == ["linear", "intended", "threshold 0.05", "warmup end: 2", "decay end: 8"]
+    assert np.array_equal(ax.get_lines()[0].get_ydata(), eps)
+    assert ax.get_xlabel() == "step" and ax.get_ylabel() == "epsilon"
+    plt.close(ax.figure)
+
+
+def test_plot_epsilon_schedule_checks_shapes():
+    from rewardlab.plots import plot_epsilon_schedule
+
+    with pytest.raises(ParameterError, match=r"`epsilon` should be 1-D with the shape of `steps` \(3,\)"):
+        plot_epsilon_schedule(np.arange(3), np.zeros(4))

@@ -1,0 +1,342 @@
+"""JupyterLab in a real browser: run the tuning notebook, tune a rank, export, check the file.
+
+Starts JupyterLab from this venv on a free localhost port (token auth, its
+own config / runtime / settings folders) over a temporary copy of
+``notebooks/02_tuning_ranking.ipynb``, drives Debian's chromium through
+Playwright's sync API, and always shuts the server down.  Screenshots go to
+``test-output/`` (gitignored).
+
+Skipped only when no chromium is found and the ``CI`` environment variable is
+not set; in CI a missing browser fails the test.  Never run ``playwright
+install``: this test uses the system chromium (``/usr/bin/chromium``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "02_tuning_ranking.ipynb"
+OUTPUT = ROOT / "test-output"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVER_START_S = 90
+KERNEL_RUN_S = 240
+EXPORT_S = 300
+CHANGED_VALUE = -200.0  # new reward for 4th place
+CHANGED_RANK = 3
+
+
+def _find_chromium() -> str | None:
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _require_chromium() -> str:
+    path = _find_chromium()
+    if path is None:
+        message = ("no chromium found (/usr/bin/chromium, or chromium / chromium-browser on PATH); "
+                   "install Debian's package: apt-get install -y chromium")
+        if os.environ.get("CI"):
+            pytest.fail(message + " [CI is set, so this test may not be skipped]")
+        pytest.skip(message)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 5.0) -> int:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status
+
+
+def _tail(path: Path, n: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+class LabServer:
+    """A JupyterLab server process over ``root``; :meth:`stop` always ends it."""
+
+    def __init__(self, root: Path, state: Path, log: Path):
+        self.root, self.state, self.log = root, state, log
+        self.port = _free_port()
+        self.token = secrets.token_hex(16)
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        settings = self.state / "settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True)
+        # No news / update pop-ups over the notebook.
+        (settings / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        env = {**os.environ,
+               "JUPYTER_CONFIG_DIR": str(self.state / "config"),
+               "JUPYTER_RUNTIME_DIR": str(self.state / "runtime"),
+               "JUPYTER_DATA_DIR": str(self.state / "data"),
+               "IPYTHONDIR": str(self.state / "ipython"),
+               "JUPYTER_PLATFORM_DIRS": "1",
+               "REWARDLAB_PROGRESS": "0"}
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser",
+               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+               f"--LabApp.user_settings_dir={self.state / 'settings'}",
+               f"--LabApp.workspaces_dir={self.state / 'workspaces'}",
+               "--LabApp.news_url=None", "--LabApp.extension_manager=readonly"]
+        if os.geteuid() == 0:  # CI containers run as root
+            cmd.append("--allow-root")
+        self._log_file = open(self.log, "w")
+        self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=self._log_file,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}:\n{_tail(self.log)}")
+            try:
+                if _get(f"{self.base}/api/status?token={self.token}") == 200:
+                    return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"JupyterLab did not answer within {SERVER_START_S} s:\n{_tail(self.log)}")
+
+    def start_kernel(self, path: str) -> None:
+        """Start the notebook's kernel through the REST API (``python3``: this venv's interpreter)."""
+        body = json.dumps({"path": path, "name": Path(path).name, "type": "notebook",
+                           "kernel": {"name": "python3"}}).encode()
+        request = urllib.request.Request(f"{self.base}/api/sessions?token={self.token}", data=body,
+                                         method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert response.status == 201, response.status
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self._close_log()
+            return
+        try:  # graceful: the server shuts its kernels down
+            request = urllib.request.Request(f"{self.base}/api/shutdown?token={self.token}", method="POST",
+                                             data=b"")
+            urllib.request.urlopen(request, timeout=5).close()
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        try:  # anything the server started and left behind (a kernel), in its own process group
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if getattr(self, "_log_file", None) is not None and not self._log_file.closed:
+            self._log_file.close()
+
+
+@pytest.fixture
+def lab(tmp_path, sample_path):
+    """A JupyterLab server over a temporary copy of the tuning notebook."""
+    _require_chromium()
+    try:
+        import playwright.sync_api  # noqa: F401  (PyPI, in the test extras)
+    except ImportError:
+        message = "playwright is not installed (pip install -e '.[test]')"
+        if os.environ.get("CI"):
+            pytest.fail(message + " [CI is set, so this test may not be skipped]")
+        pytest.skip(message)
+    root = tmp_path / "lab"
+    (root / "notebooks").mkdir(parents=True)
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    if sample_path != ROOT / "data" / "sample.tsv.gz":  # no bundled sample: point the notebook at the fixture's
+        params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+        params.source += f"\nDATA = {str(sample_path)!r}\n"
+    nbformat.write(nb, root / "notebooks" / NOTEBOOK.name)
+    OUTPUT.mkdir(exist_ok=True)
+    server = LabServer(root, tmp_path / "state", OUTPUT / "jupyterlab.log")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def _expected_texts(frame) -> dict[str, str]:
+    """What the tuner should display after the change, computed here with the same session."""
+    from rewardlab.sessions import RankingTuningSession
+    from rewardlab.widgets import _fmt
+
+    session = RankingTuningSession(frame, preset="tenhou_tokujo_6dan")
+    session.set_rank_value(CHANGED_RANK, CHANGED_VALUE)
+    r = session.results
+    return {"mean": _fmt(r.reward_moments.mean), "std": _fmt(r.reward_moments.std),
+            "raw_mean": _fmt(r.raw_moments.mean), "raw_std": _fmt(r.raw_moments.std)}
+
+
+def test_tuner_in_jupyterlab(lab, sample_path, sample_frame):
+    from playwright.sync_api import sync_playwright
+
+    chromium = _require_chromium()
+    started = time.monotonic()
+    expected = _expected_texts(sample_frame)
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            tempfile.mkdtemp(prefix="rewardlab-chromium-"), executable_path=chromium, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1100})
+        try:
+            page = context.new_page()
+            page.set_default_timeout(60_000)
+            try:
+                result_text = _drive(page, lab, expected)
+            except Exception:
+                _save_failure(page)
+                raise
+        finally:
+            context.close()
+    browser_s = time.monotonic() - started
+
+    path = Path(_written_path(result_text))
+    assert path.is_file(), result_text
+    assert path.parent == lab.root / "notebooks"
+    assert f"vector = [75.0, 30.0, 0.0, {CHANGED_VALUE!r}]" in path.read_text()
+    assert "bit for bit" in result_text and "check-plugin: PASS" in result_text, result_text
+    check = subprocess.run([sys.executable, "-m", "rewardlab", "check-plugin", str(path), "--data",
+                            str(sample_path)], capture_output=True, text=True, timeout=EXPORT_S)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "result: PASS" in check.stdout
+    print(f"browser test: {browser_s:.1f} s in the browser, {time.monotonic() - started:.1f} s with check-plugin")
+
+
+def _drive(page, lab: LabServer, expected: dict[str, str]) -> str:
+    """Open the notebook, run all, change a rank, export; returns the export result's text."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    lab.start_kernel(f"notebooks/{NOTEBOOK.name}")  # the page attaches to it: no kernel dialog
+    page.goto(f"{lab.base}/lab/tree/notebooks/{NOTEBOOK.name}?token={lab.token}",
+              wait_until="domcontentloaded", timeout=90_000)
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=120_000)
+    try:  # should the kernel list arrive late, JupyterLab asks which kernel to start
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=5_000)
+    except PlaywrightTimeout:
+        pass
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+    page.locator(".jp-NotebookPanel .jp-Cell").first.click()  # the notebook is the current widget
+
+    # Run > Run All Cells, until a cell is running or done
+    for _attempt in range(3):
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        try:
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.jp-InputPrompt')].some(e => /[*0-9]/.test(e.textContent))",
+                timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    else:
+        raise AssertionError("Run All Cells did not start the notebook")
+
+    tuner = page.locator(".jp-OutputArea-output .rewardlab-tuner")
+    tuner.wait_for(timeout=KERNEL_RUN_S * 1000)
+    stats = tuner.locator(".rewardlab-stats")
+    plot = tuner.locator("img.rewardlab-plot")
+    page.wait_for_function(
+        "() => { const s = document.querySelector('.rewardlab-tuner .rewardlab-stats');"
+        " const p = document.querySelector('.rewardlab-tuner img.rewardlab-plot');"
+        " return s && s.innerText.includes('mean before') && p && p.src && p.naturalWidth > 0; }",
+        timeout=KERNEL_RUN_S * 1000)
+    page.wait_for_function(  # every cell finished: no "[*]" prompt left
+        "() => ![...document.querySelectorAll('.jp-InputPrompt')].some(e => e.textContent.includes('*'))",
+        timeout=KERNEL_RUN_S * 1000)
+    # A real widget, not the text fallback of its repr.
+    assert tuner.count() == 1
+    assert page.get_by_text("RankingTuner(children=").count() == 0
+    assert tuner.locator(".widget-dropdown select").count() >= 1
+    tuner.scroll_into_view_if_needed()
+    page.screenshot(path=str(OUTPUT / "browser-1-tuner.png"))
+
+    before_stats = stats.inner_text()
+    before_src = plot.get_attribute("src")
+    rank_box = tuner.locator(f".rewardlab-rank-{CHANGED_RANK} input")
+    rank_box.fill(str(CHANGED_VALUE))
+    rank_box.press("Enter")
+    page.wait_for_function(
+        "(before) => document.querySelector('.rewardlab-tuner .rewardlab-stats').innerText !== before",
+        arg=before_stats, timeout=60_000)
+    page.wait_for_function(
+        "(before) => { const p = document.querySelector('.rewardlab-tuner img.rewardlab-plot');"
+        " return p.src !== before && p.naturalWidth > 0; }", arg=before_src, timeout=60_000)
+    after_stats = stats.inner_text()
+    assert after_stats != before_stats
+    assert plot.get_attribute("src") != before_src
+    assert tuner.locator(".rewardlab-after-mean").inner_text() == expected["mean"]
+    assert tuner.locator(".rewardlab-after-std").inner_text() == expected["std"]
+    assert expected["raw_mean"] in after_stats and expected["raw_std"] in after_stats
+    tuner.scroll_into_view_if_needed()
+    page.screenshot(path=str(OUTPUT / "browser-2-changed.png"))
+
+    tuner.locator("button.rewardlab-export").click()
+    tuner.locator(".rewardlab-export-written").wait_for(timeout=EXPORT_S * 1000)
+    page.wait_for_function(
+        "() => document.querySelector('.rewardlab-tuner .rewardlab-export-result').innerText"
+        ".includes('check-plugin')", timeout=EXPORT_S * 1000)
+    result = tuner.locator(".rewardlab-export-result")
+    result.scroll_into_view_if_needed()
+    page.screenshot(path=str(OUTPUT / "browser-3-exported.png"))
+    return result.inner_text()
+
+
+def _save_failure(page) -> None:
+    """A screenshot and the page's text, to see what the browser showed when the test failed."""
+    try:
+        page.screenshot(path=str(OUTPUT / "browser-failure.png"), full_page=True, timeout=10_000)
+        (OUTPUT / "browser-failure.txt").write_text(page.locator("body").inner_text(timeout=10_000))
+    except Exception:  # the page may be gone; the original error matters more
+        pass
+
+
+def _written_path(result_text: str) -> str:
+    first = result_text.splitlines()[0]
+    assert first.startswith("wrote "), result_text
+    return first[len("wrote "):].strip()
+
+
+def test_missing_chromium_skips_only_outside_ci(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "_find_chromium", lambda: None)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no chromium found .* apt-get install -y chromium"):
+        _require_chromium()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI is set, so this test may not be skipped"):
+        _require_chromium()

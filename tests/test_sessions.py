@@ -1,0 +1,448 @@
+"""Sessions driven directly: parameters, validation messages, recompute against plain-loop references."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rewardlab.errors import OutputExistsError, ParameterError
+from rewardlab.sessions import (
+    ComparisonSession, EpsilonScheduleSession, NormalizationSession, RankingTuningSession, locate,
+    roundtrip_check,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------
+# Plain-loop references
+# --------------------------------------------------------------------------
+
+
+def loop_episodes(frame: pl.DataFrame, vector, *, points=False, offset=0, divisor=1, mean=0.0, std=1.0):
+    """(reward, raw, rank) per end-of-game row, one row at a time, with kanachan's tie rule."""
+    out = []
+    for sparse, results in frame.filter(pl.col("end_of_game")).select("sparse", "results").rows():
+        seat = sparse[6] - 71
+        scores = list(results[4:8])
+        score = scores[seat]
+        rank = sum(1 for j in range(4) if (j < seat and scores[j] >= score) or (j > seat and scores[j] > score))
+        raw = float(vector[rank]) + (float((score - offset) // divisor) if points else 0.0)
+        out.append(((raw - mean) / std, raw, rank))
+    return out
+
+
+def loop_moments(values, n_rows=None):
+    """Mean and population std of ``values`` (padded with zeros up to ``n_rows``)."""
+    values = list(values) + [0.0] * ((n_rows or len(values)) - len(values))
+    return statistics.fmean(values), statistics.pstdev(values)
+
+
+# --------------------------------------------------------------------------
+# locate
+# --------------------------------------------------------------------------
+
+
+def test_locate_from_a_subfolder_and_from_elsewhere(tmp_path):
+    assert locate("data/plugins", start=ROOT / "notebooks") == ROOT / "data" / "plugins"
+    # Not under tmp_path: found next to the rewardlab package (the repository).
+    assert locate("data/plugins", start=tmp_path) == ROOT / "data" / "plugins"
+
+
+def test_locate_messages(tmp_path):
+    with pytest.raises(ParameterError, match=r"^`relative` should be a relative path .* Received '/etc'\.$"):
+        locate("/etc")
+    with pytest.raises(ParameterError, match=r"`relative` should exist under .* Received 'no/such/file\.txt'\. "
+                       "Pass an absolute path"):
+        locate("no/such/file.txt", start=tmp_path)
+
+
+# --------------------------------------------------------------------------
+# The session base: observers, update / try_update
+# --------------------------------------------------------------------------
+
+
+def test_observers_update_and_errors():
+    s = EpsilonScheduleSession(n_steps=1000)
+    calls = []
+    cb = s.observe(lambda session: calls.append((session.version, session.last_error)))
+    v = s.version
+    s.n_steps = 2000  # attribute assignment validates, recomputes, notifies once
+    assert calls == [(v + 1, None)] and s.results.summary.n_steps == 2000
+    s.update(kind="exp", decay_steps=100)  # several at once: one recompute
+    assert len(calls) == 2 and s.kind == "exp"
+    with pytest.raises(ParameterError) as err:
+        s.n_steps = 0
+    assert str(err.value) == "`n_steps` should be >= 1. Received 0."
+    assert s.n_steps == 2000 and len(calls) == 2  # nothing changed, nobody told
+    assert s.try_update(epsilon_stable=1.5) is False
+    assert s.last_error == "`epsilon_stable` should be in [0, 1] (a probability). Received 1.5."
+    assert calls[-1] == (s.version, s.last_error) and s.epsilon_stable == 0.05
+    assert s.try_update(epsilon_stable=0.2) is True and s.last_error is None
+    s.unobserve(cb)
+    s.n_steps = 3000
+    assert len(calls) == 4
+    with pytest.raises(ParameterError, match=r"^`parameter` should be one of kind, .*threshold\. "
+                       r"Received 'gamma'\.$"):
+        s.update(gamma=0.9)
+    with pytest.raises(ParameterError, match="`callback` should be callable"):
+        s.observe(42)
+
+
+# --------------------------------------------------------------------------
+# Ranking
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ranking(sample_frame):
+    return RankingTuningSession(sample_frame, preset="tenhou_tokujo_6dan", constants="none")
+
+
+CASES = [
+    dict(vector=(75.0, 30.0, 0.0, -120.0), points=False),
+    dict(vector=(500.0, 100.0, -100.0, -300.0), points=True, offset=30000, divisor=100),
+    dict(vector=(3.0, 1.0, -1.0, -3.0), points=False, mean=0.25, std=2.5),
+    dict(vector=(10.0, 5.0, 0.0, -15.0), points=True, offset=25000, divisor=1000, mean=-1.0, std=7.0),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['vector']}-points={c['points']}")
+def test_ranking_results_match_a_loop(ranking, sample_frame, case):
+    ranking.update(**{"mean": 0.0, "std": 1.0, **case})
+    kw = {"offset": case.get("offset", 0), "divisor": case.get("divisor", 1), "mean": case.get("mean", 0.0),
+          "std": case.get("std", 1.0)}
+    ref = loop_episodes(sample_frame, case["vector"], points=case["points"], **kw)
+    r = ranking.results
+    reward = [x[0] for x in ref]
+    raw = [x[1] for x in ref]
+    assert r.reward.tolist() == reward  # bit for bit: same operations
+    assert r.raw.tolist() == raw
+    n = sample_frame.height
+    for moments, values, rows in ((r.raw_moments, raw, None), (r.reward_moments, reward, None),
+                                  (r.raw_moments_all, raw, n), (r.reward_moments_all, reward, n)):
+        mean, std = loop_moments(values, rows)
+        assert moments.mean == pytest.approx(mean, rel=1e-12, abs=1e-12)
+        assert moments.std == pytest.approx(std, rel=1e-12)
+    by_rank = {k: [x[0] for x in ref if x[2] == k] for k in range(4)}
+    assert r.mean_by_rank.tolist() == pytest.approx([statistics.fmean(by_rank[k]) for k in range(4)], rel=1e-12)
+    probabilities = [len(by_rank[k]) / len(ref) for k in range(4)]
+    assert r.rank_probabilities.tolist() == pytest.approx(probabilities)
+    expected = sum(p * statistics.fmean(by_rank[k]) for k, p in enumerate(probabilities))
+    assert r.expected_reward == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert r.histogram_counts.sum() == len(ref)
+    assert r.zero_steps == n - len(ref) + sum(1 for x in reward if x == 0)
+    # What the plots get is what the family (and the exported file) computes.
+    step = ranking.step_rewards()
+    lib_reward, _ = ranking.family.evaluate(ranking.prepared)
+    assert step.view(np.uint64).tolist() == lib_reward.view(np.uint64).tolist()
+    assert ranking.family.name == ("ranking_points" if case["points"] else "ranking")
+
+
+@pytest.fixture(scope="module")
+def small_ranking(small_frame):
+    return RankingTuningSession(small_frame, preset="top", constants="none")
+
+
+@settings(max_examples=25, deadline=None)
+@given(vector=st.lists(st.floats(-1000, 1000, allow_nan=False), min_size=4, max_size=4),
+       std=st.floats(0.01, 100.0))
+def test_ranking_random_vectors(small_ranking, small_frame, vector, std):
+    small_ranking.update(vector=tuple(vector), mean=0.5, std=std)
+    ref = loop_episodes(small_frame, vector, mean=0.5, std=std)
+    assert small_ranking.results.reward.tolist() == [x[0] for x in ref]
+
+
+def test_ranking_validation_messages(ranking):
+    ranking.update(vector=(1.0, 0.0, 0.0, -1.0), points=False, mean=0.0, std=1.0)
+    for assign, message in [
+        (dict(vector=(1, 2, 3)), "`vector` should have 4 entries (one per final rank), not 3. Received (1, 2, 3)."),
+        (dict(vector=(1, 2, float("nan"), 4)), "`vector[2]` should be a finite number (not NaN or infinite). "
+         "Received nan."),
+        (dict(std=0.0), "`std` should be > 0 (rewards are divided by it). Received 0.0. Use std=1.0 for no "
+         "scaling, or fill it from data."),
+        (dict(divisor=0), "`divisor` should be >= 1. Received 0."),
+        (dict(points="yes"), "`points` should be True or False. Received 'yes'."),
+    ]:
+        name, value = next(iter(assign.items()))
+        with pytest.raises(ParameterError) as err:
+            setattr(ranking, name, value)
+        assert str(err.value) == message
+        assert ranking.vector == (1.0, 0.0, 0.0, -1.0) and ranking.std == 1.0 and ranking.divisor >= 1
+    with pytest.raises(ParameterError, match=r"^`preset` should be one of 'top', .*'mleague'\. Received 'nope'\.$"):
+        ranking.preset = "nope"
+    with pytest.raises(ParameterError, match=r"^`rank` should be an integer 0-3"):
+        ranking.set_rank_value(4, 1.0)
+
+
+def test_ranking_presets_and_constants(ranking):
+    ranking.preset = "mleague"
+    assert (ranking.points, ranking.offset, ranking.divisor) == (True, 30000, 100)
+    assert ranking.preset == "mleague"
+    ranking.set_rank_value(0, 501.0)
+    assert ranking.preset is None and ranking.vector[0] == 501.0
+    ranking.constants_from_data()
+    assert ranking.provenance.kind == "dataset" and not ranking.constants_stale
+    assert ranking.results.reward_moments.mean == pytest.approx(0.0, abs=1e-12)
+    assert ranking.results.reward_moments.std == pytest.approx(1.0, rel=1e-12)
+    ranking.set_rank_value(0, 600.0)
+    assert ranking.constants_stale  # fitted for the previous vector
+    with pytest.raises(ParameterError, match="^`points` should be off for the seed's recipe"):
+        ranking.seed_constants()
+    ranking.auto_constants = True
+    assert ranking.results.reward_moments.std == pytest.approx(1.0, rel=1e-12) and not ranking.constants_stale
+    ranking.set_rank_value(3, -500.0)  # refitted on every change
+    assert ranking.results.reward_moments.std == pytest.approx(1.0, rel=1e-12)
+    ranking.mean = 2.0  # typing a constant ends the refit
+    assert ranking.auto_constants is False and ranking.provenance.kind == "typed"
+    ranking.apply_preset("top")
+    ranking.seed_constants()  # mean -0.5 and sample std 1.0 of (1, -1, -1, -1): std 0.866 on complete games
+    assert (ranking.mean, ranking.std) == (-0.5, 1.0) and ranking.provenance.kind == "seed"
+    assert ranking.results.reward_moments.std == pytest.approx(math.sqrt(3) / 2, rel=1e-12)
+    ranking.reset_constants()
+    assert (ranking.mean, ranking.std, ranking.provenance.kind) == (0.0, 1.0, "default")
+
+
+def test_ranking_constants_from_data_when_raw_is_constant(ranking):
+    ranking.update(vector=(1.0, 1.0, 1.0, 1.0), points=False)
+    assert ranking.attempt(ranking.constants_from_data) is False
+    assert ranking.last_error.startswith("`std` should be > 0, but the raw reward is constant on this data.")
+
+
+def test_ranking_export_round_trip(small_frame, tmp_path):
+    session = RankingTuningSession(small_frame, preset="mahjongsoul_jade_saint3")
+    session.set_rank_value(3, -300.0)
+    path = tmp_path / "reward.py"
+    result = session.export(path)
+    assert result.path == path and path.is_file()
+    assert result.header.startswith("# Reward plug-in for kanachan") and "vector = [135.0, 65.0, -5.0, -300.0]" \
+        in result.header and "offset = 25000" in result.header
+    assert result.roundtrip.identical and result.roundtrip.report.ok and result.ok
+    assert "bit for bit" in str(result) and "check-plugin: PASS" in str(result)
+    text = path.read_text()
+    session.set_rank_value(3, -400.0)
+    with pytest.raises(OutputExistsError, match="already exists; pass overwrite=True"):
+        session.export(path)
+    assert path.read_text() == text  # refused before writing anything
+    again = session.export(path, overwrite=True, check=False)
+    assert again.roundtrip is None and not again.ok and "-400.0" in path.read_text()
+
+
+def test_roundtrip_detects_a_different_file(small_frame, tmp_path):
+    session = RankingTuningSession(small_frame, preset="top")
+    path = session.export(tmp_path / "top.py", check=False).path
+    edited = tmp_path / "edited.py"
+    edited.write_text(path.read_text().replace("_RL_VECTOR = (1.0,", "_RL_VECTOR = (2.0,"))
+    rt = roundtrip_check(session.family, edited, small_frame)
+    assert not rt.identical and rt.rewards_differing == 3 and rt.dones_differing == 0  # one winner per game
+    assert rt.max_abs_difference == pytest.approx(1.0 / session.std)
+    assert "DIFFERS from rewardlab on 3 rewards" in str(rt) and not rt.ok
+
+
+# --------------------------------------------------------------------------
+# Epsilon schedules
+# --------------------------------------------------------------------------
+
+
+def loop_linear(step, init, stable, warmup, decay):
+    if step <= warmup:
+        return init
+    if step >= warmup + decay:
+        return stable
+    return stable + (warmup + decay - step) / decay * (init - stable)
+
+
+def loop_exp(step, init, stable, warmup, decay):
+    if step <= warmup:
+        return init
+    return stable + (init - stable) * math.exp(-1.0 * (step - warmup) / decay)
+
+
+@pytest.mark.parametrize("kind,ref", [("linear", loop_linear), ("exp", loop_exp)])
+def test_explorer_curve_matches_a_loop(kind, ref):
+    s = EpsilonScheduleSession(kind=kind, epsilon_init=0.9, epsilon_stable=0.05, warmup_steps=1000,
+                               decay_steps=4000, n_steps=20_000, threshold=0.2)
+    r = s.results
+    expected = [ref(int(t), 0.9, 0.05, 1000, 4000) for t in r.steps]
+    np.testing.assert_allclose(r.epsilon, expected, rtol=1e-14, atol=0)
+    assert r.steps[0] == 1 and r.steps[-1] == 20_000 and np.all(np.diff(r.steps) > 0)
+    assert r.marks["warmup end"] == 1000 and {999, 1000} <= set(r.steps.tolist())
+    if kind == "linear":
+        assert r.marks["decay end"] == 5000
+    first = next(t for t in range(1, 20_001) if ref(t, 0.9, 0.05, 1000, 4000) < 0.2)
+    assert r.summary.first_below == first == r.marks["below threshold"]
+    assert r.summary.expected_random_actions == pytest.approx(
+        sum(ref(t, 0.9, 0.05, 1000, 4000) for t in range(1, 20_001)), rel=1e-12)
+    assert "EpsilonGreedyExplorer(kind=:" + kind in r.snippets["julia"]
+    assert json.loads(r.snippets["json"]) == s.schedule.to_config()
+
+
+def test_kanachan_actual_and_intended():
+    s = EpsilonScheduleSession(kind="kanachan_actual", epsilon_first=1.0, epsilon_last=0.05,
+                               annealing_steps=1000, increment=32, n_steps=10_000, threshold=0.1)
+    r = s.results
+    assert np.all(r.epsilon == 1.0) and r.summary.first_below is None  # step(32) never reaches 1000
+    assert r.reference[0] == "kanachan_intended" and r.reference[1][-1] == 0.05
+    assert "jump" not in r.marks and r.marks["annealing end"] == 1000
+    s.increment = 1000
+    assert s.results.summary.first_below == 1000 == s.results.marks["jump"]
+    s.update(kind="kanachan_intended", increment=1)
+    r = s.results
+    expected = [1.0 * ((1000 - min(t, 1000)) / 1000) + 0.05 * (min(t, 1000) / 1000) for t in r.steps]
+    np.testing.assert_allclose(r.epsilon, expected, rtol=1e-14)
+    assert r.reference[0] == "kanachan_actual" and np.all(r.reference[1] == 1.0)
+    assert "julia" not in r.snippets and r.summary.first_below == 948
+
+
+def test_schedule_messages():
+    s = EpsilonScheduleSession()
+    for changes, message in [
+        (dict(kind="cosine"), "`kind` should be one of 'linear', 'exp', 'kanachan_intended', 'kanachan_actual'. "
+         "Received 'cosine'."),
+        (dict(epsilon_first=0.3, epsilon_last=0.5), "`epsilon_last` should be <= epsilon_first (0.3). Received 0.5."),
+        (dict(warmup_steps=-1), "`warmup_steps` should be >= 0. Received -1."),
+        (dict(threshold=2.0), "`threshold` should be in [0, 1]. Received 2.0."),
+        (dict(increment=0), "`increment` should be >= 1. Received 0."),
+    ]:
+        with pytest.raises(ParameterError) as err:
+            s.update(**changes)
+        assert str(err.value) == message
+    assert s.parameters == EpsilonScheduleSession().parameters
+
+
+def test_schedule_export(tmp_path):
+    s = EpsilonScheduleSession(kind="kanachan_intended", annealing_steps=2000)
+    path = s.export(tmp_path / "eps.yaml")
+    assert path.read_text() == "epsilon_first: 1.0\nepsilon_last: 0.05\nannealing_steps: 2000\n"
+    assert json.loads(s.export(tmp_path / "eps.json").read_text())["annealing_steps"] == 2000
+    with pytest.raises(OutputExistsError):
+        s.export(tmp_path / "eps.yaml")
+    with pytest.raises(ParameterError, match=r"^`path` should end in \.json, \.yaml or \.yml\. Received "):
+        s.export(tmp_path / "eps.toml")
+
+
+# --------------------------------------------------------------------------
+# Normalization
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reward_frame(sample_frame):
+    from rewardlab.families import Points, RoundDelta
+
+    frame = Points.from_preset("raw").with_columns(sample_frame, "score")
+    frame = RoundDelta.from_preset("thousands").with_columns(frame, "delta")
+    return frame.with_columns(pl.lit(1.0).alias("reward_one"), pl.col("end_of_game").alias("done_one"))
+
+
+@pytest.mark.parametrize("scope", ["all", "nonzero", "end_of_round", "end_of_game"])
+def test_normalization_constants_per_scope(reward_frame, scope):
+    s = NormalizationSession(reward_frame, reward="delta", scope=scope)
+    r = s.results
+    values = reward_frame["reward_delta"].to_numpy()
+    eog, eor = reward_frame["end_of_game"].to_numpy(), reward_frame["end_of_round"].to_numpy()
+    mask = {"all": np.ones(values.size, bool), "nonzero": values != 0, "end_of_game": eog,
+            "end_of_round": eor | eog}[scope]
+    selected = [float(v) for v, m in zip(values, mask) if m]
+    mean, std = loop_moments(selected)
+    assert (r.constants.count, r.constants.scope) == (len(selected), scope)
+    assert r.constants.mean == pytest.approx(mean, rel=1e-9, abs=1e-12)
+    assert r.constants.std == pytest.approx(std, rel=1e-12)
+    assert r.after.mean == pytest.approx(0.0, abs=1e-9) and r.after.std == pytest.approx(1.0, rel=1e-9)
+    assert r.before.count == len(selected) and r.note is None
+    applied = r.replays["constants"].to_numpy()
+    np.testing.assert_array_equal(applied[mask], (values[mask] - r.constants.mean) / r.constants.std)
+    np.testing.assert_array_equal(applied[~mask], values[~mask])
+    assert set(r.summary["method"]) == {"raw", "constants", "gymnasium", "sb3"}
+
+
+def test_normalization_episode_returns_and_errors(reward_frame):
+    s = NormalizationSession(reward_frame, reward="score", scope="episode_return", clip_reward=0.5)
+    r = s.results
+    assert "constants" not in r.replays.columns and "episode returns" in r.note
+    assert r.constants.count == 960 and r.fraction_clipped > 0
+    s.reward = "one"
+    s.scope = "all"  # constant reward: no constants, the reason shown instead
+    assert s.results.constants is None and "constant" in s.results.constants_error and s.results.after is None
+    with pytest.raises(ParameterError, match=r"^`scope` should be one of 'all', .* Received 'rounds'\.$"):
+        s.scope = "rounds"
+    with pytest.raises(ParameterError, match=r"^`reward` should be one of 'score', 'delta', 'one'\. "
+                       r"Received 'nope'\.$"):
+        s.reward = "nope"
+    with pytest.raises(ParameterError, match=r"^`gamma` should be in \[0, 1\]\. Received 1\.5\.$"):
+        s.gamma = 1.5
+
+
+# --------------------------------------------------------------------------
+# Comparison
+# --------------------------------------------------------------------------
+
+
+def loop_episode_returns(frame: pl.DataFrame, name: str) -> list[float]:
+    out, total = [], 0.0
+    for reward, end in zip(frame[f"reward_{name}"].to_list(), frame["end_of_game"].to_list()):
+        total += reward
+        if end:
+            out.append(total)
+            total = 0.0
+    return out
+
+
+def test_comparison_matches_a_loop(reward_frame):
+    s = ComparisonSession(reward_frame.drop("reward_one", "done_one"), k=5)
+    assert s.candidates == ("score", "delta") and s.chosen == ("score", "delta")
+    r = s.results
+    score, delta = loop_episode_returns(reward_frame, "score"), loop_episode_returns(reward_frame, "delta")
+    assert r.returns["score"].to_list() == pytest.approx(score) and r.returns["delta"].to_list() == pytest.approx(delta)
+    assert r.comparison.pearson[0, 1] == pytest.approx(np.corrcoef(score, delta)[0, 1], rel=1e-12)
+    assert r.matrix.columns == ["reward", "score", "delta"] and r.metric == "spearman"
+    assert r.disagreements.height == 5 and r.disagreements["gap"].is_sorted(descending=True)
+    z = lambda x: (np.asarray(x) - np.mean(x)) / np.std(x)  # noqa: E731
+    assert r.disagreements["gap"][0] == pytest.approx(np.max(np.abs(z(score) - z(delta))), rel=1e-12)
+    s.chosen = ("score",)
+    assert s.results.comparison is None and s.results.matrix is None and list(s.results.step_rewards) == ["score"]
+    for changes, message in [
+        (dict(chosen=("score", "nope")), "`chosen` should be one of 'score', 'delta'. Received 'nope'."),
+        (dict(chosen=()), "`chosen` should name at least one candidate. Received ()."),
+        (dict(b="score"), "`b` should differ from `a`. Received 'score'."),
+        (dict(k=0), "`k` should be a positive integer. Received 0."),
+        (dict(metric="kendall"), "`metric` should be one of 'pearson', 'spearman', 'epic'. Received 'kendall'."),
+    ]:
+        with pytest.raises(ParameterError) as err:
+            s.update(**changes)
+        assert str(err.value) == message
+
+
+USER_PLUGIN = '''
+import torch
+
+
+def get_reward(data, contiguous):
+    end_of_game = data["next", "end_of_game"]
+    data["next", "reward"] = torch.where(end_of_game, 1.0, 0.0).to(torch.float64)
+'''
+
+
+def test_comparison_add_a_users_plugin(small_frame, tmp_path):
+    from rewardlab.families import Ranking
+
+    frame = Ranking.from_preset("top").with_columns(small_frame, "top")
+    s = ComparisonSession(frame, [ROOT / "data" / "plugins" / "raw_points.py"])
+    assert s.candidates == ("top", "raw_points")
+    path = tmp_path / "my_reward.py"
+    path.write_text(USER_PLUGIN)
+    with pytest.warns(Warning):  # a constant reward is far from mean 0 / std 1
+        assert s.add_plugin(path) == "my_reward"
+    assert s.candidates == ("top", "raw_points", "my_reward") and "my_reward" in s.chosen
+    assert s.results.returns["my_reward"].to_list() == [1.0] * 12
+    with pytest.raises(ParameterError, match=r"^`name` should differ from the candidates already loaded"):
+        s.add_plugin(path)
+    assert s.attempt(s.add_plugin, tmp_path / "missing.py") is False and "missing.py" in s.last_error

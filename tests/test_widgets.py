@@ -1,0 +1,179 @@
+"""Widgets in plain pytest: set ``widget.value`` / click, check the session and the outputs."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from rewardlab.widgets import (  # noqa: E402
+    ComparisonBoard, EpsilonScheduleTuner, NormalizationPanel, RankingTuner, _fmt, figure_png,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_import_rewardlab_does_not_import_ipywidgets():
+    import subprocess
+    import sys
+
+    code = ("import sys, rewardlab, rewardlab.sessions; "
+            "print('ipywidgets' in sys.modules, 'matplotlib.pyplot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_figure_png_needs_no_pyplot():
+    png = figure_png(lambda axes: axes[1].plot([0, 1]), ncols=2)
+    assert png.startswith(PNG)
+
+
+@pytest.fixture(scope="module")
+def tuner(sample_frame):
+    return RankingTuner(sample_frame, preset="tenhou_tokujo_6dan")
+
+
+def test_ranking_tuner_rank_input(tuner):
+    s = tuner.session
+    assert [box.value for box in tuner.rank_inputs] == list(s.vector) == [75.0, 30.0, 0.0, -120.0]
+    assert bytes(tuner.plot.value).startswith(PNG) and "mean before" in tuner.stats.value
+    plot, stats, version = tuner.plot.value, tuner.stats.value, s.version
+    tuner.rank_inputs[3].value = -150.0
+    assert s.vector == (75.0, 30.0, 0.0, -150.0) and s.version == version + 1
+    r = s.results
+    assert tuner.plot.value != plot and bytes(tuner.plot.value).startswith(PNG)
+    assert tuner.stats.value != stats
+    assert f"<b class='rewardlab-after-mean'>{_fmt(r.reward_moments.mean)}</b>" in tuner.stats.value
+    assert f"<b class='rewardlab-after-std'>{_fmt(r.reward_moments.std)}</b>" in tuner.stats.value
+    assert _fmt(r.raw_moments.std) in tuner.stats.value
+    assert tuner.preset.value == "custom"  # no preset has this vector
+    assert "fitted for other parameters" in tuner.provenance.value
+
+
+def test_ranking_tuner_invalid_value_shows_the_message(tuner):
+    s = tuner.session
+    std, version = s.std, s.version
+    tuner.std.value = 0.0
+    assert s.std == std and s.version == version
+    assert html.escape("`std` should be > 0 (rewards are divided by it). Received 0.0.") in tuner.error.value
+    tuner.std.value = 50.0
+    assert s.std == 50.0 and tuner.error.value == "" and s.provenance.kind == "typed"
+    assert "typed by the user" in tuner.provenance.value
+
+
+def test_ranking_tuner_preset_points_and_constants(tuner):
+    s = tuner.session
+    tuner.preset.value = "mleague"
+    assert [b.value for b in tuner.rank_inputs] == [500.0, 100.0, -100.0, -300.0]
+    assert tuner.points.value is True and (tuner.offset.value, tuner.divisor.value) == (30000, 100)
+    assert not tuner.offset.disabled and s.family.name == "ranking_points"
+    tuner.seed_recipe.click()  # not for a points term: the message, nothing else
+    assert "`points` should be off for the seed&#x27;s recipe" in tuner.error.value
+    tuner.from_data.click()
+    assert tuner.error.value == "" and s.provenance.kind == "dataset"
+    assert tuner.mean.value == s.mean and tuner.std.value == s.std
+    assert f"<b class='rewardlab-after-std'>{_fmt(1.0)}</b>" in tuner.stats.value
+    tuner.points.value = False
+    assert s.family.name == "ranking" and tuner.offset.disabled
+    tuner.auto_constants.value = True
+    tuner.rank_inputs[0].value = 1000.0
+    assert s.results.reward_moments.std == pytest.approx(1.0) and "fitted for other" not in tuner.provenance.value
+    tuner.no_constants.click()
+    assert (tuner.mean.value, tuner.std.value, tuner.auto_constants.value) == (0.0, 1.0, False)
+
+
+def test_ranking_tuner_export_button(small_frame, tmp_path):
+    tuner = RankingTuner(small_frame, preset="top_two", export_path=str(tmp_path / "top_two.py"))
+    tuner.export_button.click()
+    path = tmp_path / "top_two.py"
+    assert path.is_file()
+    shown = tuner.export_result.value
+    assert f"<code class='rewardlab-export-written'>{path}</code>" in shown
+    assert "# family:      ranking (End-of-game ranking)" in shown and "check-plugin: PASS" in shown
+    assert "bit for bit" in shown and not tuner.export_button.disabled
+    text = path.read_text()
+    tuner.rank_inputs[0].value = 2.0
+    tuner.export_button.click()
+    assert "already exists; pass overwrite=True" in tuner.export_result.value and path.read_text() == text
+    tuner.overwrite.value = True
+    tuner.export_button.click()
+    assert "check-plugin: PASS" in tuner.export_result.value and "_RL_VECTOR = (2.0, 1.0," in path.read_text()
+
+
+def test_epsilon_tuner():
+    t = EpsilonScheduleTuner()
+    s = t.session
+    assert t.kanachan_box.layout.display == "none" and t.explorer_box.layout.display == ""
+    assert t.snippet.value == s.results.snippets["yaml"] and bytes(t.plot.value).startswith(PNG)
+    plot = t.plot.value
+    t.controls["decay_steps"].value = 100_000
+    assert s.decay_steps == 100_000 and t.plot.value != plot
+    assert f"{s.results.summary.first_below:,}" in t.summary.value
+    t.snippet_format.value = "julia"
+    assert t.snippet.value.startswith("EpsilonGreedyExplorer(kind=:linear")
+    t.kind.value = "kanachan_actual"
+    assert s.kind == "kanachan_actual" and t.explorer_box.layout.display == "none"
+    assert list(t.snippet_format.options) == ["json", "yaml"] and t.snippet.value == s.results.snippets["yaml"]
+    assert "never" in t.summary.value
+    t.controls["epsilon_first"].value = 0.3
+    t.controls["epsilon_last"].value = 0.5
+    assert s.epsilon_last == 0.05
+    assert "`epsilon_last` should be &lt;= epsilon_first (0.3). Received 0.5." in t.error.value
+    t.controls["increment"].value = s.annealing_steps
+    assert t.error.value == "" and s.results.summary.first_below == s.annealing_steps
+
+
+def test_normalization_panel(sample_frame):
+    from rewardlab.families import Points
+
+    frame = Points.from_preset("raw").with_columns(sample_frame, "score")
+    panel = NormalizationPanel(frame, scope="end_of_game")
+    s = panel.session
+    c = s.results.constants
+    assert f"{c.mean:.6g}" in panel.constants.value and f"{c.std:.6g}" in panel.constants.value
+    plot = panel.plot.value
+    panel.scope.value = "all"
+    assert s.scope == "all" and s.results.constants.scope == "all" and panel.plot.value != plot
+    assert f"{s.results.constants.std:.6g}" in panel.constants.value
+    panel.clip_reward.value = -1.0
+    assert "`clip_reward` should be &gt; 0. Received -1.0." in panel.error.value and s.clip_reward == 10.0
+    panel.clip_reward.value = 1.0
+    assert f"SB3 clips {s.results.fraction_clipped:.2%}" in panel.summary.value
+
+
+def test_comparison_board(sample_frame, small_frame, tmp_path):
+    from rewardlab.families import Points, Ranking, RoundDelta
+
+    frame = Ranking.from_preset("top").with_columns(sample_frame, "top")
+    frame = Points.from_preset("thousands").with_columns(frame, "points")
+    frame = RoundDelta.from_preset("thousands").with_columns(frame, "delta")
+    board = ComparisonBoard(frame)
+    s = board.session
+    assert s.chosen == ("top", "points", "delta") and "epic" in board.pairs.value
+    plot = board.plot.value
+    board.metric.value = "epic"
+    assert s.metric == "epic" and board.plot.value != plot
+    board.chosen.value = ("top", "delta")
+    assert s.chosen == ("top", "delta") and s.results.comparison.names == ("top", "delta")
+    board.b.value = "delta"
+    assert s.b == "delta" and "<b>delta</b> disagree most" in board.disagreements.value
+    board.b.value = "top"
+    assert "`b` should differ from `a`. Received &#x27;top&#x27;." in board.error.value
+
+    small = ComparisonBoard(Ranking.from_preset("top").with_columns(small_frame, "top"),
+                            [ROOT / "data" / "plugins" / "rank_top_two.py"])
+    small.add_path.value = str(tmp_path / "missing.py")
+    small.add_button.click()
+    assert "missing.py" in small.error.value and small.session.candidates == ("top", "rank_top_two")
+    user = tmp_path / "negated.py"
+    user.write_text((ROOT / "data" / "plugins" / "rank_top.py").read_text() +
+                    '\n\n_orig = get_reward\n\n\ndef get_reward(data, contiguous):\n'
+                    '    _orig(data, contiguous)\n    data["next", "reward"] = -data["next", "reward"]\n')
+    small.add_path.value = str(user)
+    small.add_button.click()
+    assert small.error.value == "" and "negated" in small.chosen.options and "negated" in small.chosen.value
+    assert small.session.results.comparison.pearson[0, 2] == pytest.approx(-1.0)
