@@ -243,9 +243,9 @@ class _Block:
     arrays: dict[str, np.ndarray]  # padded 2-D arrays
     lengths: dict[str, np.ndarray]
     action: np.ndarray
-    next_text: pl.DataFrame  # next-state columns as text (for rows of kind 10/12)
-    state_text: pl.DataFrame  # state columns 1-4 as text
-    text: pl.Series  # the raw lines (kept for skip mode / side file)
+    next_text: pl.DataFrame | None  # next-state columns as text (for rows of kind 10/12)
+    state_text: pl.DataFrame | None  # state columns 1-4 as text
+    text: pl.Series | None  # the raw lines (kept in skip mode, for the side file)
 
 
 def _parse_block(data: bytes, path: str, first_line: int, problems: _Problems) -> _Block:
@@ -708,6 +708,11 @@ def _read_one_file(path: Path, *, skip: bool, bar, file_index: int):
             if not skip:
                 problems.raise_first()
             carry = carry_out
+            # drop the block's text now: memory stays near the compact frame's size
+            block.state_text = block.next_text = None
+            block.game_id = block.game_id.cast(pl.Categorical)
+            if not skip:  # skip mode keeps the lines: any of them may be skipped with its episode
+                block.text = None
             blocks.append(block)
             line_probs.append(problems)
             ids_list.append((ids, grades))
@@ -778,7 +783,8 @@ def _assemble(blocks, ids_list, keep, kept_idx, episode, file_index, spath) -> p
 
     sel = (lambda a: a[kept_idx]) if not keep.all() else (lambda a: a)
     kind = sel(cat(lambda b, i: b.kind))
-    arrays = {name: sel(cat(lambda b, i, name=name: b.arrays[name])) for name in _LIST_COLUMNS}
+    # one column at a time, releasing the blocks' parts as we go (peak: frame + one column)
+    arrays = {name: sel(cat(lambda b, i, name=name: b.arrays.pop(name))) for name in _LIST_COLUMNS}
     ids = {k: sel(np.concatenate([ids[k] for ids, _ in ids_list])) for k in ids_list[0][0]}
     grades = sel(np.concatenate([g for _, g in ids_list]))
     action = sel(cat(lambda b, i: b.action))
