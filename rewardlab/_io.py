@@ -45,11 +45,11 @@ def atomic_path(path: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> with atomic_path(d / "x.txt") as tmp:
-    ...     _ = tmp.write_text("hi")
-    >>> (d / "x.txt").read_text()
-    'hi'
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with atomic_path(pathlib.Path(d) / "x.txt") as tmp:
+    ...         _ = tmp.write_text("hi")
+    ...     print((pathlib.Path(d) / "x.txt").read_text())
+    hi
     """
     path = Path(path)
     if path.exists() and not overwrite:
@@ -82,12 +82,12 @@ def atomic_open(
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.txt.gz"
-    >>> with atomic_open(p) as f:
-    ...     _ = f.write("a\\tb\\n")
-    >>> import gzip; gzip.open(p, "rt").read()
-    'a\\tb\\n'
+    >>> import gzip, tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with atomic_open(pathlib.Path(d) / "x.txt.gz") as f:
+    ...         _ = f.write("a b")
+    ...     print(gzip.open(pathlib.Path(d) / "x.txt.gz", "rt").read())
+    a b
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"`mode` should be 'w' or 'wb'. Received {mode!r}.")
@@ -118,10 +118,11 @@ def open_compressed(path: str | Path) -> IO[bytes]:
 
     Examples
     --------
-    >>> import tempfile, pathlib, gzip
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.gz"
-    >>> _ = p.write_bytes(gzip.compress(b"hello"))
-    >>> open_compressed(p).read()
+    >>> import gzip, tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (pathlib.Path(d) / "x.gz").write_bytes(gzip.compress(b"hello"))
+    ...     with open_compressed(pathlib.Path(d) / "x.gz") as f:
+    ...         print(f.read())
     b'hello'
     """
     kind = compression_of(path)

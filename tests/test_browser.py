@@ -21,7 +21,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -204,7 +203,7 @@ def _expected_texts(frame) -> dict[str, str]:
             "raw_mean": _fmt(r.raw_moments.mean), "raw_std": _fmt(r.raw_moments.std)}
 
 
-def test_tuner_in_jupyterlab(lab, sample_path, sample_frame):
+def test_tuner_in_jupyterlab(lab, sample_path, sample_frame, tmp_path):
     from playwright.sync_api import sync_playwright
 
     chromium = _require_chromium()
@@ -212,7 +211,7 @@ def test_tuner_in_jupyterlab(lab, sample_path, sample_frame):
     expected = _expected_texts(sample_frame)
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            tempfile.mkdtemp(prefix="rewardlab-chromium-"), executable_path=chromium, headless=True,
+            tmp_path / "chromium-profile", executable_path=chromium, headless=True,
             args=CHROMIUM_ARGS, viewport={"width": 1500, "height": 1100})
         try:
             page = context.new_page()
