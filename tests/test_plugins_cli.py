@@ -107,3 +107,12 @@ def test_apply_output_serves_every_stats_scope_and_the_by_rank_plot(tmp_path, da
         assert stats, scope
     assert main(["plot", str(out), "--kind", "by-rank", "--out", str(tmp_path / "f.png")]) == 0
     assert (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_apply_refuses_a_batch_size_in_episodes_mode(tmp_path, dataset, capsys):
+    out = tmp_path / "r.parquet"
+    assert main(["apply", str(dataset), "--plugin", ROUNDS, "--batch-mode", "episodes",
+                 "--batch-size", "64", "--out", str(out)]) == 2
+    assert ("`--batch-size` does not apply to --batch-mode episodes (one whole episode per call). "
+            "Received 64.") in capsys.readouterr().err
+    assert not out.exists()

@@ -61,10 +61,14 @@ def _apply(args) -> int:
     from rewardlab import schema as S
     from rewardlab._io import atomic_path
     from rewardlab.contract import reward_scale
-    from rewardlab.errors import RewardScaleWarning
+    from rewardlab.errors import ParameterError, RewardScaleWarning
     from rewardlab.plugins import apply_plugins, load_plugin
 
     out = Path(args.out)
+    if args.batch_mode == "episodes" and args.batch_size is not None:
+        raise ParameterError("--batch-size", "does not apply to --batch-mode episodes (one whole "
+                             "episode per call)", args.batch_size,
+                             hint="Leave it out, or pick another --batch-mode.")
     plugins = [load_plugin(p) for p in args.plugin]  # load errors before reading data
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
         frame = _load(args.dataset)
