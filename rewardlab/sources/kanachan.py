@@ -21,7 +21,7 @@ import zlib
 import gzip
 import bz2
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
 import numpy as np
 import polars as pl
@@ -188,14 +188,17 @@ _HINT = "Fix the line, or load with on_error='skip' (CLI: --on-error skip) to sk
 # ----------------------------------------------------------------------------
 
 
-def _iter_blocks(path: Path, bar) -> Iterable[bytes]:
-    """Yield the decompressed file in blocks that end at a line end."""
+def _iter_blocks(path: Path, bar, offset: int = 0) -> Iterable[bytes]:
+    """Yield the decompressed file in blocks that end at a line end.
+
+    ``bar`` (a tqdm bar over the bytes of all files, or None) is advanced to
+    ``offset`` plus the bytes of this file read so far.
+    """
     try:
         stream = open_compressed(path)
     except FileNotFoundError:
         raise DataFormatError(path, None, None, "missing_file", "no such file",
                               hint="Check the path.") from None
-    raw_size = path.stat().st_size
     with stream:
         while True:
             try:
@@ -209,23 +212,23 @@ def _iter_blocks(path: Path, bar) -> Iterable[bytes]:
                     hint="Re-download or re-compress the file; the lines before the damage "
                     "cannot be told apart from a complete file.") from None
             if bar is not None:
-                pos = _compressed_position(stream, raw_size)
-                bar.update(max(0, pos - bar.n))
+                pos = _compressed_position(stream)
+                bar.update(max(0, offset + pos - bar.n))
             if not block:
                 break
             yield block
 
 
-def _compressed_position(stream, raw_size: int) -> int:
-    fileobj = getattr(stream, "fileobj", None) or getattr(stream, "_fp", None)
+def _compressed_position(stream) -> int:
+    """Bytes of the file on disk consumed so far (for the progress bar; best effort)."""
     try:
         if isinstance(stream, gzip.GzipFile) and stream.fileobj is not None:
             return stream.fileobj.tell()
         if isinstance(stream, bz2.BZ2File):
             return stream._fp.tell()  # noqa: SLF001 - progress only
         return stream.tell()
-    except Exception:  # progress is best effort
-        return raw_size if fileobj is None else 0
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 # ----------------------------------------------------------------------------
@@ -662,14 +665,14 @@ def _block_stage(data: bytes, first_line: int, spath: str, skip: bool):
     return block, problems, ids, grades, ok, carry_out
 
 
-def _numbered_blocks(path: Path, bar):
+def _numbered_blocks(path: Path, bar, offset: int):
     first = 1
-    for data in _iter_blocks(path, bar):
+    for data in _iter_blocks(path, bar, offset):
         yield first, data
         first += data.count(b"\n")
 
 
-def _read_one_file(path: Path, *, skip: bool, bar, file_index: int):
+def _read_one_file(path: Path, *, skip: bool, bar, offset: int = 0):
     """Parse and validate one file; return (frame or None, skipped rows frame).
 
     Blocks are parsed two at a time in worker threads (Polars and NumPy
@@ -685,7 +688,7 @@ def _read_one_file(path: Path, *, skip: bool, bar, file_index: int):
     carry = None
     with ThreadPoolExecutor(max_workers=2) as pool:
         pending = []
-        source = _numbered_blocks(path, bar)
+        source = _numbered_blocks(path, bar, offset)
 
         def submit_next() -> None:
             item = next(source, None)
@@ -772,12 +775,12 @@ def _read_one_file(path: Path, *, skip: bool, bar, file_index: int):
         kept_idx = np.flatnonzero(keep)
         episode = episode[~drop_kept]
 
-    frame = _assemble(blocks, ids_list, keep, kept_idx, episode, file_index, spath)
+    frame = _assemble(blocks, ids_list, keep, kept_idx, episode, spath)
     skipped = _skipped_frame(spath, blocks, row_problem)
     return frame, skipped
 
 
-def _assemble(blocks, ids_list, keep, kept_idx, episode, file_index, spath) -> pl.DataFrame:
+def _assemble(blocks, ids_list, keep, kept_idx, episode, spath) -> pl.DataFrame:
     def cat(getter):
         return np.concatenate([getter(b, i) for i, b in enumerate(blocks)])
 
@@ -940,9 +943,9 @@ def read_kanachan(
 
     with tqdm(total=total, unit="B", unit_scale=True, desc="loading kanachan",
               disable=not progress_enabled(progress), leave=False) as bar:
-        for i, path in enumerate(files):
+        for path in files:
             start = bar.n
-            frame, skip_df = _read_one_file(path, skip=skip, bar=bar, file_index=i)
+            frame, skip_df = _read_one_file(path, skip=skip, bar=bar, offset=start)
             bar.n = start + (path.stat().st_size if path.exists() else 0)
             bar.refresh()
             frames.append(frame)
@@ -950,8 +953,6 @@ def read_kanachan(
     frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
     skipped_df = pl.concat(skipped) if skipped else pl.DataFrame(schema=_SKIPPED_SCHEMA)
     frame = _number_games(frame, files, skip=skip)
-    if skip and skipped_df.height and frame.height == 0:
-        pass
     result_path = None
     if skip and skipped_path is not None:
         result_path = Path(skipped_path)
