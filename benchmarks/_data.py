@@ -1,8 +1,10 @@
-"""Bigger inputs for benchmarks, built from the bundled sample (cached under data/generated/)."""
+"""Shared benchmark helpers: timing, and bigger inputs built from the bundled sample (cached under data/generated/)."""
 
 from __future__ import annotations
 
+import gc
 import gzip
+import time
 from pathlib import Path
 
 import polars as pl
@@ -44,3 +46,14 @@ def whole_episodes_head(frame: pl.DataFrame, n: int) -> pl.DataFrame:
     """The first rows of ``frame``, at most ``n``, ending on an end-of-game row."""
     ends = frame.head(n)["end_of_game"].to_numpy().nonzero()[0]
     return frame.head(int(ends[-1]) + 1)
+
+
+def best_time(fn, repeat: int = 3) -> float:
+    """The fastest of ``repeat`` timed calls of ``fn`` (seconds), collecting garbage before each."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)

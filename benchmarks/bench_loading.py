@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -12,17 +10,7 @@ import polars as pl
 
 import rewardlab
 from rewardlab.dataset import write_dataset
-from benchmarks._data import big_text_file, tiled_frame, whole_episodes_head
-
-
-def _best(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from benchmarks._data import best_time, big_text_file, tiled_frame, whole_episodes_head
 
 
 def _raw_read(path: Path) -> pl.DataFrame:
@@ -61,8 +49,8 @@ def _rss_growth_in_subprocess(path: Path, warmup: Path) -> tuple[int, int]:
 def run(report) -> None:
     path = big_text_file(400_000)
     n_lines = sum(1 for _ in open(path, "rb"))
-    raw = _best(lambda: _raw_read(path))
-    full = _best(lambda: rewardlab.load_kanachan(path, progress=False))
+    raw = best_time(lambda: _raw_read(path))
+    full = best_time(lambda: rewardlab.load_kanachan(path, progress=False))
     report("text file lines", n_lines, "lines")
     report("raw Polars read as string columns", n_lines / raw, "lines/s")
     report("full parse + validation (load_kanachan)", n_lines / full, "lines/s")
@@ -86,17 +74,17 @@ def run(report) -> None:
         for suffix, kind in ((".parquet", "parquet"), (".arrow", "ipc")):
             out = Path(tmp) / f"d{suffix}"
             write_dataset(big, out, kind=kind)
-            t = _best(lambda: rewardlab.load_kanachan(out))
+            t = best_time(lambda: rewardlab.load_kanachan(out))
             report(f"converted dataset load, {suffix} ({out.stat().st_size / big.height:.0f} B/row on disk)",
                    big.height / t, "transitions/s", "target >= 5e6")
-            t = _best(lambda: rewardlab.scan_kanachan(out).select("seat", "results", "end_of_game").collect())
+            t = best_time(lambda: rewardlab.scan_kanachan(out).select("seat", "results", "end_of_game").collect())
             report(f"lazy scan of 3 columns, {suffix}", big.height / t, "transitions/s")
     del big
 
     million = whole_episodes_head(tiled_frame(frame, 1_100_000), 1_000_000)
     arrays = rewardlab.FrameArrays(million)
-    t = _best(lambda: arrays.tensordict(), repeat=2)
+    t = best_time(lambda: arrays.tensordict(), repeat=2)
     report(f"to_tensordict, {million.height:,} rows, one batch", million.height / t, "rows/s")
     rows = np.random.default_rng(0).permutation(million.height)
-    t = _best(lambda: arrays.tensordict(rows), repeat=2)
+    t = best_time(lambda: arrays.tensordict(rows), repeat=2)
     report(f"to_tensordict, {million.height:,} shuffled rows", million.height / t, "rows/s")

@@ -10,21 +10,11 @@ import numpy as np
 import polars as pl
 
 import rewardlab
-from benchmarks._data import SAMPLE, tiled_frame
+from benchmarks._data import best_time, SAMPLE, tiled_frame
 from rewardlab.normalizers import gymnasium_normalize_reward, sb3_normalize_reward
 from rewardlab.ranking import RankTable, expected_reward
 from rewardlab.returns import discounted_reward_to_go, generalized_advantage_estimate
 from rewardlab.stats import normalization_constants, reward_moments, reward_stats
-
-
-def _best(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def _rewards_of(frame: pl.DataFrame) -> pl.DataFrame:
@@ -46,20 +36,20 @@ def run(report) -> None:
     big = tiled_frame(small, 10_000_000)
     n = big.height
     report("rewards in the statistics input", n, "rows")
-    t = _best(lambda: reward_stats(big, "points", scope="all"))
+    t = best_time(lambda: reward_stats(big, "points", scope="all"))
     report("reward_stats, sparse reward, scope all (moments + 7 exact quantiles)", t, "s", "target < 1 s")
     report("reward_stats throughput, scope all", n / t, "rows/s")
     dense = pl.DataFrame({"reward_dense": np.random.default_rng(1).normal(size=n)})
-    t = _best(lambda: reward_stats(dense, "dense", scope="all"))
+    t = best_time(lambda: reward_stats(dense, "dense", scope="all"))
     report("reward_stats, dense reward (every step nonzero), scope all", t, "s", "target < 1 s")
     del dense
-    t = _best(lambda: reward_moments(big, "points", scope="all"))
+    t = best_time(lambda: reward_moments(big, "points", scope="all"))
     report("reward_moments (streaming, mergeable part only)", t, "s")
-    t = _best(lambda: normalization_constants(big, "points", scope="all"))
+    t = best_time(lambda: normalization_constants(big, "points", scope="all"))
     report("normalization_constants, scope all (incl. fingerprint)", t, "s")
-    t = _best(lambda: reward_stats(big, "points", scope="end_of_game"))
+    t = best_time(lambda: reward_stats(big, "points", scope="end_of_game"))
     report("reward_stats, scope end_of_game", t, "s")
-    t = _best(lambda: reward_stats(big, "points", scope="episode_return"))
+    t = best_time(lambda: reward_stats(big, "points", scope="episode_return"))
     report("reward_stats, scope episode_return (segmented sums)", t, "s")
     del big
     gc.collect()
@@ -98,13 +88,13 @@ def run(report) -> None:
     r = steps["reward_points"].to_numpy()
     d = steps["done_points"].to_numpy()
     m = len(r)
-    t = _best(lambda: gymnasium_normalize_reward(r, d))
+    t = best_time(lambda: gymnasium_normalize_reward(r, d))
     report("Gymnasium NormalizeReward replay, 1M steps", t, "s")
-    t = _best(lambda: sb3_normalize_reward(r, d))
+    t = best_time(lambda: sb3_normalize_reward(r, d))
     report("SB3 VecNormalize reward replay, 1M steps", t, "s")
-    t = _best(lambda: discounted_reward_to_go(r, d, gamma=0.99))
+    t = best_time(lambda: discounted_reward_to_go(r, d, gamma=0.99))
     report("discounted reward-to-go, 1M steps", t, "s")
     v = rng.normal(size=m)
     nv = np.append(v[1:], 0.0)
-    t = _best(lambda: generalized_advantage_estimate(r, v, nv, d, gamma=0.99, lmbda=0.95))
+    t = best_time(lambda: generalized_advantage_estimate(r, v, nv, d, gamma=0.99, lmbda=0.95))
     report("GAE, 1M steps", t, "s")

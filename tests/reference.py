@@ -66,3 +66,16 @@ def reference_tensors(lines: list[str]) -> dict:
         dtype = torch.bool if isinstance(values[0], bool) else torch.int32
         out[key] = torch.tensor(values, dtype=dtype)
     return out
+
+
+def wiki_rank(scores, seat: int) -> int:
+    """The kanachan wiki's ranking loop: players with a higher score, ties to the lower seat."""
+    score = scores[seat]
+    rank = 0
+    for j in range(seat):
+        if scores[j] >= score:
+            rank += 1
+    for j in range(seat + 1, 4):
+        if scores[j] > score:
+            rank += 1
+    return rank

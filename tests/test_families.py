@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rewardlab
+from reference import wiki_rank
 from rewardlab.errors import FrameError, ParameterError
 from rewardlab.families import (
     FAMILIES,
@@ -57,18 +58,6 @@ def _rows(frame: pl.DataFrame):
     return _ROWS_CACHE[key][1]
 
 
-def _seed_rank(scores, seat):
-    score = scores[seat]
-    ranking = 0
-    for j in range(seat):
-        if scores[j] >= score:
-            ranking += 1
-    for j in range(seat + 1, 4):
-        if scores[j] > score:
-            ranking += 1
-    return ranking
-
-
 def reference(family, frame: pl.DataFrame) -> tuple[list[float], list[bool]]:
     """Rewards and dones of ``family`` on ``frame``, one row at a time."""
     p = family.params
@@ -88,11 +77,11 @@ def reference(family, frame: pl.DataFrame) -> tuple[list[float], list[bool]]:
                 scores = list(results[i][4:8])
                 score = scores[seat]
                 if family.name == "ranking":
-                    raw = p.vector[_seed_rank(scores, seat)]
+                    raw = p.vector[wiki_rank(scores, seat)]
                 elif family.name == "points":
                     raw = (float(score) - p.offset) / p.divisor
                 else:
-                    raw = p.vector[_seed_rank(scores, seat)] + (score - p.offset) // p.divisor
+                    raw = p.vector[wiki_rank(scores, seat)] + (score - p.offset) // p.divisor
                 reward = (raw - p.mean) / p.std
         rewards.append(reward)
         dones.append(done)

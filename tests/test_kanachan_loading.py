@@ -14,7 +14,7 @@ import rewardlab
 from rewardlab import schema as S
 from rewardlab.batching import TENSORDICT_KEYS
 from lines import game_lines, gid, write
-from reference import read_lines, reference_tensors
+from reference import read_lines, reference_tensors, wiki_rank
 
 
 def test_frame_has_the_documented_schema(sample_frame):
@@ -152,10 +152,7 @@ def test_ranks_against_loop_reference():
     seat = rng.integers(0, 4, size=500)
     got = rewardlab.ranks_from_scores(scores, seat)
     for k in range(500):
-        s = list(scores[k])
-        me = s[seat[k]]
-        want = sum(1 for j in range(seat[k]) if s[j] >= me) + sum(1 for j in range(seat[k] + 1, 4) if s[j] > me)
-        assert got[k] == want
+        assert got[k] == wiki_rank(list(scores[k]), int(seat[k]))
 
 
 @pytest.mark.parametrize("chunk", [1, 700, 50000])

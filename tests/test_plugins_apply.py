@@ -19,6 +19,7 @@ from rewardlab.errors import RewardScaleWarning
 from rewardlab.plugins import apply_plugins, load_plugin
 
 from conftest import PLUGINS_DIR, ROOT, SAMPLE
+from reference import wiki_rank
 
 SHIPPED = sorted(p.stem for p in PLUGINS_DIR.glob("*.py"))
 
@@ -136,13 +137,7 @@ def seed_loop(frame: pl.DataFrame, name: str, constants: dict) -> tuple[np.ndarr
             continue
         scores = results[i][4:8]
         score = scores[seat]
-        ranking = 0
-        for j in range(seat):
-            if scores[j] >= score:
-                ranking += 1
-        for j in range(seat + 1, 4):
-            if scores[j] > score:
-                ranking += 1
+        ranking = wiki_rank(scores, seat)
         if name == "raw_points":
             reward[i] = (score - constants["_SCORE_MEAN"]) / constants["_SCORE_STDEV"]
         elif name.startswith("rank_points_"):

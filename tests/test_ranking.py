@@ -15,6 +15,7 @@ from rewardlab.ranking import (
     rank_probabilities, reward_by_rank, stable_rank, tenhou_points,
 )
 from rewardlab.stats import Moments, reward_stats
+from reference import wiki_rank
 
 
 @pytest.fixture(scope="module")
@@ -25,19 +26,6 @@ def frame(sample_frame):
 @pytest.fixture(scope="module")
 def table(frame):
     return RankTable.from_frame(frame)
-
-
-def wiki_rank(scores, seat):
-    """The kanachan wiki's ranking loop."""
-    score = scores[seat]
-    rank = 0
-    for j in range(seat):
-        if scores[j] >= score:
-            rank += 1
-    for j in range(seat + 1, 4):
-        if scores[j] > score:
-            rank += 1
-    return rank
 
 
 def test_rank_table_matches_a_row_loop(frame, table):
