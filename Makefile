@@ -15,6 +15,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[lab,test]'
+	$(BIN)/python -m rewardlab.sources._tokenizer
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

@@ -126,6 +126,36 @@ def test_binary_garbage(tmp_path):
     assert err.line == 3 and err.rule == "bad_encoding"
 
 
+@pytest.mark.parametrize("insert, rule", [
+    ("é", "not_integer"),  # valid UTF-8, but not a digit
+    ("\udcff", "bad_encoding"),  # a byte that is not UTF-8
+    ("\r", "bad_encoding"),  # a lone carriage return
+])
+def test_bytes_outside_printable_ascii(tmp_path, insert, rule):
+    lines = _lines()
+    lines[2] = lines[2].replace("\t", "\t1" + insert, 1)
+    path = tmp_path / "odd.tsv"
+    path.write_bytes("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
+    with pytest.raises(DataFormatError) as info:
+        rewardlab.load_kanachan(path)
+    assert (info.value.line, info.value.rule) == (3, rule)
+
+
+def test_skip_mode_across_blocks_keeps_every_line(monkeypatch, tmp_path):
+    from rewardlab.sources import kanachan
+
+    lines = game_lines(gid(1), rounds=(3, 2)) + game_lines(gid(2), rounds=(2, 2)) + game_lines(gid(3))
+    lines = _set(lines, 25, 5, "9")
+    lines[30] = "garbage"
+    path = write(tmp_path / "x.tsv", lines)
+    monkeypatch.setattr(kanachan, "CHUNK_BYTES", 700)
+    with pytest.warns(SkippedLinesWarning):
+        result = rewardlab.read_kanachan(path, on_error="skip")
+    assert result.frame.height + result.skipped.height == len(lines)
+    assert result.skipped["text"].to_list() == [lines[r - 1] for r in result.skipped["line"].to_list()]
+    assert {"bad_action", "column_count"} <= set(result.skip_counts)
+
+
 def test_missing_file_is_reported(tmp_path):
     with pytest.raises(DataFormatError, match="no such file"):
         rewardlab.load_kanachan(tmp_path / "nope.tsv")

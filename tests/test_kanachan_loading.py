@@ -107,7 +107,28 @@ def test_crlf_line_ends_are_accepted(tmp_path):
     lines = game_lines(gid(1))
     path = tmp_path / "crlf.tsv"
     path.write_bytes("".join(line + "\r\n" for line in lines).encode())
-    assert rewardlab.load_kanachan(path).height == len(lines)
+    frame = rewardlab.load_kanachan(path)
+    plain = rewardlab.load_kanachan(write(tmp_path / "lf.tsv", lines))
+    assert frame.drop(S.SOURCE_FILE).equals(plain.drop(S.SOURCE_FILE))
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".tsv.gz"])
+def test_blocks_of_plain_and_compressed_files_load_the_same(monkeypatch, tmp_path, sample_path, suffix):
+    """Plain files are memory-mapped, compressed ones decompressed block by block."""
+    import gzip
+
+    from rewardlab.sources import kanachan
+
+    lines = read_lines(sample_path)[:3000]
+    cut = max(i for i, line in enumerate(lines) if line.count("\t") == 7) + 1
+    text = "".join(lines[:cut]).encode()
+    path = tmp_path / f"part{suffix}"
+    path.write_bytes(gzip.compress(text) if suffix.endswith(".gz") else text)
+    whole = rewardlab.load_kanachan(path)
+    monkeypatch.setattr(kanachan, "CHUNK_BYTES", 50_000)
+    blocked = rewardlab.load_kanachan(path)
+    assert blocked.n_chunks() > 1 and blocked.equals(whole)
+    assert whole.height == cut
 
 
 def test_compact_memory(sample_frame):

@@ -1,12 +1,16 @@
 """kanachan offline-RL annotation files -> the common frame.
 
 A line is one transition; 8, 10 or 12 TAB-separated columns (see
-``shared/kanachan-format.md`` and :mod:`rewardlab.schema`).  Parsing is
-vectorized: Polars splits and casts whole columns, NumPy pads the lists into
-fixed-size arrays, and every rule is checked on whole columns at once.  The
-next-state columns of a line are not stored: they are compared (as text,
-falling back to numbers) with the following line's state columns, and the
-frame keeps each state once.
+``shared/kanachan-format.md`` and :mod:`rewardlab.schema`).  A file is read
+in blocks (a plain file is memory-mapped; a compressed one is decompressed a
+block at a time) and two blocks are parsed at once in threads by the
+compiled tokenizer of :mod:`rewardlab.sources._tokenizer`, which writes the
+lists straight into padded fixed-size arrays and checks every line-level
+rule.  The next-state columns of a line are not stored: the tokenizer
+compares them as bytes with the following line's state columns (pairs that
+differ as text are compared again as numbers here), so the frame keeps each
+state once.  Rules that need identifiers or whole episodes are checked here
+with NumPy on whole columns.
 
 Errors name the file, the 1-based line, the 0-based column and the rule.
 With ``on_error="skip"`` malformed lines are dropped together with the
@@ -17,6 +21,7 @@ report and, if asked, in a side file), so nothing is lost.
 from __future__ import annotations
 
 import dataclasses
+import os
 import zlib
 import gzip
 import bz2
@@ -27,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab._io import atomic_open, open_compressed, progress_enabled
+from rewardlab._io import atomic_open, compression_of, open_compressed, progress_enabled
 from rewardlab.errors import (
     DataFormatError,
     OutputExistsError,
@@ -158,16 +163,18 @@ class _Problems:
         if rows.size == 0:
             return
         cols = column if isinstance(column, np.ndarray) else None
+
+        def col_at(k):  # a negative column means "the whole line"
+            return (int(cols[k]) if cols[k] >= 0 else None) if cols is not None else column
+
         if self.skip:
             for k, r in enumerate(rows.tolist()):
                 if r not in self.rows:
-                    col = int(cols[k]) if cols is not None else column
-                    self.rows[r] = (col, rule, message(r))
+                    self.rows[r] = (col_at(k), rule, message(r))
         else:
             r = int(rows.min())
             if self.first is None or r < self.first[0]:
-                col = int(cols[int(np.argmin(rows))]) if cols is not None else column
-                self.first = (r, col, rule, message)
+                self.first = (r, col_at(int(np.argmin(rows))), rule, message)
 
     def raise_first(self) -> None:
         if self.first is not None:
@@ -188,18 +195,23 @@ _HINT = "Fix the line, or load with on_error='skip' (CLI: --on-error skip) to sk
 # ----------------------------------------------------------------------------
 
 
-def _iter_blocks(path: Path, bar, offset: int = 0) -> Iterable[bytes]:
-    """Yield the decompressed file in blocks that end at a line end.
+def _iter_blocks(path: Path, bar, offset: int = 0) -> Iterable[tuple[bytes | memoryview, int]]:
+    """Yield the decompressed file in blocks ``(data, skip)`` that end at a line end.
 
-    ``bar`` (a tqdm bar over the bytes of all files, or None) is advanced to
-    ``offset`` plus the bytes of this file read so far.
+    The block's lines are ``data[skip:]`` (see :func:`rewardlab.sources._tokenizer.tokenize`).
+
+    A plain file is memory-mapped and its blocks are views of the map (no
+    copy); a compressed one is decompressed a block at a time.  ``bar`` (a
+    tqdm bar over the bytes of all files, or None) is advanced to ``offset``
+    plus the bytes of this file read so far.
     """
-    try:
-        stream = open_compressed(path)
-    except FileNotFoundError:
+    if not path.exists():
         raise DataFormatError(path, None, None, "missing_file", "no such file",
                               hint="Check the path.") from None
-    with stream:
+    if compression_of(path) is None:
+        yield from _mapped_blocks(path, bar, offset)
+        return
+    with open_compressed(path) as stream:
         while True:
             try:
                 block = stream.read(CHUNK_BYTES)
@@ -216,7 +228,33 @@ def _iter_blocks(path: Path, bar, offset: int = 0) -> Iterable[bytes]:
                 bar.update(max(0, offset + pos - bar.n))
             if not block:
                 break
-            yield block
+            yield block, 0
+
+
+def _mapped_blocks(path: Path, bar, offset: int) -> Iterable[tuple[memoryview, int]]:
+    """Blocks of a plain file as views of a read-only memory map, each ending at a line end."""
+    import mmap
+
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return
+        if hasattr(mmap, "MAP_POPULATE"):  # Linux: map the pages in one go, not one fault each
+            mm = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE, prot=mmap.PROT_READ)
+        else:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mm)
+    pos = 0
+    while pos < size:
+        stop = min(pos + CHUNK_BYTES, size)
+        if stop < size:
+            cut = mm.rfind(b"\n", pos, stop)
+            stop = cut + 1 if cut >= 0 else (mm.find(b"\n", stop) + 1 or size)
+        if bar is not None:
+            bar.update(max(0, offset + stop - bar.n))
+        start = pos - pos % 8  # blocks start on an 8-byte boundary; the bytes before pos are skipped
+        yield view[start:stop], pos - start
+        pos = stop
 
 
 def _compressed_position(stream) -> int:
@@ -238,194 +276,133 @@ def _compressed_position(stream) -> int:
 
 @dataclasses.dataclass
 class _Block:
-    """Parsed columns of one block (only rows that passed line-level checks)."""
+    """Parsed columns of one block of lines."""
 
     lines: np.ndarray  # 1-based line numbers (int64)
-    kind: np.ndarray  # 8, 10 or 12 (int8)
-    game_id: pl.Series  # String
+    kind: np.ndarray  # 8, 10 or 12; 0 for a line with another column count (int8)
+    game_id: pl.Series  # Categorical, one per line
+    same_game: np.ndarray  # column 0 equals the previous line's (bool)
     arrays: dict[str, np.ndarray]  # padded 2-D arrays
     lengths: dict[str, np.ndarray]
     action: np.ndarray
-    next_text: pl.DataFrame | None  # next-state columns as text (for rows of kind 10/12)
-    state_text: pl.DataFrame | None  # state columns 1-4 as text
-    text: pl.Series | None  # the raw lines (kept in skip mode, for the side file)
+    next_mismatch: np.ndarray  # see rewardlab.sources._tokenizer.Tokens
+    data: bytes | None  # the block's text (dropped once it is no longer needed)
+    start: np.ndarray | None  # byte offsets of each line in ``data``
+    end: np.ndarray | None
+
+    def line_text(self, r: int) -> str:
+        """Line ``r`` of the block, verbatim (without its line end)."""
+        return bytes(self.data[self.start[r]:self.end[r]]).decode("utf-8", "replace")
+
+    def columns(self, r: int) -> list[str]:
+        """The TAB-separated columns of line ``r``."""
+        return self.line_text(r).split("\t")
+
+    def drop_text(self) -> None:
+        self.data = self.start = self.end = None
 
 
-def _parse_block(data: bytes, path: str, first_line: int, problems: _Problems) -> _Block:
-    df = pl.read_csv(
-        data, has_header=False, separator="\x1f", quote_char=None, new_columns=["line"],
-        schema={"line": pl.String}, empty_string_is_null=False, encoding="utf8-lossy",
-        truncate_ragged_lines=True, raise_if_empty=False,
-    )
-    text = df["line"]
-    if b"\r" in data:
-        text = text.str.strip_suffix("\r")
-    n = text.len()
-    rows = np.arange(n)
+#: File column of each parsed list, by its name (round summary and results move with the line kind).
+_LIST_OF_COLUMN = {1: S.SPARSE, 2: S.NUMERIC, 3: S.PROGRESSION, 4: S.CANDIDATES,
+                   6: S.ROUND_SUMMARY, 7: S.RESULTS, 10: S.ROUND_SUMMARY, 11: S.RESULTS}
 
-    # control characters (incl. our split byte) or undecodable bytes
-    if _maybe_binary(data):
-        bad = text.str.contains(r"[\x00-\x08\x0b-\x1f\x7f\x{FFFD}]").to_numpy()
-        problems.add(bad, None, "bad_encoding",
-                     lambda r: "the line has a control character or bytes that are not UTF-8")
 
-    ncols = (text.str.count_matches("\t", literal=True) + 1).to_numpy().astype(np.int64)
-    bad_count = ~np.isin(ncols, (8, 10, 12))
-    problems.add(bad_count, None, "column_count",
-                 lambda r: f"expected 8, 10 or 12 TAB-separated columns, found {ncols[r]}"
-                 + (" (empty line)" if ncols[r] == 1 and text[r] == "" else ""))
+def _parse_block(data, skip_bytes: int, n_lines: int, first_line: int, problems: _Problems) -> _Block:
+    from rewardlab.sources import _tokenizer as T
 
-    fields = text.str.split_exact("\t", 11).struct.unnest()
-    fields.columns = [f"c{i}" for i in range(12)]
-    kind = np.where(bad_count, 0, ncols).astype(np.int8)
+    tok = T.tokenize(data, n_lines, skip=skip_bytes)
+    code = tok.code
+    if (code == T.CODES["bad_encoding"]).any() and b"\r\n" in bytes(data[skip_bytes:]):
+        # CRLF line ends: parse again without the CRs (a lone CR stays a control character)
+        data = bytes(data[skip_bytes:]).replace(b"\r\n", b"\n")
+        tok = T.tokenize(data, n_lines)
+        code = tok.code
+    if tok.non_ascii.any():  # non-ASCII bytes: fine as UTF-8 (another rule reports them), else bad_encoding
+        for r in np.flatnonzero(tok.non_ascii).tolist():
+            try:
+                valid = "\ufffd" not in bytes(data[tok.start[r]:tok.end[r]]).decode("utf-8")
+            except UnicodeDecodeError:
+                valid = False
+            if not valid:
+                code[r] = T.CODES["bad_encoding"]
+                tok.column[r] = -1
+    block = _Block(
+        lines=np.arange(tok.n, dtype=np.int64) + first_line, kind=tok.kind, game_id=None,
+        same_game=tok.same_game,
+        arrays={S.SPARSE: tok.sparse, S.NUMERIC: tok.numeric, S.PROGRESSION: tok.progression,
+                S.CANDIDATES: tok.candidates, S.ROUND_SUMMARY: tok.round_summary, S.RESULTS: tok.results},
+        lengths={name: tok.lengths[:, k] for k, name in enumerate(_LIST_COLUMNS)},
+        action=tok.action, next_mismatch=tok.next_mismatch, data=data, start=tok.start, end=tok.end)
+    block.game_id = _game_ids(block)
+    if code.any():
+        _report_codes(block, tok, problems)
 
-    # ---- game id
-    gid = fields["c0"]
-    ok_gid = gid.str.contains(r"^[0-9a-fA-F]{32}$").fill_null(False).to_numpy()
-    problems.add(~ok_gid & ~bad_count, 0, "bad_game_id",
-                 lambda r: f"expected a game id of 32 hex digits, found {_clip(fields['c0'][r])!r}")
-
-    # ---- list columns
-    is8 = kind == 8
-    is12 = kind == 12
-    k = pl.col("k")
-    sel = fields.with_columns(k=pl.Series(kind)).select(
-        rs=pl.when(k == 8).then("c6").when(k == 12).then("c10"),
-        res=pl.when(k == 8).then("c7").when(k == 12).then("c11"),
-    )
-    rs_text, res_text = sel["rs"], sel["res"]
-    sources = {
-        S.SPARSE: (fields["c1"], 1, None),
-        S.NUMERIC: (fields["c2"], 2, None),
-        S.PROGRESSION: (fields["c3"], 3, None),
-        S.CANDIDATES: (fields["c4"], 4, None),
-        S.ROUND_SUMMARY: (rs_text, np.where(is8, 6, 10), is8 | is12),
-        S.RESULTS: (res_text, np.where(is8, 7, 11), is8 | is12),
-    }
-    line_ok = ~bad_count
-    arrays, lengths = _parse_lists(
-        {name: (series, column, line_ok if present is None else line_ok & present)
-         for name, (series, column, present) in sources.items()}, problems)
-
-    # ---- action
-    act_txt = fields["c5"]
-    act = act_txt.cast(pl.Int64, strict=False).to_numpy()
-    act_missing = np.isnan(act) if act.dtype.kind == "f" else np.zeros(n, bool)
-    act = np.nan_to_num(act, nan=-1).astype(np.int64) if act.dtype.kind == "f" else act.astype(np.int64)
-    problems.add(act_missing & ~bad_count, 5, "not_integer",
-                 lambda r: f"the action should be a decimal integer, found {_clip(act_txt[r])!r}")
-    ncand = lengths[S.CANDIDATES]
-    bad_act = ~bad_count & ~act_missing & ((act < 0) | (act >= ncand))
-    problems.add(bad_act, 5, "bad_action",
-                 lambda r: f"action {act[r]} is not an index into the {ncand[r]} candidates of column 4")
-
-    # ---- numeric sanity for the identifiers we derive
-    num = arrays[S.NUMERIC]
-    bad_ben = ~bad_count & (lengths[S.NUMERIC] == 6) & ((num[:, 0] < 0) | (num[:, 0] > 255) | (num[:, 1] < 0))
+    # identifiers we derive from numeric: ben fits uint8, deposits are not negative
+    num = tok.numeric
+    bad_ben = (block.kind > 0) & ((num[:, 0] < 0) | (num[:, 0] > 255) | (num[:, 1] < 0))
     problems.add(bad_ben, 2, "out_of_range",
                  lambda r: f"ben (numeric[0]) should be in [0, 255] and deposits (numeric[1]) >= 0, "
                  f"found {num[r, 0]} and {num[r, 1]}")
-
-    state_text = fields.select("c1", "c2", "c3", "c4")
-    next_text = fields.select("c6", "c7", "c8", "c9")
-    lines = rows + first_line
-    return _Block(lines=lines, kind=kind, game_id=gid, arrays=arrays, lengths=lengths,
-                  action=act, next_text=next_text, state_text=state_text, text=text)
+    return block
 
 
-def _maybe_binary(data: bytes) -> bool:
-    """Cheap screen: a non-ASCII byte, or a control byte other than TAB, LF and CR."""
-    return bool(data.translate(None, _PLAIN_BYTES))  # what is left after deleting plain text
+def _game_ids(block: _Block) -> pl.Series:
+    """Column 0 of every line, as a Categorical (decoded once per run of equal ids)."""
+    n = block.kind.shape[0]
+    new_run = ~block.same_game
+    run_rows = np.flatnonzero(new_run)
+    names = [block.line_text(r).split("\t", 1)[0] for r in run_rows.tolist()]
+    runs = pl.Series(S.GAME_ID, names, dtype=pl.String).cast(pl.Categorical)
+    return runs.gather(np.cumsum(new_run) - 1) if n else runs
 
 
-_PLAIN_BYTES = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+def _report_codes(block: _Block, tok, problems: _Problems) -> None:
+    """Turn the tokenizer's per-line error codes into reported problems (messages built on demand)."""
+    from rewardlab.sources._tokenizer import CODES
+
+    detail, column, lengths = tok.detail, tok.column, tok.lengths
+    rules = {v: k for k, v in CODES.items()}
+
+    def where(r):
+        return f"{_LIST_OF_COLUMN[int(column[r])]} (column {int(column[r])})"
+
+    def spec(r):
+        return _LIST_COLUMNS[_LIST_OF_COLUMN[int(column[r])]]
+
+    def out_of_range_rule(r):
+        upper = spec(r)[1]
+        return f"in [0, {upper})" if upper is not None else "a 32-bit integer"
+
+    def col_text(r):
+        cols = block.columns(r)
+        c = int(column[r])
+        return cols[c] if c < len(cols) else ""
+
+    messages = {
+        "bad_encoding": lambda r: "the line has a control character or bytes that are not UTF-8",
+        "column_count": lambda r: f"expected 8, 10 or 12 TAB-separated columns, found {detail[r]}"
+        + (" (empty line)" if detail[r] == 1 and tok.start[r] == tok.end[r] else ""),
+        "bad_game_id": lambda r: f"expected a game id of 32 hex digits, found {_clip(col_text(r))!r}",
+        "not_integer": lambda r: (f"the action should be a decimal integer, found {_clip(col_text(r))!r}"
+                                  if column[r] == 5 else
+                                  f"{where(r)} should be decimal integers separated by commas, "
+                                  f"found {_first_bad_token(col_text(r))!r}"),
+        "too_many_ids": lambda r: f"{where(r)} has {detail[r]} values; at most {spec(r)[0]} are allowed",
+        "wrong_length": lambda r: f"{where(r)} should have exactly {spec(r)[3]} values, found {detail[r]}",
+        "out_of_range": lambda r: f"{where(r)} has value {detail[r]}; each should be {out_of_range_rule(r)}",
+        "bad_action": lambda r: f"action {detail[r]} is not an index into the {lengths[r, 3]} candidates "
+        "of column 4",
+    }
+    code = tok.code
+    for value in np.unique(code[code > 0]).tolist():
+        rows = np.flatnonzero(code == value)
+        rule = rules[value]
+        problems.add(rows, column[rows].astype(np.int64), rule, messages[rule])
 
 
 def _clip(value, width: int = 40) -> str:
     s = "" if value is None else str(value)
     return s if len(s) <= width else s[:width] + "..."
-
-
-def _parse_lists(specs, problems: _Problems) -> tuple[dict, dict]:
-    """Parse comma-separated integer columns into padded 2-D arrays and lengths.
-
-    ``specs`` maps a list name to ``(text series, file column (int or per-row
-    array), active rows)``.  All columns are split and cast in one Polars
-    ``select`` so they are parsed in parallel; NumPy then checks lengths and
-    ranges on the flat values and pads them into fixed-size arrays.
-    """
-    names = list(specs)
-    texts = pl.DataFrame({
-        name: (series if active.all() else series.set(pl.Series(~active), None))
-        for name, (series, _, active) in specs.items()
-    })
-    lazy = texts.lazy()
-    queries = [lazy.select(pl.col(name).str.count_matches(",", literal=True) + 1) for name in names]
-    queries += [lazy.select(pl.col(name).str.split(",").explode().cast(pl.Int64, strict=False))
-                for name in names]
-    results = pl.collect_all(queries)  # run in parallel
-    arrays, lengths = {}, {}
-    for k, name in enumerate(names):
-        series, column, active = specs[name]
-        lens = results[k].to_series().fill_null(0).to_numpy().astype(np.int64)
-        flat = results[len(names) + k].to_series()
-        arrays[name], lengths[name] = _check_and_pad(name, lens, flat, series, column, active, problems)
-    return arrays, lengths
-
-
-def _check_and_pad(name, lens: np.ndarray, flat: pl.Series, text: pl.Series, column, active,
-                   problems: _Problems):
-    max_len, upper, pad, exact, dtype = _LIST_COLUMNS[name]
-    n = lens.shape[0]
-    colarr = column if isinstance(column, np.ndarray) else None
-
-    def col_of(rows):
-        return colarr[rows] if colarr is not None else column
-
-    def where(r):
-        return f"{name} (column {int(colarr[r]) if colarr is not None else column})"
-
-    # explode leaves one slot for a null (inactive) row and for an empty list
-    slots = np.where(active & (lens > 0), lens, 1)
-    owner = np.repeat(np.arange(n), slots)
-    valid_slot = (active & (lens > 0))[owner]
-    is_null = flat.is_null().to_numpy()
-    values = flat.fill_null(0).to_numpy()
-    if not valid_slot.all():
-        owner, values, is_null = owner[valid_slot], values[valid_slot], is_null[valid_slot]
-    if is_null.any():
-        bad_rows = np.unique(owner[is_null])
-        problems.add(bad_rows, col_of(bad_rows), "not_integer",
-                     lambda r: f"{where(r)} should be decimal integers separated by commas, "
-                     f"found {_first_bad_token(text[r])!r}")
-        values = np.where(is_null, pad, values)
-    too_many = active & (lens > max_len)
-    problems.add(too_many, col_of(too_many), "too_many_ids",
-                 lambda r: f"{where(r)} has {lens[r]} values; at most {max_len} are allowed")
-    if exact is not None:
-        wrong = active & (lens != exact) & ~too_many
-        problems.add(wrong, col_of(wrong), "wrong_length",
-                     lambda r: f"{where(r)} should have exactly {exact} values, found {lens[r]}")
-    if upper is not None:
-        out = (values < 0) | (values >= upper)
-        rule = f"in [0, {upper})"
-    else:
-        out = (values < _INT32_MIN) | (values > _INT32_MAX)
-        rule = "a 32-bit integer"
-    if out.any():
-        bad_rows, first = np.unique(owner[out], return_index=True)
-        first_val = dict(zip(bad_rows.tolist(), values[out][first].tolist()))
-        problems.add(bad_rows, col_of(bad_rows), "out_of_range",
-                     lambda r: f"{where(r)} has value {first_val.get(r)}; each should be {rule}")
-        values = np.where(out, pad, values)
-    keep_lens = np.where(active, np.minimum(lens, max_len), 0)
-    if too_many.any():  # cut the extra values of rows that are errors anyway
-        start = np.repeat(np.cumsum(keep_lens * 0 + np.where(active, lens, 0)) - np.where(active, lens, 0),
-                          np.where(active, lens, 0))
-        values = values[(np.arange(values.size) - start) < max_len]
-    out_arr = np.full((n, max_len), pad, dtype=dtype)
-    out_arr[np.arange(max_len) < keep_lens[:, None]] = values.astype(dtype, copy=False)
-    return out_arr, keep_lens
 
 
 def _first_bad_token(text: str | None) -> str:
@@ -467,7 +444,7 @@ def _sparse_identifiers(sparse: np.ndarray, ok: np.ndarray, problems: _Problems)
     for pos, (_, lo, count) in enumerate(_HEAD):
         fast &= (head[:, pos] >= lo) & (head[:, pos] < lo + count)
     fast &= head[:, len(_HEAD)] >= S.DRAWS_OFFSET
-    if fast.all():
+    if (fast | ~ok).all():  # lines that are not ok are reported (or dropped) for another rule
         ids = {name: head[:, pos] - lo for pos, (name, lo, _) in enumerate(_HEAD)}
         grades = np.stack([ids.pop(f"grade of seat {k}") for k in range(S.NUM_SEATS)], axis=1)
         return ids, grades.astype(np.uint8)
@@ -526,44 +503,37 @@ def _split_ints(text: str | None) -> list[int] | None:
 def _check_next_state(block: _Block, seat: np.ndarray, ok: np.ndarray, problems: _Problems):
     """Lines of kind 10/12 must have next-state columns equal to the next line's state.
 
-    Only pairs of lines of the same episode are compared; a line whose
-    successor starts another episode is reported by the episode checks
-    (``missing_end_of_game``).  Returns the carry for the block's last line
-    (checked against the next block by :func:`_check_boundary`).
+    The tokenizer compared the texts; pairs that differ as text are compared
+    again as numbers (``007`` equals ``7``).  Only pairs of lines of the same
+    episode count; a line whose successor starts another episode is reported
+    by the episode checks (``missing_end_of_game``).  Returns the carry for
+    the block's last line (checked against the next block by
+    :func:`_check_boundary`).
     """
     n = block.kind.shape[0]
     has_next = np.isin(block.kind, (10, 12))
     same_episode = np.zeros(n, dtype=bool)
-    same_episode[:-1] = (seat[1:] == seat[:-1]) & (
-        block.game_id.slice(1) == block.game_id.slice(0, n - 1)).fill_null(False).to_numpy()
-    # compare text of row i's next columns with row i+1's state columns
-    mismatch_col = np.full(n, -1, dtype=np.int64)
-    for j in range(3, -1, -1):
-        nxt = block.next_text[f"c{6 + j}"]
-        cur = block.state_text[f"c{1 + j}"].shift(-1)
-        neq = (nxt != cur).fill_null(True).to_numpy()
-        mismatch_col = np.where(neq, j, mismatch_col)
-    cand = ok & has_next & same_episode & (mismatch_col >= 0)
+    same_episode[:-1] = (seat[1:] == seat[:-1]) & block.same_game[1:]
+    text_mismatch = np.full(n, -1, dtype=np.int64)
+    text_mismatch[:-1] = block.next_mismatch[1:]
+    cand = ok & has_next & same_episode & (text_mismatch >= 0)
     cand[-1] = False  # the last line is compared with the next block
     cand &= np.concatenate([ok[1:], [False]])  # the following line must be readable
     rows = np.flatnonzero(cand)
     if rows.size:
-        truly, cols = [], []
+        colmap = {}
         for r in rows.tolist():
-            col = _numeric_next_mismatch(block, r)
+            col = _numeric_next_mismatch(block.columns(r)[6:10], block.columns(r + 1)[1:5])
             if col is not None:
-                truly.append(r)
-                cols.append(6 + col)
-        if truly:
-            truly_arr = np.array(truly)
-            cols_arr = np.array(cols)
-            colmap = dict(zip(truly, cols))
-            problems.add(truly_arr, cols_arr, "next_state_mismatch",
+                colmap[r] = 6 + col
+        if colmap:
+            problems.add(np.fromiter(colmap, dtype=np.int64), np.fromiter(colmap.values(), dtype=np.int64),
+                         "next_state_mismatch",
                          lambda r: f"next-state column {colmap[r]} ({_STATE_COLUMNS[colmap[r] - 6]}) "
                          f"disagrees with the state of line {block.lines[r] + 1}")
     last = n - 1
     return {
-        "next": [block.next_text[f"c{6 + j}"][last] for j in range(4)] if has_next[last] else None,
+        "next": block.columns(last)[6:10] if has_next[last] else None,
         "line": int(block.lines[last]),
         "ok": bool(ok[last]),
         "episode": (block.game_id[last], int(seat[last])),
@@ -577,18 +547,16 @@ def _check_boundary(carry: dict, block: _Block, seat: np.ndarray, ok: np.ndarray
         return
     if carry["episode"] != (block.game_id[0], int(seat[0])):
         return
-    cur = [block.state_text[f"c{1 + j}"][0] for j in range(4)]
-    for j in range(4):
-        if carry["next"][j] != cur[j] and _split_ints(carry["next"][j]) != _split_ints(cur[j]):
-            carry["problems"].append((carry["line"], 6 + j, j, int(block.lines[0])))
-            return
+    j = _numeric_next_mismatch(carry["next"], block.columns(0)[1:5])
+    if j is not None:
+        carry["problems"].append((carry["line"], 6 + j, j, int(block.lines[0])))
 
 
-def _numeric_next_mismatch(block: _Block, r: int) -> int | None:
+def _numeric_next_mismatch(next_columns: list[str], state_columns: list[str]) -> int | None:
+    """The first of four next-state columns that differs from the state column, as numbers."""
     for j in range(4):
-        a = _split_ints(block.next_text[f"c{6 + j}"][r])
-        b = _split_ints(block.state_text[f"c{1 + j}"][r + 1])
-        if a != b:
+        a, b = next_columns[j], state_columns[j]
+        if a != b and _split_ints(a) != _split_ints(b):
             return j
     return None
 
@@ -645,10 +613,10 @@ def _episode_checks(game_codes: np.ndarray, seat: np.ndarray, kind: np.ndarray, 
 # ----------------------------------------------------------------------------
 
 
-def _block_stage(data: bytes, first_line: int, spath: str, skip: bool):
+def _block_stage(data, skip_bytes: int, first_line: int, n_lines: int, spath: str, skip: bool):
     """Everything about one block that needs no other block (runs in a worker thread)."""
     problems = _Problems(spath, lambda r, base=first_line: base + r, skip)
-    block = _parse_block(data, spath, first_line, problems)
+    block = _parse_block(data, skip_bytes, n_lines, first_line, problems)
     n = block.kind.shape[0]
     bad = np.zeros(n, dtype=bool)
     if skip:
@@ -666,17 +634,22 @@ def _block_stage(data: bytes, first_line: int, spath: str, skip: bool):
 
 
 def _numbered_blocks(path: Path, bar, offset: int):
+    """(first line number, lines, block, bytes to skip at its start) for each block of the file."""
+    from rewardlab.sources._tokenizer import count_lines
+
     first = 1
-    for data in _iter_blocks(path, bar, offset):
-        yield first, data
-        first += data.count(b"\n")
+    for data, skip in _iter_blocks(path, bar, offset):
+        n = count_lines(data, skip)
+        yield first, n, data, skip
+        first += n
 
 
 def _read_one_file(path: Path, *, skip: bool, bar, offset: int = 0):
     """Parse and validate one file; return (frame or None, skipped rows frame).
 
-    Blocks are parsed two at a time in worker threads (Polars and NumPy
-    release the GIL); the checks that cross block boundaries run in order.
+    Blocks are parsed two at a time in worker threads (the tokenizer and
+    NumPy release the GIL) while this thread counts the next block's lines;
+    the checks that cross block boundaries run in order.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -693,7 +666,8 @@ def _read_one_file(path: Path, *, skip: bool, bar, offset: int = 0):
         def submit_next() -> None:
             item = next(source, None)
             if item is not None:
-                pending.append(pool.submit(_block_stage, item[1], item[0], spath, skip))
+                first, n, data, skip_bytes = item
+                pending.append(pool.submit(_block_stage, data, skip_bytes, first, n, spath, skip))
 
         submit_next()
         submit_next()
@@ -712,10 +686,8 @@ def _read_one_file(path: Path, *, skip: bool, bar, offset: int = 0):
                 problems.raise_first()
             carry = carry_out
             # drop the block's text now: memory stays near the compact frame's size
-            block.state_text = block.next_text = None
-            block.game_id = block.game_id.cast(pl.Categorical)
             if not skip:  # skip mode keeps the lines: any of them may be skipped with its episode
-                block.text = None
+                block.drop_text()
             blocks.append(block)
             line_probs.append(problems)
             ids_list.append((ids, grades))
@@ -781,23 +753,10 @@ def _read_one_file(path: Path, *, skip: bool, bar, offset: int = 0):
 
 
 def _assemble(blocks, ids_list, keep, kept_idx, episode, spath) -> pl.DataFrame:
-    def cat(getter):
-        return np.concatenate([getter(b, i) for i, b in enumerate(blocks)])
-
-    sel = (lambda a: a[kept_idx]) if not keep.all() else (lambda a: a)
-    kind = sel(cat(lambda b, i: b.kind))
-    # one column at a time, releasing the blocks' parts as we go (peak: frame + one column)
-    arrays = {name: sel(cat(lambda b, i, name=name: b.arrays.pop(name))) for name in _LIST_COLUMNS}
-    ids = {k: sel(np.concatenate([ids[k] for ids, _ in ids_list])) for k in ids_list[0][0]}
-    grades = sel(np.concatenate([g for _, g in ids_list]))
-    action = sel(cat(lambda b, i: b.action))
-    lines = sel(cat(lambda b, i: b.lines))
-    gid = pl.concat([b.game_id for b in blocks])
-    if not keep.all():
-        gid = gid.filter(pl.Series(keep))
+    """Build the frame: one chunk per block (the blocks' arrays are used as they are, not copied)."""
+    kind = np.concatenate([b.kind for b in blocks])[kept_idx]
+    seat = np.concatenate([ids["seat"] for ids, _ in ids_list])[kept_idx]
     n = kind.shape[0]
-    end_of_game = kind == 8
-    end_of_round = kind == 12
     if n:
         ep_start = np.ones(n, dtype=bool)
         ep_start[1:] = episode[1:] != episode[:-1]
@@ -805,32 +764,45 @@ def _assemble(blocks, ids_list, keep, kept_idx, episode, spath) -> pl.DataFrame:
         step = np.arange(n) - np.repeat(start_idx, np.diff(np.append(start_idx, n)))
     else:
         step = np.zeros(0, dtype=np.int64)
-    ben = arrays[S.NUMERIC][:, 0]
-    frame = pl.DataFrame({
-        S.GAME_ID: gid.cast(pl.Categorical),
-        S.GAME: np.zeros(n, dtype=np.uint32),  # numbered across files by the caller
-        S.SEAT: ids["seat"].astype(np.uint8),
-        S.STEP: step.astype(np.uint16),
-        S.ROUND: np.zeros(n, dtype=np.uint8),
-        S.CHANG: ids["chang"].astype(np.uint8),
-        S.JU: ids["ju"].astype(np.uint8),
-        S.BEN: ben.astype(np.uint8),
-        S.ROOM: ids["room"].astype(np.uint8),
-        S.GAME_LENGTH: ids["game length"].astype(np.uint8),
-        S.GRADES: grades,
-        S.SPARSE: arrays[S.SPARSE],
-        S.NUMERIC: arrays[S.NUMERIC],
-        S.PROGRESSION: arrays[S.PROGRESSION],
-        S.CANDIDATES: arrays[S.CANDIDATES],
-        S.ACTION: action.astype(np.uint8),
-        S.ROUND_SUMMARY: arrays[S.ROUND_SUMMARY],
-        S.RESULTS: arrays[S.RESULTS],
-        S.END_OF_ROUND: end_of_round,
-        S.END_OF_GAME: end_of_game,
-        S.SOURCE_FILE: pl.Series([spath], dtype=pl.Categorical).gather(np.zeros(n, dtype=np.int64)),
-        S.SOURCE_LINE: lines.astype(np.uint32),
-    })
-    return frame
+    source = pl.Series(S.SOURCE_FILE, [spath], dtype=pl.Categorical)
+    frames, done = [], 0
+    for block, (ids, grades) in zip(blocks, ids_list):
+        lo = int(block.lines[0]) - 1 if block.lines.size else 0
+        block_keep = keep[lo:lo + block.kind.shape[0]]
+        m = int(block_keep.sum())
+        if m == 0:
+            continue
+        pick = (lambda a: a) if block_keep.all() else (lambda a, k=block_keep: a[k])
+        arrays = {name: pick(block.arrays.pop(name)) for name in _LIST_COLUMNS}
+        rows = slice(done, done + m)
+        frames.append(pl.DataFrame({
+            S.GAME_ID: block.game_id if block_keep.all() else block.game_id.filter(pl.Series(block_keep)),
+            S.GAME: np.zeros(m, dtype=np.uint32),  # numbered across files by the caller
+            S.SEAT: seat[rows].astype(np.uint8),
+            S.STEP: step[rows].astype(np.uint16),
+            S.ROUND: np.zeros(m, dtype=np.uint8),
+            S.CHANG: pick(ids["chang"]).astype(np.uint8),
+            S.JU: pick(ids["ju"]).astype(np.uint8),
+            S.BEN: arrays[S.NUMERIC][:, 0].astype(np.uint8),
+            S.ROOM: pick(ids["room"]).astype(np.uint8),
+            S.GAME_LENGTH: pick(ids["game length"]).astype(np.uint8),
+            S.GRADES: pick(grades),
+            S.SPARSE: arrays[S.SPARSE],
+            S.NUMERIC: arrays[S.NUMERIC],
+            S.PROGRESSION: arrays[S.PROGRESSION],
+            S.CANDIDATES: arrays[S.CANDIDATES],
+            S.ACTION: pick(block.action).astype(np.uint8),
+            S.ROUND_SUMMARY: arrays[S.ROUND_SUMMARY],
+            S.RESULTS: arrays[S.RESULTS],
+            S.END_OF_ROUND: kind[rows] == 12,
+            S.END_OF_GAME: kind[rows] == 8,
+            S.SOURCE_FILE: source.gather(np.zeros(m, dtype=np.int64)),
+            S.SOURCE_LINE: pick(block.lines).astype(np.uint32),
+        }))
+        done += m
+    if not frames:
+        return pl.DataFrame(schema=S.FRAME_SCHEMA)
+    return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
 
 
 def _skipped_frame(spath: str, blocks: list[_Block], row_problem: dict) -> pl.DataFrame:
@@ -841,7 +813,7 @@ def _skipped_frame(spath: str, blocks: list[_Block], row_problem: dict) -> pl.Da
     texts = []
     for r in rows:
         k = int(np.searchsorted(starts, r, side="right")) - 1
-        texts.append(blocks[k].text[r - starts[k]])
+        texts.append(blocks[k].line_text(r - starts[k]))
     return pl.DataFrame({
         "file": [spath] * len(rows),
         "line": [r + 1 for r in rows],
@@ -975,22 +947,24 @@ def _number_games(frame: pl.DataFrame, files: list[Path], *, skip: bool) -> pl.D
     """Number games in load order and compute the game-wide round index; check games across files."""
     if frame.height == 0:
         return frame
-    gid = frame[S.GAME_ID].cast(pl.String)
+    codes = frame[S.GAME_ID].to_physical().to_numpy()  # Categorical codes are global: equal ids, equal codes
     starts = np.ones(frame.height, dtype=bool)
-    starts[1:] = (gid.slice(1) != gid.slice(0, frame.height - 1)).to_numpy()
+    starts[1:] = codes[1:] != codes[:-1]
     if len(files) > 1:
-        src = frame[S.SOURCE_FILE].cast(pl.String)
-        starts[1:] |= (src.slice(1) != src.slice(0, frame.height - 1)).to_numpy()
+        src = frame[S.SOURCE_FILE].to_physical().to_numpy()
+        starts[1:] |= src[1:] != src[:-1]
     game = np.cumsum(starts) - 1
     if len(files) > 1:
-        run_ids = gid.filter(pl.Series(starts))
-        dup = run_ids.is_duplicated().to_numpy() & ~run_ids.is_first_distinct().to_numpy()
+        run_codes = codes[starts]
+        _, first = np.unique(run_codes, return_index=True)
+        dup = np.ones(run_codes.size, dtype=bool)
+        dup[first] = False
         if dup.any():
             r = int(np.flatnonzero(starts)[np.argmax(dup)])
             raise DataFormatError(frame[S.SOURCE_FILE][r], int(frame[S.SOURCE_LINE][r]), 0,
                                   "game_reappears",
-                                  f"game {gid[r]} also appears in an earlier file; a game's lines "
-                                  "should be in one place", hint="Remove the duplicate game.")
+                                  f"game {frame[S.GAME_ID][r]} also appears in an earlier file; a game's "
+                                  "lines should be in one place", hint="Remove the duplicate game.")
     key = (frame[S.CHANG].cast(pl.Int32) * 4096 + frame[S.JU].cast(pl.Int32) * 256
            + frame[S.BEN].cast(pl.Int32))
     rounds = (

@@ -1,0 +1,626 @@
+"""The compiled line tokenizer behind :mod:`rewardlab.sources.kanachan`.
+
+One pass over a block of annotation text: split lines and columns, parse the
+comma-separated integer lists straight into padded fixed-size arrays, check
+every line-level rule, and compare each line's next-state columns with the
+following line's state columns as bytes.  It is compiled by numba on first
+use (cached on disk afterwards) and releases the GIL, so two blocks are parsed
+in parallel threads.
+
+Nothing here formats messages: each line gets an error code, the file column
+and one detail value, and :mod:`rewardlab.sources.kanachan` turns them into
+:class:`~rewardlab.errors.DataFormatError` messages (only for lines that are
+reported).  The rules and their order are those of ``SKIP_REASONS`` there;
+``tests/test_tokenizer.py`` checks this kernel against a line-by-line
+reference parser.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rewardlab import schema as S
+
+__all__ = ["Tokens", "tokenize", "CODES"]
+
+#: Error codes of :func:`tokenize`, by rule name (0: the line passed).
+CODES = {
+    "bad_encoding": 1,
+    "column_count": 2,
+    "bad_game_id": 3,
+    "not_integer": 4,
+    "too_many_ids": 5,
+    "wrong_length": 6,
+    "out_of_range": 7,
+    "bad_action": 8,
+}
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+#: Lists parsed into arrays: (max length, lowest allowed, highest allowed + 1, padding, exact length or 0).
+_SPARSE = (S.MAX_NUM_ACTIVE_SPARSE_FEATURES, 0, S.NUM_TYPES_OF_SPARSE_FEATURES, S.NUM_TYPES_OF_SPARSE_FEATURES, 0)
+_NUMERIC = (S.NUM_NUMERIC_FEATURES, _INT32_MIN, _INT32_MAX + 1, 0, S.NUM_NUMERIC_FEATURES)
+_PROGRESSION = (S.MAX_LENGTH_OF_PROGRESSION_FEATURES, 0, S.NUM_TYPES_OF_PROGRESSION_FEATURES,
+                S.NUM_TYPES_OF_PROGRESSION_FEATURES, 0)
+_CANDIDATES = (S.MAX_NUM_ACTION_CANDIDATES, 0, S.NUM_TYPES_OF_ACTIONS, S.NUM_TYPES_OF_ACTIONS, 0)
+_ROUND_SUMMARY = (S.MAX_NUM_ROUND_SUMMARY, 0, S.NUM_TYPES_OF_ROUND_SUMMARY, S.NUM_TYPES_OF_ROUND_SUMMARY, 0)
+_RESULTS = (S.RL_NUM_RESULTS, _INT32_MIN, _INT32_MAX + 1, 0, S.RL_NUM_RESULTS)
+_LF, _TAB, _COMMA, _MINUS = 10, 9, 44, 45
+#: Byte classes for scanning: 0 plain, 1 TAB, 2 LF, 3 other control byte, 4 byte >= 0x80.
+_CLASS = np.zeros(256, dtype=np.uint8)
+_CLASS[:32] = 3
+_CLASS[127] = 3
+_CLASS[128:] = 4
+_CLASS[_TAB] = 1
+_CLASS[_LF] = 2
+#: Longest digit string parsed as an integer (longer ones are "not an integer", as in an int64 cast).
+_MAX_DIGITS = 18
+
+
+class Tokens:
+    """The arrays one :func:`tokenize` call fills (one row per line of the block).
+
+    Attributes
+    ----------
+    n : int
+        Lines in the block.
+    start, end : numpy.ndarray of int64, shape (n,)
+        Byte offsets of each line in the block (``end`` excludes ``\\r\\n``).
+    kind : numpy.ndarray of int8, shape (n,)
+        8, 10 or 12 (columns of the line), 0 for any other count.
+    code, column : numpy.ndarray of int8 / int16, shape (n,)
+        First rule the line breaks (:data:`CODES`, 0 if none) and its file
+        column (-1 when the rule is about the whole line).
+    detail : numpy.ndarray of int64, shape (n,)
+        The rule's value: column count, list length, out-of-range value or
+        action index.
+    non_ascii : numpy.ndarray of bool, shape (n,)
+        The line has bytes >= 0x80 (the caller checks they are UTF-8).
+    same_game : numpy.ndarray of bool, shape (n,)
+        Column 0 equals the previous line's column 0 (False on line 0).
+    next_mismatch : numpy.ndarray of int8, shape (n,)
+        For a line after a 10- or 12-column line: the first of the previous
+        line's next-state columns (0-3 for file columns 6-9) whose text
+        differs from this line's state column (1-4), -1 if all are equal;
+        -2 when the previous line has no next state.
+    sparse, numeric, progression, candidates, round_summary, results : numpy.ndarray
+        Padded arrays, shapes (n, 29), (n, 6), (n, 109), (n, 32), (n, 7), (n, 8).
+    lengths : numpy.ndarray of int16, shape (n, 6)
+        Values kept per list, in the order above.
+    action : numpy.ndarray of int64, shape (n,)
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self.start = np.empty(n, dtype=np.int64)
+        self.end = np.empty(n, dtype=np.int64)
+        self.kind = np.zeros(n, dtype=np.int8)
+        self.code = np.zeros(n, dtype=np.int8)
+        self.column = np.full(n, -1, dtype=np.int16)
+        self.detail = np.zeros(n, dtype=np.int64)
+        self.non_ascii = np.zeros(n, dtype=np.bool_)
+        self.same_game = np.zeros(n, dtype=np.bool_)
+        self.next_mismatch = np.full(n, -2, dtype=np.int8)
+        self.sparse = np.empty((n, _SPARSE[0]), dtype=np.int16)
+        self.numeric = np.empty((n, _NUMERIC[0]), dtype=np.int32)
+        self.progression = np.empty((n, _PROGRESSION[0]), dtype=np.int16)
+        self.candidates = np.empty((n, _CANDIDATES[0]), dtype=np.int16)
+        self.round_summary = np.empty((n, _ROUND_SUMMARY[0]), dtype=np.int8)
+        self.results = np.empty((n, _RESULTS[0]), dtype=np.int32)
+        self.lengths = np.zeros((n, 6), dtype=np.int16)
+        self.action = np.zeros(n, dtype=np.int64)
+
+
+def count_lines(data, skip: int = 0) -> int:
+    """Lines in ``data[skip:]`` (bytes-like): one per ``\\n``, plus an unterminated last line.
+
+    Examples
+    --------
+    >>> count_lines(b"a\\nb\\n"), count_lines(b"a\\nb"), count_lines(b""), count_lines(b"a\\nb\\n", skip=2)
+    (2, 2, 0, 1)
+    """
+    buf = _aligned(data)
+    if buf.size <= skip:
+        return 0
+    words = np.frombuffer(buf, dtype=np.uint64, count=buf.size // 8)
+    before = int(np.count_nonzero(buf[:skip] == _LF))
+    return int(_count_lf(buf, words)) - before + (0 if buf[-1] == _LF else 1)
+
+
+def _aligned(data) -> np.ndarray:
+    """``data`` as a uint8 array whose start is 8-byte aligned (copied if it is not).
+
+    The kernels read 8-byte words; one alignment (and read-only) means one
+    compiled variant.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if buf.ctypes.data % 8:
+        buf = np.frombuffer(bytes(data), dtype=np.uint8)
+    if buf.flags.writeable:  # read-only like bytes and memory maps: one compiled variant
+        buf = buf.view()
+        buf.flags.writeable = False
+    return buf
+
+
+def tokenize(data, n_lines: int | None = None, *, skip: int = 0) -> Tokens:
+    """Parse and check every line of ``data[skip:]`` (whole lines of an annotation file).
+
+    Parameters
+    ----------
+    data : bytes-like
+        Text of one or more lines; the last line may lack its ``\\n``.
+    n_lines : int, optional
+        ``count_lines(data, skip)``, if the caller has it already.
+    skip : int
+        Bytes at the start of ``data`` that are not part of it (the end of a
+        previous block, kept so that ``data`` can start on an 8-byte
+        boundary).  Line offsets in the result count from the start of ``data``.
+
+    Returns
+    -------
+    Tokens
+        The filled arrays.
+
+    Examples
+    --------
+    >>> t = tokenize(b"not a line\\n")
+    >>> int(t.code[0]) == CODES["column_count"], int(t.detail[0])
+    (True, 1)
+    """
+    tokens = Tokens(count_lines(data, skip) if n_lines is None else n_lines)
+    if tokens.n:
+        buf = _aligned(data)
+        words = np.frombuffer(buf, dtype=np.uint64, count=buf.size // 8)  # for 8-byte reads
+        _kernel()(buf, words, skip, tokens.start, tokens.end, tokens.kind, tokens.code,
+                  tokens.column, tokens.detail, tokens.non_ascii, tokens.same_game, tokens.next_mismatch,
+                  tokens.sparse, tokens.numeric, tokens.progression, tokens.candidates,
+                  tokens.round_summary, tokens.results, tokens.lengths, tokens.action)
+    return tokens
+
+
+def _kernel():
+    return _tokenize_kernel
+
+
+# ---------------------------------------------------------------------------
+# The numba kernel (module-level so numba can cache it on disk; this module is
+# imported only when a text file is parsed, so ``import rewardlab`` does not
+# import numba).
+# ---------------------------------------------------------------------------
+
+from numba import njit  # noqa: E402
+from numba.cpython.unsafe.numbers import trailing_zeros  # noqa: E402  (LLVM cttz)
+
+sparse_spec, numeric_spec, progression_spec, candidates_spec, summary_spec, results_spec = (
+    _SPARSE, _NUMERIC, _PROGRESSION, _CANDIDATES, _ROUND_SUMMARY, _RESULTS)
+c_column_count, c_bad_game_id = CODES["column_count"], CODES["bad_game_id"]
+c_bad_encoding, c_not_integer = CODES["bad_encoding"], CODES["not_integer"]
+c_too_many, c_wrong_length = CODES["too_many_ids"], CODES["wrong_length"]
+c_out_of_range, c_bad_action = CODES["out_of_range"], CODES["bad_action"]
+max_digits = _MAX_DIGITS
+
+
+
+@njit(nogil=True, cache=True)
+def _odd(c) -> int:
+    """1 for a control byte, 2 for a byte >= 0x80, else 0."""
+    if c >= 128:
+        return 2
+    if c < 32 or c == 127:
+        return 1
+    return 0
+
+
+@njit(nogil=True, cache=True)
+def _load8(words, i):
+    """The 8 bytes from byte ``i`` as a little-endian word (needs ``(i >> 3) + 1 < len(words)``)."""
+    shift = np.uint64((i & 7) * 8)
+    # the high part is shifted in two steps so that a shift of 64 (i aligned) gives 0
+    return (words[i >> 3] >> shift) | ((words[(i >> 3) + 1] << np.uint64(1)) << (np.uint64(63) - shift))
+
+
+_F0 = np.uint64(0xF0F0F0F0F0F0F0F0)
+_ZEROS = np.uint64(0x3030303030303030)
+_SIXES = np.uint64(0x0606060606060606)
+_LOWS = np.uint64(0x7F7F7F7F7F7F7F7F)
+
+
+@njit(nogil=True, cache=True)
+def _digits8(x):
+    """(number of leading ASCII digits of the word ``x`` (8 if all are), their value)."""
+    # a byte is a digit when its high nibble is 3 and its low nibble + 6 stays below 16
+    nd = ((x & _F0) ^ _ZEROS) | (((x + _SIXES) & _F0) ^ _ZEROS)  # zero bytes are digits
+    m = (((nd & _LOWS) + _LOWS) | nd) & _HIGHS  # bit 7 of every non-digit byte (exact)
+    if m == np.uint64(0):
+        return 8, 0
+    n = np.int64(trailing_zeros(m)) >> 3
+    if n == 0:
+        return 0, 0
+    d = (x - _ZEROS) << np.uint64(64 - 8 * n)  # the n digits, last one in the top byte
+    d = (d * np.uint64(10) + (d >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    d = (d * np.uint64(100) + (d >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    d = (d * np.uint64(10000) + (d >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+    return n, np.int64(d)
+
+
+@njit(nogil=True, cache=True)
+def _token(buf, i, size):
+    """Parse one token byte by byte from ``buf[i]``.
+
+    Returns (position of the ``,``/TAB/LF/end that ends it, is an integer,
+    value, odd-byte flags).
+    """
+    v = 0
+    digits = 0
+    neg = False
+    bad = False
+    odd = 0
+    while i < size:
+        c = np.int64(buf[i])
+        if 48 <= c <= 57:
+            v = v * 10 + (c - 48)
+            digits += 1
+        elif c == _COMMA or c == _TAB or c == _LF:
+            break
+        elif c == _MINUS and digits == 0 and not neg:
+            neg = True
+        else:
+            bad = True
+            odd |= _odd(c)
+        i += 1
+    ok = not bad and 0 < digits <= max_digits
+    return i, ok, -v if neg else v, odd
+
+
+@njit(nogil=True, cache=True)
+def _list(buf, words, i, size, out, row, spec):
+    """Parse the comma-separated integers from ``buf[i]`` to the column's end into ``out[row]``, padded.
+
+    Short unsigned tokens are read 8 bytes at a time (``_digits8``); any
+    other token (signed, long, malformed, near the end of data) byte by byte.
+    Returns (position of the TAB / LF / end of data that ends the column,
+    error code, detail, values kept, odd-byte flags).
+    """
+    max_len, lo, hi, pad, exact = spec
+    fast_end = (words.shape[0] - 1) * 8  # _load8 may read a word from below this byte
+    count = 0
+    bad = False
+    range_bad = False
+    first_bad = 0
+    odd = 0
+    while True:
+        sep = -1
+        if i < fast_end:
+            x = _load8(words, i)
+            n, v = _digits8(x)
+            if 0 < n < 8:
+                c = np.int64((x >> np.uint64(8 * n)) & np.uint64(0xFF))
+                if c == _COMMA or c == _TAB or c == _LF:
+                    sep = c
+                    i += n
+                    ok = True
+        if sep < 0:  # the slow path
+            i, ok, v, o = _token(buf, i, size)
+            odd |= o
+            sep = np.int64(buf[i]) if i < size else _LF
+        if not ok:
+            bad = True
+        elif (v < lo or v >= hi) and not range_bad:
+            range_bad = True
+            first_bad = v
+        if count < max_len:
+            out[row, count] = v
+        count += 1
+        if sep != _COMMA:
+            break
+        i += 1
+    kept = min(count, max_len)
+    for t in range(kept, max_len):
+        out[row, t] = pad
+    if bad:
+        return i, c_not_integer, 0, kept, odd
+    if count > max_len:
+        return i, c_too_many, count, kept, odd
+    if exact and count != exact:
+        return i, c_wrong_length, count, kept, odd
+    if range_bad:
+        return i, c_out_of_range, first_bad, kept, odd
+    return i, 0, 0, kept, odd
+
+
+@njit(nogil=True, cache=True)
+def _scalar(buf, i, size):
+    """Parse one integer column; returns (end, ok, value, odd-byte flags)."""
+    v = 0
+    digits = 0
+    neg = False
+    bad = False
+    odd = 0
+    while i < size:
+        c = np.int64(buf[i])
+        if 48 <= c <= 57:
+            v = v * 10 + (c - 48)
+            digits += 1
+        elif c == _TAB or c == _LF:
+            break
+        elif c == _MINUS and digits == 0 and not neg:
+            neg = True
+        else:
+            bad = True
+            odd |= _odd(c)
+        i += 1
+    ok = not bad and 0 < digits <= max_digits
+    return i, ok, -v if neg else v, odd
+
+
+@njit(nogil=True, cache=True)
+def _game_id(buf, i, size):
+    """Scan column 0; returns (end, is 32 hex digits, odd-byte flags)."""
+    s = i
+    hexok = True
+    odd = 0
+    while i < size:
+        c = buf[i]
+        if c == _TAB or c == _LF:
+            break
+        if not (48 <= c <= 57 or 97 <= c <= 102 or 65 <= c <= 70):
+            hexok = False
+            odd |= _odd(c)
+        i += 1
+    return i, hexok and i - s == 32, odd
+
+
+@njit(nogil=True, cache=True)
+def _same(buf, s1, e1, s2, e2):
+    """``buf[s1:e1] == buf[s2:e2]`` (no early exit, slices: it vectorizes)."""
+    length = e1 - s1
+    if length != e2 - s2:
+        return False
+    x = buf[s1:e1]
+    y = buf[s2:e2]
+    acc = np.uint8(0)
+    for k in range(length):
+        acc |= x[k] ^ y[k]
+    return acc == 0
+
+
+@njit(nogil=True, cache=True)
+def _pad_rest(row, first, sparse, numeric, progression, candidates, round_summary, results, lengths):
+    """Pad the arrays of ``row`` from list ``first`` on (0 sparse ... 5 results)."""
+    if first <= 0:
+        sparse[row, :] = sparse_spec[3]
+    if first <= 1:
+        numeric[row, :] = 0
+    if first <= 2:
+        progression[row, :] = progression_spec[3]
+    if first <= 3:
+        candidates[row, :] = candidates_spec[3]
+    if first <= 4:
+        round_summary[row, :] = summary_spec[3]
+    results[row, :] = 0
+    for k in range(max(first, 0), 6):
+        lengths[row, k] = 0
+
+
+_ONES = np.uint64(0x0101010101010101)
+_HIGHS = np.uint64(0x8080808080808080)
+_SPACES = np.uint64(0x2020202020202020)
+_DELS = np.uint64(0x7F7F7F7F7F7F7F7F)
+
+
+@njit(nogil=True, cache=True)
+def _special_bytes(x):
+    """Bit 7 of each byte of ``x`` that may be a control byte, DEL or >= 0x80 (SWAR).
+
+    Exact for the lowest such byte; bytes above it may be false positives,
+    which the caller tells apart with ``_CLASS``.
+    """
+    below_space = (x - _SPACES) & ~x & _HIGHS
+    y = x ^ _DELS
+    is_del = (y - _ONES) & ~y & _HIGHS
+    return below_space | is_del | (x & _HIGHS)
+
+
+@njit(nogil=True, cache=True)
+def _count_lf(buf, words):
+    """Count the LF bytes of ``buf`` (8 at a time: exact zero-byte test, per-byte counters)."""
+    lows = np.uint64(0x7F7F7F7F7F7F7F7F)
+    lfs = np.uint64(0x0A0A0A0A0A0A0A0A)
+    total = 0
+    n_words = words.shape[0]
+    w = 0
+    while w < n_words:
+        acc = np.uint64(0)
+        stop = min(w + 255, n_words)  # each byte counter holds at most 255
+        for k in range(w, stop):
+            y = words[k] ^ lfs
+            t = ((y & lows) + lows) | y  # bit 7 set in every byte that is not zero
+            acc += (~t & _HIGHS) >> np.uint64(7)
+        pairs = (acc & np.uint64(0x00FF00FF00FF00FF)) + ((acc >> np.uint64(8)) & np.uint64(0x00FF00FF00FF00FF))
+        total += np.int64((pairs * np.uint64(0x0001000100010001)) >> np.uint64(48))
+        w = stop
+    for j in range(n_words * 8, buf.shape[0]):
+        if buf[j] == _LF:
+            total += 1
+    return total
+
+
+@njit(nogil=True, cache=True)
+def _scan_tail(buf, words, j, size, cs, ce):
+    """Find the column bounds from ``buf[j]`` (column 6) to the end of the line.
+
+    Reads 8-byte words and looks only at the bytes that may be special (TAB,
+    LF, other control bytes, DEL, >= 0x80).  Fills ``cs``/``ce`` for columns
+    6-11; returns (line end, last column index, odd-byte flags).
+    """
+    k = 6
+    odd = 0
+    n_words = words.shape[0]
+    while j < size:
+        if j & 7 == 0 and (j >> 3) < n_words:
+            m = _special_bytes(words[j >> 3])
+            done = False
+            while m != np.uint64(0):
+                p = j + (np.int64(trailing_zeros(m)) >> 3)
+                t = _CLASS[buf[p]]
+                if t == 2:  # LF
+                    j = p
+                    done = True
+                    break
+                if t == 1:  # TAB
+                    if k < 12:
+                        ce[k] = p
+                        cs[k + 1] = p + 1
+                    k += 1
+                elif t > 2:
+                    odd |= t - 2
+                m &= m - np.uint64(1)
+            if done:
+                break
+            j += 8
+            continue
+        t = _CLASS[buf[j]]
+        if t == 2:
+            break
+        if t == 1:
+            if k < 12:
+                ce[k] = j
+                cs[k + 1] = j + 1
+            k += 1
+        elif t > 2:
+            odd |= t - 2
+        j += 1
+    if k <= 12:
+        ce[k] = j
+    return j, k, odd
+
+
+@njit(nogil=True, cache=True)
+def _tokenize_kernel(buf, words, first, start, end, kind, code, column, detail, non_ascii, same_game, next_mismatch,
+                     sparse, numeric, progression, candidates, round_summary, results, lengths, action):
+    size = buf.shape[0]
+    n = start.shape[0]
+    cs = np.empty(13, dtype=np.int64)  # column starts
+    ce = np.empty(13, dtype=np.int64)  # column ends
+    prev_ns = np.empty(4, dtype=np.int64)  # the previous line's next-state columns (6-9)
+    prev_ne = np.empty(4, dtype=np.int64)
+    prev_has_next = False
+    prev_gs = -1
+    prev_ge = -1
+    pos = first
+    for row in range(n):
+        s = pos
+        i, gid_ok, odd = _game_id(buf, s, size)
+        cs[0] = s
+        ce[0] = i
+        lerr = 0
+        lcol = -1
+        lval = 0
+        act_ok = False
+        act = -1
+        ncand = 0
+        q = 0
+        # columns 1-5: the state lists and the action
+        while q < 5 and i < size and buf[i] == _TAB:
+            q += 1
+            st = i + 1
+            rc = 0
+            rv = 0
+            if q == 1:
+                i, rc, rv, kept, o = _list(buf, words, st, size, sparse, row, sparse_spec)
+                lengths[row, 0] = kept
+            elif q == 2:
+                i, rc, rv, kept, o = _list(buf, words, st, size, numeric, row, numeric_spec)
+                lengths[row, 1] = kept
+            elif q == 3:
+                i, rc, rv, kept, o = _list(buf, words, st, size, progression, row, progression_spec)
+                lengths[row, 2] = kept
+            elif q == 4:
+                i, rc, rv, kept, o = _list(buf, words, st, size, candidates, row, candidates_spec)
+                lengths[row, 3] = kept
+                ncand = kept
+            else:
+                i, act_ok, act, o = _scalar(buf, st, size)
+            cs[q] = st
+            ce[q] = i
+            odd |= o
+            if rc != 0 and lerr == 0:
+                lerr, lcol, lval = rc, q, rv
+        ncols = q + 1
+        # the rest of the line: only the column bounds (next-state columns are compared as bytes)
+        if q == 5 and i < size and buf[i] == _TAB:
+            cs[6] = i + 1
+            j, k, o = _scan_tail(buf, words, i + 1, size, cs, ce)
+            odd |= o
+            if k <= 12:
+                ce[k] = j
+            ncols = k + 1
+            i = j
+        start[row] = s
+        end[row] = i
+        pos = i + 1
+        same_game[row] = prev_gs >= 0 and _same(buf, cs[0], ce[0], prev_gs, prev_ge)
+        prev_gs = cs[0]
+        prev_ge = ce[0]
+        non_ascii[row] = (odd & 2) != 0
+        if ncols != 8 and ncols != 10 and ncols != 12:
+            _pad_rest(row, q, sparse, numeric, progression, candidates, round_summary, results, lengths)
+            kind[row] = 0
+            code[row] = c_bad_encoding if odd & 1 else c_column_count
+            column[row] = -1
+            detail[row] = ncols
+            action[row] = -1
+            next_mismatch[row] = -2
+            prev_has_next = False
+            continue
+        kind[row] = ncols
+        if ncols == 10:
+            _pad_rest(row, 4, sparse, numeric, progression, candidates, round_summary, results, lengths)
+        else:
+            first = 6 if ncols == 8 else 10
+            _, rc, rv, kept, o = _list(buf, words, cs[first], size, round_summary, row, summary_spec)
+            lengths[row, 4] = kept
+            if rc != 0 and lerr == 0:
+                lerr, lcol, lval = rc, first, rv
+            _, rc, rv, kept, o = _list(buf, words, cs[first + 1], size, results, row, results_spec)
+            lengths[row, 5] = kept
+            if rc != 0 and lerr == 0:
+                lerr, lcol, lval = rc, first + 1, rv
+        action[row] = act if act_ok else -1
+        if odd & 1:
+            code[row], column[row], detail[row] = c_bad_encoding, -1, 0
+        elif not gid_ok:
+            code[row], column[row], detail[row] = c_bad_game_id, 0, 0
+        elif lerr != 0:
+            code[row], column[row], detail[row] = lerr, lcol, lval
+        elif not act_ok:
+            code[row], column[row], detail[row] = c_not_integer, 5, 0
+        elif act < 0 or act >= ncand:
+            code[row], column[row], detail[row] = c_bad_action, 5, act
+        else:
+            code[row], column[row], detail[row] = 0, -1, 0
+        # the previous line's next-state columns against this line's state columns
+        if prev_has_next:
+            if _same(buf, prev_ns[0], prev_ne[3], cs[1], ce[4]):
+                next_mismatch[row] = -1
+            else:
+                first_diff = 3
+                for t in range(4):
+                    if not _same(buf, prev_ns[t], prev_ne[t], cs[1 + t], ce[1 + t]):
+                        first_diff = t
+                        break
+                next_mismatch[row] = first_diff
+        else:
+            next_mismatch[row] = -2
+        prev_has_next = ncols != 8
+        if prev_has_next:
+            for t in range(4):
+                prev_ns[t] = cs[6 + t]
+                prev_ne[t] = ce[6 + t]
+
+
+if __name__ == "__main__":  # `python -m rewardlab.sources._tokenizer`: compile now (make does, once per install)
+    import time
+
+    t0 = time.perf_counter()
+    tokenize(b"0\n")
+    print(f"rewardlab: text tokenizer ready ({time.perf_counter() - t0:.1f} s; numba caches it on disk)")

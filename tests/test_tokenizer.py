@@ -1,0 +1,209 @@
+"""The compiled tokenizer against a plain, line-by-line reference of the same rules.
+
+The reference below is deliberately naive (``str.split`` and a regular
+expression per token); hypothesis mutates valid lines (from ``tests/lines.py``)
+into every kind of malformed one and the two must agree on the rule, the
+column, the detail value and the parsed arrays.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from rewardlab.sources._tokenizer import CODES, count_lines, tokenize
+from lines import game_lines, gid
+
+RULES = {v: k for k, v in CODES.items()}
+INT = re.compile(r"-?[0-9]{1,18}")
+I32 = (-(2**31), 2**31)
+# name: (max length, lowest, highest + 1, padding, exact length or 0)
+SPECS = {
+    "sparse": (29, 0, 510, 510, 0),
+    "numeric": (6, *I32, 0, 6),
+    "progression": (109, 0, 2165, 2165, 0),
+    "candidates": (32, 0, 546, 546, 0),
+    "round_summary": (7, 0, 29, 29, 0),
+    "results": (8, *I32, 0, 8),
+}
+
+
+def ref_list(text: str, spec) -> tuple[str | None, int, list[int]]:
+    max_len, lo, hi, pad, exact = spec
+    tokens = text.split(",")
+    if not all(INT.fullmatch(t) for t in tokens):
+        return "not_integer", 0, []
+    values = [int(t) for t in tokens]
+    if len(values) > max_len:
+        return "too_many_ids", len(values), []
+    if exact and len(values) != exact:
+        return "wrong_length", len(values), []
+    for v in values:
+        if not lo <= v < hi:
+            return "out_of_range", v, []
+    return None, 0, values + [pad] * (max_len - len(values))
+
+
+def ref_line(line: str) -> dict:
+    """(rule, column, detail) and, for a good line, its arrays."""
+    cols = line.split("\t")
+    control = any((c < " " and c != "\t") or c == "\x7f" for c in line)
+    if len(cols) not in (8, 10, 12):
+        return {"rule": "bad_encoding" if control else "column_count", "column": -1,
+                "detail": len(cols), "kind": 0}
+    out = {"kind": len(cols)}
+    found = []  # (rule, column, detail) in the order the rules are checked
+    if control:
+        found.append(("bad_encoding", -1, 0))
+    if not re.fullmatch(r"[0-9a-fA-F]{32}", cols[0]):
+        found.append(("bad_game_id", 0, 0))
+    lists = [("sparse", 1), ("numeric", 2), ("progression", 3), ("candidates", 4)]
+    if len(cols) == 8:
+        lists += [("round_summary", 6), ("results", 7)]
+    elif len(cols) == 12:
+        lists += [("round_summary", 10), ("results", 11)]
+    for name, c in lists:
+        rule, detail, values = ref_list(cols[c], SPECS[name])
+        if rule:
+            found.append((rule, c, detail))
+        else:
+            out[name] = values
+    if INT.fullmatch(cols[5]):
+        action = int(cols[5])
+        n_cand = min(len(cols[4].split(",")), 32)
+        if not 0 <= action < n_cand:
+            found.append(("bad_action", 5, action))
+    else:
+        found.append(("not_integer", 5, 0))
+    rule, column, detail = found[0] if found else (None, -1, 0)
+    out.update(rule=rule, column=column, detail=detail)
+    return out
+
+
+def check_block(lines: list[str]) -> None:
+    data = "".join(line + "\n" for line in lines).encode()
+    tok = tokenize(data)
+    assert tok.n == len(lines)
+    names = list(SPECS)
+    for r, line in enumerate(lines):
+        ref = ref_line(line)
+        got = RULES.get(int(tok.code[r]))
+        assert (got, int(tok.column[r]), int(tok.kind[r])) == (ref["rule"], ref["column"], ref["kind"]), line
+        if ref["rule"] in ("column_count", "too_many_ids", "wrong_length", "out_of_range", "bad_action"):
+            assert int(tok.detail[r]) == ref["detail"], line
+        if ref["rule"] is None:
+            for k, name in enumerate(names):
+                if name in ref:
+                    assert getattr(tok, name)[r].tolist() == ref[name], (name, line)
+            assert int(tok.action[r]) == int(line.split("\t")[5])
+        # the previous line's next state against this line's state, as text
+        prev = lines[r - 1].split("\t") if r else None
+        cols = line.split("\t")
+        expect = -2
+        if prev and len(prev) in (10, 12) and len(cols) in (8, 10, 12) and ref_line(lines[r - 1])["kind"]:
+            diffs = [j for j in range(4) if prev[6 + j] != cols[1 + j]]
+            expect = diffs[0] if diffs else -1
+        assert int(tok.next_mismatch[r]) == expect, (r, line)
+        assert bool(tok.same_game[r]) == (r > 0 and lines[r - 1].split("\t")[0] == cols[0])
+
+
+VALID = game_lines(gid(7), rounds=(3, 2)) + game_lines(gid(8), rounds=(1,))
+EDGES = ["0", "-1", "-0", "28", "29", "509", "510", "545", "546", "2164", "2165",
+         str(2**31 - 1), str(2**31), str(-(2**31)), str(-(2**31) - 1), "9" * 18, "9" * 19]
+ALPHABET = st.sampled_from(list("0123456789") * 4 + list(",,,--x \x00\x7f\x1f") + ["99999", "9" * 19])
+
+
+@st.composite
+def mutated(draw):
+    """A valid line with one column replaced, cut, duplicated, joined or repeated."""
+    line = draw(st.sampled_from(VALID))
+    cols = line.split("\t")
+    how = draw(st.sampled_from(["replace", "replace", "replace", "drop", "extra", "join", "empty", "grow", "edge"]))
+    c = draw(st.integers(0, len(cols) - 1))
+    if how == "replace":
+        cols[c] = "".join(draw(st.lists(ALPHABET, min_size=0, max_size=12)))
+    elif how == "drop":
+        del cols[c]
+    elif how == "extra":
+        cols.insert(c, cols[c])
+    elif how == "join" and c + 1 < len(cols):
+        cols[c:c + 2] = [cols[c] + "," + cols[c + 1]]
+    elif how == "empty":
+        cols[c] = ""
+    elif how == "edge":  # one value at or just past a range limit
+        tokens = cols[c].split(",")
+        tokens[draw(st.integers(0, len(tokens) - 1))] = draw(st.sampled_from(EDGES))
+        cols[c] = ",".join(tokens)
+    elif how == "grow":  # more values than the list may hold (or than an exact length)
+        cols[c] = ",".join([cols[c]] * draw(st.integers(2, 6)))
+    return "\t".join(cols)
+
+
+def test_valid_lines_agree_with_the_reference():
+    check_block(VALID)
+
+
+@given(st.lists(mutated(), min_size=1, max_size=6), st.integers(0, len(VALID)))
+def test_mutated_lines_agree_with_the_reference(bad, at):
+    check_block(VALID[:at] + bad + VALID[at:])
+
+
+@pytest.mark.parametrize("line, rule, column, detail", [
+    ("", "column_count", -1, 1),
+    ("\t".join(["x"] * 9), "column_count", -1, 9),
+    ("\t".join(["x"] * 13), "column_count", -1, 13),
+    (VALID[0].replace("\t", "\t\x00", 1), "bad_encoding", -1, 0),
+    ("\x00" + "\t" * 3, "bad_encoding", -1, 4),
+])
+def test_whole_line_rules(line, rule, column, detail):
+    tok = tokenize((line + "\n").encode())
+    assert (RULES[int(tok.code[0])], int(tok.column[0]), int(tok.detail[0])) == (rule, column, detail)
+
+
+def test_a_last_line_without_line_end_and_bytes_above_ascii():
+    tok = tokenize(VALID[0].encode())  # no "\n"
+    assert tok.n == 1 and tok.code[0] == 0
+    tok = tokenize((VALID[0].replace("\t", "\té", 1) + "\n").encode())
+    assert tok.non_ascii[0] and RULES[int(tok.code[0])] == "not_integer"
+
+
+@given(st.binary(max_size=300), st.integers(0, 7), st.integers(0, 9))
+def test_count_lines_against_bytes_count(data, offset, skip):
+    data = data[offset:]  # also buffers that do not start on an 8-byte boundary
+    rest = data[skip:]
+    expected = rest.count(b"\n") + (1 if rest and not rest.endswith(b"\n") else 0)
+    assert count_lines(data, skip) == expected
+    assert tokenize(data, skip=skip).n == expected
+
+
+@given(st.integers(0, len(VALID) - 1), st.integers(0, 40))
+def test_a_skipped_prefix_is_not_parsed(first, junk):
+    """Blocks of a memory-mapped file start 8-byte aligned and skip the previous block's last bytes."""
+    rest = "".join(line + "\n" for line in VALID[first:]).encode()
+    prefix = (b"x\t" * junk)[:junk] + b"\n"
+    whole, part = tokenize(prefix + rest, skip=len(prefix)), tokenize(rest)
+    assert whole.n == part.n
+    for name in ("kind", "code", "column", "detail", "next_mismatch", "same_game", "sparse", "progression"):
+        assert np.array_equal(getattr(whole, name)[1:], getattr(part, name)[1:]), name
+    assert np.array_equal(whole.start - len(prefix), part.start)
+    assert (whole.code[0], whole.kind[0]) == (part.code[0], part.kind[0])
+
+
+def test_one_compiled_variant_whatever_the_buffer(tmp_path):
+    from rewardlab.sources import _tokenizer
+
+    line = (VALID[0] + "\n").encode()
+    for data in (line, bytearray(line), memoryview(b"x" + line)[1:], line * 3):
+        tokenize(data)
+    assert len(_tokenizer._tokenize_kernel.signatures) == 1
+
+
+@given(st.lists(st.sampled_from(VALID), min_size=1, max_size=8), st.binary(max_size=40))
+def test_arbitrary_bytes_never_crash_and_keep_the_line_count(lines, junk):
+    data = ("\n".join(lines)).encode() + junk
+    tok = tokenize(data)
+    assert tok.n == count_lines(data)
+    assert (tok.kind == 0).sum() <= tok.n and set(np.unique(tok.code).tolist()) <= {0, *CODES.values()}
