@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from rewardlab.sources._tokenizer import CODES, count_lines, tokenize
 from lines import game_lines, gid
@@ -146,6 +146,7 @@ def test_valid_lines_agree_with_the_reference():
     check_block(VALID)
 
 
+@settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
 @given(st.lists(mutated(), min_size=1, max_size=6), st.integers(0, len(VALID)))
 def test_mutated_lines_agree_with_the_reference(bad, at):
     check_block(VALID[:at] + bad + VALID[at:])
@@ -170,6 +171,7 @@ def test_a_last_line_without_line_end_and_bytes_above_ascii():
     assert tok.non_ascii[0] and RULES[int(tok.code[0])] == "not_integer"
 
 
+@settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
 @given(st.binary(max_size=300), st.integers(0, 7), st.integers(0, 9))
 def test_count_lines_against_bytes_count(data, offset, skip):
     data = data[offset:]  # also buffers that do not start on an 8-byte boundary
@@ -179,6 +181,7 @@ def test_count_lines_against_bytes_count(data, offset, skip):
     assert tokenize(data, skip=skip).n == expected
 
 
+@settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
 @given(st.integers(0, len(VALID) - 1), st.integers(0, 40))
 def test_a_skipped_prefix_is_not_parsed(first, junk):
     """Blocks of a memory-mapped file start 8-byte aligned and skip the previous block's last bytes."""
@@ -201,9 +204,21 @@ def test_one_compiled_variant_whatever_the_buffer(tmp_path):
     assert len(_tokenizer._tokenize_kernel.signatures) == 1
 
 
+@settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
 @given(st.lists(st.sampled_from(VALID), min_size=1, max_size=8), st.binary(max_size=40))
 def test_arbitrary_bytes_never_crash_and_keep_the_line_count(lines, junk):
     data = ("\n".join(lines)).encode() + junk
     tok = tokenize(data)
     assert tok.n == count_lines(data)
     assert (tok.kind == 0).sum() <= tok.n and set(np.unique(tok.code).tolist()) <= {0, *CODES.values()}
+
+
+@settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
+@given(st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=30), min_size=1, max_size=8))
+def test_game_rounds_against_a_loop(games):
+    from rewardlab.sources._tokenizer import game_rounds
+
+    key = np.array([k for g in games for k in g], dtype=np.int64)
+    starts = np.cumsum([0] + [len(g) for g in games[:-1]])
+    expected = [sorted(set(g)).index(k) for g in games for k in g]
+    assert game_rounds(key, starts).tolist() == expected

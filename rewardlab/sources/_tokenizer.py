@@ -189,6 +189,9 @@ def _kernel():
 
 from numba import njit  # noqa: E402
 from numba.cpython.unsafe.numbers import trailing_zeros  # noqa: E402  (LLVM cttz)
+from numba.core import types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
+from llvmlite import ir  # noqa: E402
 
 sparse_spec, numeric_spec, progression_spec, candidates_spec, summary_spec, results_spec = (
     _SPARSE, _NUMERIC, _PROGRESSION, _CANDIDATES, _ROUND_SUMMARY, _RESULTS)
@@ -211,120 +214,67 @@ def _odd(c) -> int:
 
 
 @njit(nogil=True, cache=True)
-def _load8(words, i):
-    """The 8 bytes from byte ``i`` as a little-endian word (needs ``(i >> 3) + 1 < len(words)``)."""
-    shift = np.uint64((i & 7) * 8)
-    # the high part is shifted in two steps so that a shift of 64 (i aligned) gives 0
-    return (words[i >> 3] >> shift) | ((words[(i >> 3) + 1] << np.uint64(1)) << (np.uint64(63) - shift))
+def _list(buf, words, i, size, out, row, spec):
+    """Parse the comma-separated integers from ``buf[i]`` to the column's end into ``out[row]``, padded.
 
-
-_F0 = np.uint64(0xF0F0F0F0F0F0F0F0)
-_ZEROS = np.uint64(0x3030303030303030)
-_SIXES = np.uint64(0x0606060606060606)
-_LOWS = np.uint64(0x7F7F7F7F7F7F7F7F)
-
-
-@njit(nogil=True, cache=True)
-def _digits8(x):
-    """(number of leading ASCII digits of the word ``x`` (8 if all are), their value)."""
-    # a byte is a digit when its high nibble is 3 and its low nibble + 6 stays below 16
-    nd = ((x & _F0) ^ _ZEROS) | (((x + _SIXES) & _F0) ^ _ZEROS)  # zero bytes are digits
-    m = (((nd & _LOWS) + _LOWS) | nd) & _HIGHS  # bit 7 of every non-digit byte (exact)
-    if m == np.uint64(0):
-        return 8, 0
-    n = np.int64(trailing_zeros(m)) >> 3
-    if n == 0:
-        return 0, 0
-    d = (x - _ZEROS) << np.uint64(64 - 8 * n)  # the n digits, last one in the top byte
-    d = (d * np.uint64(10) + (d >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
-    d = (d * np.uint64(100) + (d >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
-    d = (d * np.uint64(10000) + (d >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
-    return n, np.int64(d)
-
-
-@njit(nogil=True, cache=True)
-def _token(buf, i, size):
-    """Parse one token byte by byte from ``buf[i]``.
-
-    Returns (position of the ``,``/TAB/LF/end that ends it, is an integer,
-    value, odd-byte flags).
+    Returns (position of the TAB / LF / end of data that ends the column,
+    error code, detail, values kept, odd-byte flags).  Indexing a slice with
+    ``range`` indices keeps numba from adding negative-index checks.
     """
+    max_len, lo, hi, pad, exact = spec
+    view = buf[i:]
+    count = 0
     v = 0
     digits = 0
     neg = False
     bad = False
+    range_bad = False
+    first_bad = 0
     odd = 0
-    while i < size:
-        c = np.int64(buf[i])
-        if 48 <= c <= 57:
-            v = v * 10 + (c - 48)
+    length = view.shape[0]
+    k = 0
+    for k in range(length + 1):
+        c = np.int64(view[k]) if k < length else _LF
+        d = c - 48
+        if 0 <= d <= 9:
+            v = v * 10 + d
             digits += 1
-        elif c == _COMMA or c == _TAB or c == _LF:
-            break
+            continue
+        if c == _COMMA or c == _TAB or c == _LF:
+            if digits == 0 or digits > max_digits:
+                bad = True
+            else:
+                if neg:
+                    v = -v
+                if (v < lo or v >= hi) and not range_bad:
+                    range_bad = True
+                    first_bad = v
+            if count < max_len:
+                out[row, count] = v
+            count += 1
+            if c != _COMMA:
+                break
+            v = 0
+            digits = 0
+            neg = False
         elif c == _MINUS and digits == 0 and not neg:
             neg = True
         else:
             bad = True
             odd |= _odd(c)
-        i += 1
-    ok = not bad and 0 < digits <= max_digits
-    return i, ok, -v if neg else v, odd
-
-
-@njit(nogil=True, cache=True)
-def _list(buf, words, i, size, out, row, spec):
-    """Parse the comma-separated integers from ``buf[i]`` to the column's end into ``out[row]``, padded.
-
-    Short unsigned tokens are read 8 bytes at a time (``_digits8``); any
-    other token (signed, long, malformed, near the end of data) byte by byte.
-    Returns (position of the TAB / LF / end of data that ends the column,
-    error code, detail, values kept, odd-byte flags).
-    """
-    max_len, lo, hi, pad, exact = spec
-    fast_end = (words.shape[0] - 1) * 8  # _load8 may read a word from below this byte
-    count = 0
-    bad = False
-    range_bad = False
-    first_bad = 0
-    odd = 0
-    while True:
-        sep = -1
-        if i < fast_end:
-            x = _load8(words, i)
-            n, v = _digits8(x)
-            if 0 < n < 8:
-                c = np.int64((x >> np.uint64(8 * n)) & np.uint64(0xFF))
-                if c == _COMMA or c == _TAB or c == _LF:
-                    sep = c
-                    i += n
-                    ok = True
-        if sep < 0:  # the slow path
-            i, ok, v, o = _token(buf, i, size)
-            odd |= o
-            sep = np.int64(buf[i]) if i < size else _LF
-        if not ok:
-            bad = True
-        elif (v < lo or v >= hi) and not range_bad:
-            range_bad = True
-            first_bad = v
-        if count < max_len:
-            out[row, count] = v
-        count += 1
-        if sep != _COMMA:
-            break
-        i += 1
     kept = min(count, max_len)
     for t in range(kept, max_len):
         out[row, t] = pad
+    end = i + k
     if bad:
-        return i, c_not_integer, 0, kept, odd
+        return end, c_not_integer, 0, kept, odd
     if count > max_len:
-        return i, c_too_many, count, kept, odd
+        return end, c_too_many, count, kept, odd
     if exact and count != exact:
-        return i, c_wrong_length, count, kept, odd
+        return end, c_wrong_length, count, kept, odd
     if range_bad:
-        return i, c_out_of_range, first_bad, kept, odd
-    return i, 0, 0, kept, odd
+        return end, c_out_of_range, first_bad, kept, odd
+    return end, 0, 0, kept, odd
 
 
 @njit(nogil=True, cache=True)
@@ -444,69 +394,120 @@ def _count_lf(buf, words):
     return total
 
 
-@njit(nogil=True, cache=True)
-def _scan_tail(buf, words, j, size, cs, ce):
-    """Find the column bounds from ``buf[j]`` (column 6) to the end of the line.
+@intrinsic
+def _load_u64(typingctx, arr, idx):
+    """The 8 bytes ``arr[idx:idx + 8]`` as one little-endian word (an unaligned load; no checks)."""
+    sig = types.uint64(arr, types.intp)
 
-    Reads 8-byte words and looks only at the bytes that may be special (TAB,
-    LF, other control bytes, DEL, >= 0x80).  Fills ``cs``/``ce`` for columns
-    6-11; returns (line end, last column index, odd-byte flags).
-    """
-    k = 6
-    odd = 0
-    n_words = words.shape[0]
-    while j < size:
-        if j & 7 == 0 and (j >> 3) < n_words:
-            m = _special_bytes(words[j >> 3])
-            done = False
-            while m != np.uint64(0):
-                p = j + (np.int64(trailing_zeros(m)) >> 3)
-                t = _CLASS[buf[p]]
-                if t == 2:  # LF
-                    j = p
-                    done = True
-                    break
-                if t == 1:  # TAB
-                    if k < 12:
-                        ce[k] = p
-                        cs[k + 1] = p + 1
-                    k += 1
-                elif t > 2:
-                    odd |= t - 2
-                m &= m - np.uint64(1)
-            if done:
-                break
-            j += 8
-            continue
-        t = _CLASS[buf[j]]
-        if t == 2:
-            break
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+_TABS8 = np.uint64(0x0909090909090909)
+_LFS8 = np.uint64(0x0A0A0A0A0A0A0A0A)
+_LOWS = np.uint64(0x7F7F7F7F7F7F7F7F)
+
+
+@njit(nogil=True, cache=True)
+def _zero_bytes(y):
+    """Bit 7 of every zero byte of ``y`` (exact)."""
+    return ~(((y & _LOWS) + _LOWS) | y) & _HIGHS
+
+
+@njit(nogil=True, cache=True)
+def _marks(m) -> int:
+    """How many bytes of ``m`` have bit 7 set (``m`` has no other bits)."""
+    return np.int64(((m >> np.uint64(7)) * _ONES) >> np.uint64(56))
+
+
+@njit(nogil=True, cache=True)
+def _byte_class(buf, j, stop, tabs, odd):
+    """Count TABs and collect odd-byte flags of ``buf[j:stop]`` one byte at a time."""
+    for p in range(j, stop):
+        t = _CLASS[buf[p]]
         if t == 1:
-            if k < 12:
-                ce[k] = j
-                cs[k + 1] = j + 1
-            k += 1
+            tabs += 1
         elif t > 2:
             odd |= t - 2
-        j += 1
-    if k <= 12:
-        ce[k] = j
-    return j, k, odd
+    return tabs, odd
 
 
 @njit(nogil=True, cache=True)
-def _tokenize_kernel(buf, words, first, start, end, kind, code, column, detail, non_ascii, same_game, next_mismatch,
+def _line_end(buf, j, size):
+    """From ``buf[j]`` to the end of the line: (position of its LF or end of data, TABs, odd flags).
+
+    Reads 8 bytes at a time: TABs are counted and odd bytes noticed without
+    looking at bytes one by one (words with a possible odd byte are looked
+    at again byte by byte).
+    """
+    tabs = 0
+    odd = 0
+    while j + 8 <= size:
+        x = _load_u64(buf, j)
+        lf = _zero_bytes(x ^ _LFS8)
+        tb = _zero_bytes(x ^ _TABS8)
+        if lf != np.uint64(0):
+            p = np.int64(trailing_zeros(lf)) >> 3
+            below = (np.uint64(1) << np.uint64(8 * p)) - np.uint64(1)
+            if _special_bytes(x) & ~(lf | tb) & below:
+                tabs, odd = _byte_class(buf, j, j + p, tabs, odd)
+            else:
+                tabs += _marks(tb & below)
+            return j + p, tabs, odd
+        if _special_bytes(x) & ~tb:
+            tabs, odd = _byte_class(buf, j, j + 8, tabs, odd)
+        else:
+            tabs += _marks(tb)
+        j += 8
+    while j < size and buf[j] != _LF:
+        tabs, odd = _byte_class(buf, j, j + 1, tabs, odd)
+        j += 1
+    return j, tabs, odd
+
+
+@njit(nogil=True, cache=True)
+def _tab_before(buf, j, lo):
+    """The last TAB in ``buf[lo:j]`` (``lo - 1`` if none)."""
+    j -= 1
+    while j >= lo and buf[j] != _TAB:
+        j -= 1
+    return j
+
+
+@njit(nogil=True, cache=True)
+def _first_diff(buf, s1, e1, s2, e2):
+    """The first of the TAB-separated columns of ``buf[s1:e1]`` and ``buf[s2:e2]`` that differ (0-3)."""
+    for q in range(4):
+        t1 = s1
+        while t1 < e1 and buf[t1] != _TAB:
+            t1 += 1
+        t2 = s2
+        while t2 < e2 and buf[t2] != _TAB:
+            t2 += 1
+        if not _same(buf, s1, t1, s2, t2):
+            return q
+        s1 = t1 + 1
+        s2 = t2 + 1
+    return 3
+
+
+@njit(nogil=True, cache=True)
+def _tokenize_kernel(buf, words, skip, start, end, kind, code, column, detail, non_ascii, same_game, next_mismatch,
                      sparse, numeric, progression, candidates, round_summary, results, lengths, action):
     size = buf.shape[0]
     n = start.shape[0]
     cs = np.empty(13, dtype=np.int64)  # column starts
     ce = np.empty(13, dtype=np.int64)  # column ends
-    prev_ns = np.empty(4, dtype=np.int64)  # the previous line's next-state columns (6-9)
-    prev_ne = np.empty(4, dtype=np.int64)
+    prev_ns = 0  # the previous line's next-state columns (6-9): buf[prev_ns:prev_ne]
+    prev_ne = 0
     prev_has_next = False
     prev_gs = -1
     prev_ge = -1
-    pos = first
+    pos = skip
     for row in range(n):
         s = pos
         i, gid_ok, odd = _game_id(buf, s, size)
@@ -546,15 +547,21 @@ def _tokenize_kernel(buf, words, first, start, end, kind, code, column, detail, 
             if rc != 0 and lerr == 0:
                 lerr, lcol, lval = rc, q, rv
         ncols = q + 1
-        # the rest of the line: only the column bounds (next-state columns are compared as bytes)
+        # the rest of the line: its end and TAB count; next-state columns are compared as bytes
+        next_s = next_e = 0
         if q == 5 and i < size and buf[i] == _TAB:
-            cs[6] = i + 1
-            j, k, o = _scan_tail(buf, words, i + 1, size, cs, ce)
+            next_s = i + 1
+            i, tabs, o = _line_end(buf, next_s, size)
             odd |= o
-            if k <= 12:
-                ce[k] = j
-            ncols = k + 1
-            i = j
+            ncols = 7 + tabs
+            if ncols == 8:  # round summary, results
+                cs[6] = next_s
+            elif ncols == 12:  # 4 next-state columns, round summary, results
+                last = _tab_before(buf, i, next_s)
+                cs[10] = _tab_before(buf, last, next_s) + 1
+                next_e = cs[10] - 1
+            else:
+                next_e = i
         start[row] = s
         end[row] = i
         pos = i + 1
@@ -577,11 +584,11 @@ def _tokenize_kernel(buf, words, first, start, end, kind, code, column, detail, 
             _pad_rest(row, 4, sparse, numeric, progression, candidates, round_summary, results, lengths)
         else:
             first = 6 if ncols == 8 else 10
-            _, rc, rv, kept, o = _list(buf, words, cs[first], size, round_summary, row, summary_spec)
+            t, rc, rv, kept, o = _list(buf, words, cs[first], size, round_summary, row, summary_spec)
             lengths[row, 4] = kept
             if rc != 0 and lerr == 0:
                 lerr, lcol, lval = rc, first, rv
-            _, rc, rv, kept, o = _list(buf, words, cs[first + 1], size, results, row, results_spec)
+            _, rc, rv, kept, o = _list(buf, words, t + 1, size, results, row, results_spec)
             lengths[row, 5] = kept
             if rc != 0 and lerr == 0:
                 lerr, lcol, lval = rc, first + 1, rv
@@ -600,22 +607,33 @@ def _tokenize_kernel(buf, words, first, start, end, kind, code, column, detail, 
             code[row], column[row], detail[row] = 0, -1, 0
         # the previous line's next-state columns against this line's state columns
         if prev_has_next:
-            if _same(buf, prev_ns[0], prev_ne[3], cs[1], ce[4]):
+            if _same(buf, prev_ns, prev_ne, cs[1], ce[4]):
                 next_mismatch[row] = -1
             else:
-                first_diff = 3
-                for t in range(4):
-                    if not _same(buf, prev_ns[t], prev_ne[t], cs[1 + t], ce[1 + t]):
-                        first_diff = t
-                        break
-                next_mismatch[row] = first_diff
+                next_mismatch[row] = _first_diff(buf, prev_ns, prev_ne, cs[1], ce[4])
         else:
             next_mismatch[row] = -2
         prev_has_next = ncols != 8
-        if prev_has_next:
-            for t in range(4):
-                prev_ns[t] = cs[6 + t]
-                prev_ne[t] = ce[6 + t]
+        prev_ns = next_s
+        prev_ne = next_e
+
+
+@njit(nogil=True, cache=True)
+def game_rounds(key, starts):
+    """Dense rank of ``key`` within each game: the game-wide round index of every row.
+
+    ``starts`` are the first rows of the games (ascending, ``starts[0] == 0``);
+    a game's rows are contiguous.  Shapes: ``key`` (n,), ``starts`` (g,);
+    returns (n,) int64.
+    """
+    n = key.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for g in range(starts.shape[0]):
+        a = starts[g]
+        b = starts[g + 1] if g + 1 < starts.shape[0] else n
+        distinct = np.unique(key[a:b])
+        out[a:b] = np.searchsorted(distinct, key[a:b])
+    return out
 
 
 if __name__ == "__main__":  # `python -m rewardlab.sources._tokenizer`: compile now (make does, once per install)
@@ -623,4 +641,5 @@ if __name__ == "__main__":  # `python -m rewardlab.sources._tokenizer`: compile 
 
     t0 = time.perf_counter()
     tokenize(b"0\n")
-    print(f"rewardlab: text tokenizer ready ({time.perf_counter() - t0:.1f} s; numba caches it on disk)")
+    game_rounds(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    print(f"rewardlab: text tokenizer compiled ({time.perf_counter() - t0:.1f} s; numba caches it on disk)")

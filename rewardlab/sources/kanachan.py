@@ -965,14 +965,13 @@ def _number_games(frame: pl.DataFrame, files: list[Path], *, skip: bool) -> pl.D
                                   "game_reappears",
                                   f"game {frame[S.GAME_ID][r]} also appears in an earlier file; a game's "
                                   "lines should be in one place", hint="Remove the duplicate game.")
-    key = (frame[S.CHANG].cast(pl.Int32) * 4096 + frame[S.JU].cast(pl.Int32) * 256
-           + frame[S.BEN].cast(pl.Int32))
-    rounds = (
-        pl.DataFrame({"g": game, "k": key})
-        .select((pl.col("k").rank("dense").over("g") - 1).cast(pl.UInt8))
-        .to_series()
-    )
-    return frame.with_columns(pl.Series(S.GAME, game.astype(np.uint32)), rounds.alias(S.ROUND))
+    from rewardlab.sources._tokenizer import game_rounds
+
+    key = (frame[S.CHANG].to_numpy().astype(np.int64) * 4096 + frame[S.JU].to_numpy().astype(np.int64) * 256
+           + frame[S.BEN].to_numpy())
+    rounds = game_rounds(key, np.flatnonzero(starts))
+    return frame.with_columns(pl.Series(S.GAME, game.astype(np.uint32)),
+                              pl.Series(S.ROUND, rounds.astype(np.uint8)))
 
 
 def load_kanachan(
