@@ -1,8 +1,17 @@
-"""Datasets on disk: convert annotation files to Parquet, and summarise any dataset.
+"""Datasets on disk: convert annotation files to Parquet or Arrow, and summarise any dataset.
 
-A converted dataset is the common frame written to Parquet; every loader
-accepts it and :func:`rewardlab.scan_kanachan` scans it lazily, so data larger
-than memory can be filtered and summarised without loading it.
+A converted dataset is the common frame written to a ``.parquet`` or
+``.arrow`` file (the file layouts live in :mod:`rewardlab.storage`); every
+loader accepts it, and :func:`rewardlab.scan_kanachan` scans it lazily, so
+data larger than memory can be filtered and summarised without loading it.
+
+In a converted ``.parquet`` file the array columns (``sparse``,
+``progression``, ``results``, ...) are stored as fixed-size binary values
+(each row's numbers as little-endian bytes), which load several times faster
+than Parquet lists.  A plain ``pl.read_parquet`` of such a file therefore
+shows those columns as ``Binary``; :func:`rewardlab.load_kanachan` and
+:func:`rewardlab.scan_kanachan` decode them.  Parquet files written by
+``frame.write_parquet`` (array columns as lists) load too.
 
 Examples
 --------
@@ -23,7 +32,8 @@ from rewardlab import schema as S
 from rewardlab._io import atomic_path
 from rewardlab.mahjong import episode_outcomes
 from rewardlab.errors import ParameterError
-from rewardlab.sources.kanachan import DATASET_SUFFIXES, read_kanachan, scan_kanachan
+from rewardlab.sources.kanachan import read_kanachan, scan_kanachan
+from rewardlab.storage import DATASET_SUFFIXES, write_dataset
 
 __all__ = ["convert", "write_dataset", "summarize", "DatasetSummary", "as_lazy"]
 
@@ -53,15 +63,19 @@ def convert(
     skipped_path: str | Path | None = None,
     progress: bool | None = None,
 ):
-    """Load annotation files and write the frame to a Parquet dataset (atomic write).
+    """Load annotation files and write the frame to a Parquet or Arrow dataset (atomic write).
 
     Parameters
     ----------
     paths : path or sequence of paths
         kanachan annotation files (plain, ``.gz`` or ``.bz2``).
     out : path
-        The dataset file to write: ``.parquet`` (portable) or ``.arrow``
-        (Arrow IPC, zstd; loads several times faster).
+        The dataset file to write (see :func:`rewardlab.storage.write_dataset`):
+        ``.parquet`` (lz4; array columns as little-endian fixed-size binary,
+        so a plain ``pl.read_parquet`` shows them as ``Binary`` while
+        :func:`rewardlab.load_kanachan` / :func:`rewardlab.scan_kanachan`
+        decode them) or ``.arrow`` (Arrow IPC, zstd; smaller and about as
+        fast to load).
     overwrite : bool
         Replace ``out`` if it exists (otherwise
         :class:`~rewardlab.errors.OutputExistsError`).
@@ -86,26 +100,6 @@ def convert(
                                overwrite=overwrite, progress=progress)
         write_dataset(result.frame, tmp, kind=kind)
     return result
-
-
-def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet") -> None:
-    """Write ``frame`` as a dataset file of ``kind`` ``"parquet"`` or ``"ipc"`` (not atomic by itself).
-
-    Parquet uses lz4 and row groups of 64k rows (cheap lazy scans and
-    slices); Arrow IPC uses zstd and loads several times faster, because
-    Polars decodes Parquet's nested (fixed-size list) columns element by
-    element while IPC stores them as flat buffers.
-
-    Examples
-    --------
-    >>> write_dataset(frame, "/tmp/d.arrow", kind="ipc")  # doctest: +SKIP
-    """
-    if kind == "parquet":
-        frame.write_parquet(path, compression="lz4", row_group_size=65536, statistics=True)
-    elif kind == "ipc":
-        frame.write_ipc(path, compression="zstd")
-    else:
-        raise ParameterError("kind", "should be 'parquet' or 'ipc'", kind)
 
 
 @dataclasses.dataclass(frozen=True)

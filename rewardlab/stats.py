@@ -60,6 +60,7 @@ from rewardlab import schema as S
 from rewardlab.errors import (
     ColumnNotFoundError, FrameError, ParameterError, check_choice, check_finite, check_positive,
 )
+from rewardlab.storage import layout_of, scan_dataset
 
 __all__ = [
     "SCOPES",
@@ -244,6 +245,8 @@ def _lazy(data) -> tuple[pl.LazyFrame, str | None]:
         raise ParameterError("data", "should name Parquet files or folders holding them",
                              [str(p) for p in paths])
     _check_same_columns(targets)
+    if any(layout_of(t) is not None for t in targets):  # converted datasets: decode their array columns
+        return scan_dataset(targets), ", ".join(map(str, paths))
     return pl.scan_parquet(targets), ", ".join(map(str, paths))
 
 

@@ -18,8 +18,9 @@ def register(sub) -> None:
 
     p = sub.add_parser("convert", help="convert annotation files to a Parquet (or Arrow) dataset",
                        description="Parse and validate annotation files and write the frame to "
-                       "a dataset (atomic write): .parquet (portable) or .arrow (Arrow IPC, "
-                       "loads several times faster). Loaders scan the result lazily.")
+                       "a dataset (atomic write): .parquet (lz4; array columns as fixed-size "
+                       "binary, decoded by rewardlab's loaders) or .arrow (Arrow IPC, zstd). "
+                       "Loaders scan the result lazily.")
     p.add_argument("sources", nargs="+", metavar="SRC", help="annotation files (plain, .gz, .bz2)")
     p.add_argument("--out", required=True, help="output .parquet or .arrow file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")

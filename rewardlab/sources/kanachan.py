@@ -838,22 +838,8 @@ def _as_paths(paths) -> list[Path]:
     return out
 
 
-#: Suffixes of converted datasets: Parquet (portable) and Arrow IPC (fastest to load).
-DATASET_SUFFIXES = {".parquet": "parquet", ".arrow": "ipc", ".ipc": "ipc", ".feather": "ipc"}
-
-
-def is_dataset(path: str | Path) -> bool:
-    """True for a converted dataset: a ``.parquet`` / ``.arrow`` file, or a folder of them.
-
-    Examples
-    --------
-    >>> is_dataset("d.parquet"), is_dataset("d.arrow"), is_dataset("d.tsv.gz")
-    (True, True, False)
-    """
-    path = Path(path)
-    if path.suffix in DATASET_SUFFIXES:
-        return True
-    return path.is_dir() and any(p.suffix in DATASET_SUFFIXES for p in path.iterdir())
+# Dataset layouts live in rewardlab.storage; the names are re-exported here.
+from rewardlab.storage import DATASET_SUFFIXES, is_dataset, read_dataset, scan_dataset  # noqa: E402
 
 
 def read_kanachan(
@@ -902,7 +888,7 @@ def read_kanachan(
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
     if all(is_dataset(p) for p in files):
-        return LoadResult(scan_kanachan(files).collect(), pl.DataFrame(schema=_SKIPPED_SCHEMA))
+        return LoadResult(read_dataset(files), pl.DataFrame(schema=_SKIPPED_SCHEMA))
     if any(is_dataset(p) for p in files):
         raise ParameterError("paths", "should be all annotation files or all Parquet datasets",
                              [str(p) for p in files])
@@ -1018,23 +1004,4 @@ def scan_kanachan(paths) -> pl.LazyFrame:
     files = _as_paths(paths)
     if not all(is_dataset(p) for p in files):
         return load_kanachan(files, progress=False).lazy()
-    targets = []
-    for p in files:
-        if p.is_dir():
-            targets.extend(sorted(q for q in p.iterdir() if q.suffix in DATASET_SUFFIXES))
-        elif not p.exists():
-            raise DataFormatError(p, None, None, "missing_file", "no such file", hint="Check the path.")
-        else:
-            targets.append(p)
-    kinds = {DATASET_SUFFIXES[t.suffix] for t in targets}
-    if len(kinds) > 1:
-        raise ParameterError("paths", "should be datasets of one kind (all Parquet or all Arrow)",
-                             [str(t) for t in targets])
-    lf = pl.scan_parquet(targets) if kinds == {"parquet"} else pl.scan_ipc(targets)
-    names = lf.collect_schema().names()
-    missing = [c for c in S.FRAME_SCHEMA if c not in names]
-    if missing:
-        raise DataFormatError(targets[0], None, None, "not_a_dataset",
-                              f"the Parquet file lacks columns {missing}",
-                              hint="Create datasets with `rewardlab convert`.")
-    return lf
+    return scan_dataset(files)

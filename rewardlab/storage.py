@@ -1,0 +1,455 @@
+"""Dataset file layouts: write the common frame to disk and read it back, eagerly or lazily.
+
+A converted dataset is one ``.parquet`` or ``.arrow`` file, several of them, or
+a folder of them, each holding the common frame (schema
+:data:`rewardlab.schema.FRAME_SCHEMA`, possibly with extra columns such as
+``reward_<name>`` after it).
+
+Arrow IPC (``.arrow``) stores the frame as Polars does, with zstd.
+
+Parquet (``.parquet``) stores every ``pl.Array`` column of the frame
+(``grades``, ``sparse``, ``numeric``, ``progression``, ``candidates``,
+``round_summary``, ``results``) as **FixedSizeBinary**: one value per row
+holding the row's ``width`` numbers as little-endian bytes.  Polars decodes
+Parquet's fixed-size-list columns element by element (under 1 M rows/s);
+these binary columns decode as flat buffers, several times faster.  The file
+says so in its key-value metadata: ``rewardlab.layout`` (:data:`LAYOUT`) and
+``rewardlab.arrays`` (JSON: each array column's little-endian dtype and
+width).  A plain ``pl.read_parquet`` of such a file therefore shows the array
+columns as ``Binary``; :func:`rewardlab.load_kanachan` and
+:func:`rewardlab.scan_kanachan` (through :func:`read_dataset` and
+:func:`scan_dataset`) decode them.  A Parquet file without the marker, whose
+array columns are ``pl.Array`` (what ``frame.write_parquet(path)`` writes),
+still loads the way Polars reads it.
+
+Examples
+--------
+>>> import tempfile, pathlib, polars as pl
+>>> from rewardlab import storage
+>>> from rewardlab.schema import FRAME_SCHEMA
+>>> frame = pl.DataFrame(schema=FRAME_SCHEMA)  # an empty common frame
+>>> with tempfile.TemporaryDirectory() as d:
+...     path = pathlib.Path(d) / "empty.parquet"
+...     storage.write_dataset(frame, path, kind="parquet")
+...     print(storage.layout_of(path), storage.read_dataset(path).equals(frame))
+fsb-1 True
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab import schema as S
+from rewardlab.errors import ColumnNotFoundError, DataFormatError, FrameError, ParameterError
+
+__all__ = [
+    "DATASET_SUFFIXES",
+    "LAYOUT",
+    "PARQUET_COMPRESSION",
+    "dataset_files",
+    "is_dataset",
+    "layout_of",
+    "read_dataset",
+    "scan_dataset",
+    "write_dataset",
+]
+
+#: Suffixes of converted datasets: Parquet (portable) and Arrow IPC.
+DATASET_SUFFIXES = {".parquet": "parquet", ".arrow": "ipc", ".ipc": "ipc", ".feather": "ipc"}
+
+#: Value of the ``rewardlab.layout`` Parquet metadata key: array columns as FixedSizeBinary.
+LAYOUT = "fsb-1"
+LAYOUT_KEY = "rewardlab.layout"
+ARRAYS_KEY = "rewardlab.arrays"
+
+#: Parquet codec of :func:`write_dataset` (chosen by measurement, see its docstring).
+PARQUET_COMPRESSION = "lz4"
+PARQUET_ROW_GROUP = 65536
+
+_LITTLE_ENDIAN = {
+    pl.Int8: "<i1", pl.Int16: "<i2", pl.Int32: "<i4", pl.Int64: "<i8",
+    pl.UInt8: "<u1", pl.UInt16: "<u2", pl.UInt32: "<u4", pl.UInt64: "<u8",
+    pl.Float32: "<f4", pl.Float64: "<f8",
+}
+
+#: The frame's array columns: name -> (little-endian NumPy dtype string, width).
+ARRAY_COLUMNS: dict[str, tuple[str, int]] = {
+    name: (_LITTLE_ENDIAN[dtype.inner], dtype.size)
+    for name, dtype in S.FRAME_SCHEMA.items() if isinstance(dtype, pl.Array)
+}
+
+_HINT = "Create datasets with `rewardlab convert` (or rewardlab.dataset.write_dataset)."
+
+
+def is_dataset(path: str | Path) -> bool:
+    """True for a converted dataset: a ``.parquet`` / ``.arrow`` file, or a folder of them.
+
+    Examples
+    --------
+    >>> is_dataset("d.parquet"), is_dataset("d.arrow"), is_dataset("d.tsv.gz")
+    (True, True, False)
+    """
+    path = Path(path)
+    if path.suffix in DATASET_SUFFIXES:
+        return True
+    return path.is_dir() and any(p.suffix in DATASET_SUFFIXES for p in path.iterdir())
+
+
+def dataset_files(paths) -> tuple[list[Path], str]:
+    """The dataset files named by ``paths`` (folders expanded, sorted) and their kind.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Dataset files or folders holding them, all of one kind.
+
+    Returns
+    -------
+    files : list of Path
+    kind : {"parquet", "ipc"}
+
+    Examples
+    --------
+    >>> dataset_files(["a.parquet", "b.parquet"])  # doctest: +SKIP
+    ([PosixPath('a.parquet'), PosixPath('b.parquet')], 'parquet')
+    """
+    paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted(q for q in p.iterdir() if q.suffix in DATASET_SUFFIXES))
+        elif not p.exists():
+            raise DataFormatError(p, None, None, "missing_file", "no such file", hint="Check the path.")
+        elif p.suffix not in DATASET_SUFFIXES:
+            raise ParameterError("paths", "should be .parquet or .arrow datasets, or folders of them",
+                                 str(p))
+        else:
+            files.append(p)
+    if not files:
+        raise ParameterError("paths", "should name dataset files or folders holding them",
+                             [str(p) for p in paths])
+    kinds = {DATASET_SUFFIXES[f.suffix] for f in files}
+    if len(kinds) > 1:
+        raise ParameterError("paths", "should be datasets of one kind (all Parquet or all Arrow)",
+                             [str(f) for f in files])
+    return files, kinds.pop()
+
+
+# ----------------------------------------------------------------------------
+# Writing
+# ----------------------------------------------------------------------------
+
+
+def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet") -> None:
+    """Write the common frame as a dataset file of ``kind`` ``"parquet"`` or ``"ipc"``.
+
+    Not atomic by itself: public entry points (:func:`rewardlab.convert`)
+    write to :func:`rewardlab._io.atomic_path` and pass the temporary path.
+
+    Parquet: the array columns as little-endian FixedSizeBinary (see the
+    module docstring), written with pyarrow; lz4, row groups of 65,536 rows
+    (cheap lazy scans and slices), statistics on, dictionary encoding for the
+    other columns only.  lz4 was chosen over zstd by measurement (the 2
+    million tiled sample rows of ``python -m benchmarks loading``, 2 cores):
+    lz4 loaded at 7-10 M rows/s with 47 bytes per row on disk, zstd at
+    6.0-6.4 M rows/s with 26 bytes per row (the target is 5 M rows/s).  That
+    data repeats the sample's games, so sizes on disk of real data will differ.
+    A plain ``pl.read_parquet`` shows the array columns as ``Binary``; load
+    the file with :func:`rewardlab.load_kanachan` or
+    :func:`rewardlab.scan_kanachan`.
+
+    Arrow IPC: as Polars writes it, zstd.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The common frame (:data:`rewardlab.schema.FRAME_SCHEMA`, no nulls in
+        the array columns); extra columns are written after it unchanged.
+    path : path
+        The file to write.
+    kind : {"parquet", "ipc"}
+
+    Examples
+    --------
+    >>> write_dataset(frame, "/tmp/d.parquet", kind="parquet")  # doctest: +SKIP
+    >>> write_dataset(frame, "/tmp/d.arrow", kind="ipc")  # doctest: +SKIP
+    """
+    if kind not in ("parquet", "ipc"):
+        raise ParameterError("kind", "should be 'parquet' or 'ipc'", kind)
+    _check_frame(frame)
+    if kind == "ipc":
+        frame.write_ipc(path, compression="zstd")
+        return
+    import pyarrow.parquet as pq
+
+    table = _to_fixed_size_binary(frame)
+    scalars = [c for c in frame.columns if c not in ARRAY_COLUMNS]
+    pq.write_table(table, path, compression=PARQUET_COMPRESSION, row_group_size=PARQUET_ROW_GROUP,
+                   use_dictionary=scalars, write_statistics=True)
+
+
+def _check_frame(frame: pl.DataFrame) -> None:
+    if not isinstance(frame, pl.DataFrame):
+        raise ParameterError("frame", "should be a polars DataFrame (the common frame)",
+                             type(frame).__name__)
+    for name, dtype in S.FRAME_SCHEMA.items():
+        if name not in frame.columns:
+            raise ColumnNotFoundError(name, frame.columns)
+        if frame.schema[name] != dtype:
+            raise FrameError(f"column {name!r} should be {dtype}, found {frame.schema[name]}",
+                             hint="Write the frame rewardlab.load_kanachan() returns")
+
+
+def _to_fixed_size_binary(frame: pl.DataFrame):
+    """A pyarrow table of ``frame`` with the array columns as little-endian FixedSizeBinary."""
+    import pyarrow as pa
+
+    table = frame.drop(list(ARRAY_COLUMNS)).to_arrow()
+    columns = {}
+    for name in frame.columns:
+        if name not in ARRAY_COLUMNS:
+            columns[name] = table[name]
+            continue
+        dtype, width = ARRAY_COLUMNS[name]
+        values = frame[name].to_numpy()  # (rows, width); floats when there are nulls
+        if values.dtype != np.dtype(dtype).newbyteorder("="):
+            raise FrameError(f"column {name!r} has null values; a dataset's array columns cannot",
+                             hint="Drop or fill those rows first")
+        data = np.ascontiguousarray(values.astype(dtype, copy=False))
+        columns[name] = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(data.itemsize * width), len(data), [None, pa.py_buffer(data)])
+    metadata = {LAYOUT_KEY: LAYOUT,
+                ARRAYS_KEY: json.dumps({c: {"dtype": d, "width": w} for c, (d, w) in ARRAY_COLUMNS.items()})}
+    return pa.table(columns).replace_schema_metadata(metadata)
+
+
+# ----------------------------------------------------------------------------
+# Reading
+# ----------------------------------------------------------------------------
+
+
+def layout_of(path: str | Path) -> str | None:
+    """The ``rewardlab.layout`` marker of a Parquet file (:data:`LAYOUT`), or None without one.
+
+    Reads only the file's footer.
+
+    Examples
+    --------
+    >>> layout_of("data/d.parquet")  # doctest: +SKIP
+    'fsb-1'
+    """
+    import pyarrow.parquet as pq
+
+    metadata = _read_schema(Path(path), pq).metadata or {}
+    value = metadata.get(LAYOUT_KEY.encode())
+    return None if value is None else value.decode()
+
+
+def _read_schema(path: Path, pq):
+    try:
+        return pq.read_schema(path)
+    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+        raise DataFormatError(path, None, None, "not_parquet", f"cannot be read as Parquet ({exc})",
+                              hint=_HINT) from exc
+
+
+def _inspect_parquet(path: Path) -> tuple[list[str], bool]:
+    """The file's columns and whether it has the FixedSizeBinary layout (checked against the schema)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _read_schema(path, pq)
+    _require_frame_columns(path, schema.names, "Parquet")
+    metadata = schema.metadata or {}
+    layout = metadata.get(LAYOUT_KEY.encode())
+    dtypes = pl.from_arrow(schema.empty_table()).schema  # what Polars reads, before decoding
+    _check_dtypes(path, dtypes, skip=ARRAY_COLUMNS if layout is not None else ())
+    if layout is None:
+        return schema.names, False
+    if layout.decode() != LAYOUT:
+        raise DataFormatError(path, None, None, "unknown_layout",
+                              f"the file's layout {layout.decode()!r} is not {LAYOUT!r}, the one this "
+                              "version reads", hint="Upgrade rewardlab, or convert the data again.")
+    listed = _listed_arrays(path, metadata.get(ARRAYS_KEY.encode()))
+    for name, (dtype, width) in ARRAY_COLUMNS.items():
+        got = listed.get(name)
+        if got != {"dtype": dtype, "width": width}:
+            raise DataFormatError(path, None, None, "layout_mismatch",
+                                  f"column {name!r}: the file's metadata lists {got}, the frame has "
+                                  f"{{'dtype': {dtype!r}, 'width': {width}}}", hint=_HINT)
+        stored = schema.field(name).type
+        size = np.dtype(dtype).itemsize * width
+        if not pa.types.is_fixed_size_binary(stored) or stored.byte_width != size:
+            raise DataFormatError(path, None, None, "layout_mismatch",
+                                  f"column {name!r} is stored as {stored}, should be "
+                                  f"fixed_size_binary[{size}] ({width} x {dtype})", hint=_HINT)
+    return schema.names, True
+
+
+def _listed_arrays(path: Path, raw: bytes | None) -> dict:
+    try:
+        listed = json.loads(raw) if raw is not None else None
+    except ValueError:
+        listed = None
+    if not isinstance(listed, dict):
+        raise DataFormatError(path, None, None, "layout_mismatch",
+                              f"the {ARRAYS_KEY!r} metadata should be a JSON object, found {raw!r}",
+                              hint=_HINT)
+    return listed
+
+
+def _check_dtypes(path: Path, dtypes, *, skip=()) -> None:
+    for name, dtype in S.FRAME_SCHEMA.items():
+        if name not in skip and dtypes[name] != dtype:
+            raise DataFormatError(path, None, None, "wrong_dtype",
+                                  f"column {name!r} is {dtypes[name]}, should be {dtype}", hint=_HINT)
+
+
+def _require_frame_columns(path: Path, names: list[str], what: str) -> None:
+    missing = [c for c in S.FRAME_SCHEMA if c not in names]
+    if missing:
+        raise DataFormatError(path, None, None, "not_a_dataset",
+                              f"the {what} file lacks columns {missing}", hint=_HINT)
+
+
+def _inspect(files: list[Path], kind: str) -> list[bool]:
+    """Check every file is a dataset (columns, dtypes, layout) with the first file's columns.
+
+    Returns, per file, whether it has the FixedSizeBinary layout.  Reads only footers / schemas.
+    """
+    layouts, first = [], None
+    for path in files:
+        if kind == "parquet":
+            names, fsb = _inspect_parquet(path)
+        else:
+            dtypes, fsb = pl.read_ipc_schema(path), False
+            names = list(dtypes)
+            _require_frame_columns(path, names, "Arrow")
+            _check_dtypes(path, dtypes)
+        if first is not None and names != first[1]:
+            raise DataFormatError(path, None, None, "mixed_columns",
+                                  f"the file's columns {names} differ from those of {first[0]} "
+                                  f"{first[1]}", hint="Load files of one dataset together.")
+        first = first or (path, names)
+        layouts.append(fsb)
+    return layouts
+
+
+def _ordered(frame):
+    """``frame`` (eager or lazy) with the frame's columns first, in schema order, then the others."""
+    names = frame.collect_schema().names()
+    return frame.select(*S.FRAME_SCHEMA, *(c for c in names if c not in S.FRAME_SCHEMA))
+
+
+def read_dataset(paths) -> pl.DataFrame:
+    """Read converted datasets into one frame (files concatenated in order).
+
+    Parquet files of the FixedSizeBinary layout are read with pyarrow and
+    their array columns rebuilt without copying; other Parquet and Arrow
+    files are read by Polars.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        ``.parquet`` or ``.arrow`` files, or folders of them (one kind).
+
+    Returns
+    -------
+    polars.DataFrame
+        Schema :data:`rewardlab.schema.FRAME_SCHEMA`, in that column order,
+        then any extra columns the files hold.
+
+    Examples
+    --------
+    >>> frame = read_dataset("data/sample.parquet")  # doctest: +SKIP
+    """
+    files, kind = dataset_files(paths)
+    layouts = _inspect(files, kind)
+    if kind == "ipc":
+        return _ordered(pl.scan_ipc(files).collect())
+    frames = [_ordered(_read_fsb(path) if fsb else pl.read_parquet(path))
+              for path, fsb in zip(files, layouts)]
+    return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+
+
+def _read_fsb(path: Path) -> pl.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    columns = {}
+    for name in table.column_names:
+        column = table[name]
+        if name in ARRAY_COLUMNS:
+            dtype, width = ARRAY_COLUMNS[name]
+            chunks = [_fixed_size_list(chunk, np.dtype(dtype), width, path, name)
+                      for chunk in column.chunks]
+            value_type = pa.from_numpy_dtype(np.dtype(dtype).newbyteorder("="))
+            column = pa.chunked_array(chunks, type=pa.list_(value_type, width))
+        columns[name] = column
+    # One chunk per row group, like the chunks of an Arrow IPC load; rechunking would copy every column.
+    return pl.from_arrow(pa.table(columns), rechunk=False)
+
+
+def _fixed_size_list(chunk, dtype: np.dtype, width: int, path: Path, name: str):
+    """A FixedSizeBinary chunk as a fixed-size list of ``dtype`` (no copy on little-endian hosts)."""
+    import pyarrow as pa
+
+    if chunk.null_count:
+        raise DataFormatError(path, None, None, "null_values",
+                              f"column {name!r} has {chunk.null_count} null values", hint=_HINT)
+    n = len(chunk) * width
+    data = chunk.buffers()[1]
+    values = (np.frombuffer(data, dtype=dtype, count=n, offset=chunk.offset * width * dtype.itemsize)
+              if n else np.empty(0, dtype=dtype))
+    values = values.astype(dtype.newbyteorder("="), copy=False)  # a no-op on little-endian hosts
+    return pa.FixedSizeListArray.from_arrays(pa.array(values), width)
+
+
+def scan_dataset(paths) -> pl.LazyFrame:
+    """Scan converted datasets lazily (files concatenated in order).
+
+    Filters and projections are pushed into the scan: only the columns
+    selected are read and decoded (``bin.reinterpret`` for the array columns
+    of the FixedSizeBinary layout).
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        ``.parquet`` or ``.arrow`` files, or folders of them (one kind).
+
+    Returns
+    -------
+    polars.LazyFrame
+        Schema :data:`rewardlab.schema.FRAME_SCHEMA`, in that column order,
+        then any extra columns the files hold.
+
+    Examples
+    --------
+    >>> lf = scan_dataset("data/sample.parquet")  # doctest: +SKIP
+    >>> lf.filter(pl.col("end_of_game")).select("seat", "results").collect()  # doctest: +SKIP
+    """
+    files, kind = dataset_files(paths)
+    layouts = _inspect(files, kind)
+    if kind == "ipc":
+        return _ordered(pl.scan_ipc(files))
+    groups: list[tuple[bool, list[Path]]] = []  # runs of files of one layout, in order
+    for path, fsb in zip(files, layouts):
+        if groups and groups[-1][0] == fsb:
+            groups[-1][1].append(path)
+        else:
+            groups.append((fsb, [path]))
+    frames = [_ordered(_decode_lazy(pl.scan_parquet(group)) if fsb else pl.scan_parquet(group))
+              for fsb, group in groups]
+    return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+
+
+def _decode_lazy(lf: pl.LazyFrame) -> pl.LazyFrame:
+    return lf.with_columns(
+        pl.col(name).bin.reinterpret(dtype=S.FRAME_SCHEMA[name], endianness="little")
+        for name in ARRAY_COLUMNS
+    )
