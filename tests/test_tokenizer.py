@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rewardlab.sources._tokenizer import CODES, count_lines, tokenize
+from rewardlab.sources._tokenizer import CODES, count_lines, line_ends, tokenize
 from lines import game_lines, gid
 
 RULES = {v: k for k, v in CODES.items()}
@@ -179,6 +179,8 @@ def test_count_lines_against_bytes_count(data, offset, skip):
     expected = rest.count(b"\n") + (1 if rest and not rest.endswith(b"\n") else 0)
     assert count_lines(data, skip) == expected
     assert tokenize(data, skip=skip).n == expected
+    lfs = [k for k in range(skip, len(data)) if data[k] == 10]
+    assert line_ends(data, skip).tolist() == lfs + ([len(data)] if rest and not rest.endswith(b"\n") else [])
 
 
 @settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
@@ -222,3 +224,18 @@ def test_game_rounds_against_a_loop(games):
     starts = np.cumsum([0] + [len(g) for g in games[:-1]])
     expected = [sorted(set(g)).index(k) for g in games for k in g]
     assert game_rounds(key, starts).tolist() == expected
+
+
+@pytest.mark.parametrize("insert, code, non_ascii", [("\x01", "bad_encoding", False), ("é", "not_integer", True)])
+def test_odd_bytes_in_a_next_state_equal_to_the_following_state(insert, code, non_ascii):
+    """A next state that equals the following line's state is not scanned: its bytes are that line's."""
+    lines = list(VALID[:3])
+    for r, c in ((0, 6), (1, 1)):
+        cols = lines[r].split("\t")
+        cols[c] = cols[c] + insert
+        lines[r] = "\t".join(cols)
+    tok = tokenize("".join(line + "\n" for line in lines).encode())
+    assert int(tok.next_mismatch[1]) == -1  # still equal as text
+    assert RULES[int(tok.code[1])] == code
+    assert bool(tok.non_ascii[0]) == bool(tok.non_ascii[1]) == non_ascii
+    assert (RULES.get(int(tok.code[0])) == "bad_encoding") == (code == "bad_encoding")

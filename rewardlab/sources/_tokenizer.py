@@ -1,17 +1,23 @@
 """The compiled line tokenizer behind :mod:`rewardlab.sources.kanachan`.
 
-One pass over a block of annotation text: split lines and columns, parse the
-comma-separated integer lists straight into padded fixed-size arrays, check
-every line-level rule, and compare each line's next-state columns with the
-following line's state columns as bytes.  It is compiled by numba on first
-use (cached on disk afterwards) and releases the GIL, so two blocks are parsed
-in parallel threads.
+One pass over a block of annotation text: parse the game id, the state lists
+and the action of each line straight into padded fixed-size arrays and check
+every line-level rule.  The columns after the action are mostly not read on
+their own: a line is first taken to have 10 columns whose next state equals
+the following line's state, and one byte comparison with the following line
+confirms it (the same comparison the next-state rule needs).  Lines where it
+does not hold (end of a round or a game, a wrong column count, a next state
+that differs) have their tail scanned and are settled again.  Line ends come
+from a separate word-wise pass (:func:`line_ends`), which the loader runs
+while the workers parse.
 
-Nothing here formats messages: each line gets an error code, the file column
-and one detail value, and :mod:`rewardlab.sources.kanachan` turns them into
+The kernels are compiled by numba on first use (cached on disk afterwards)
+and release the GIL, so two blocks are parsed in parallel threads.  Nothing
+here formats messages: each line gets an error code, the file column and one
+detail value, and :mod:`rewardlab.sources.kanachan` turns them into
 :class:`~rewardlab.errors.DataFormatError` messages (only for lines that are
 reported).  The rules and their order are those of ``SKIP_REASONS`` there;
-``tests/test_tokenizer.py`` checks this kernel against a line-by-line
+``tests/test_tokenizer.py`` checks the kernel against a line-by-line
 reference parser.
 """
 
@@ -21,7 +27,7 @@ import numpy as np
 
 from rewardlab import schema as S
 
-__all__ = ["Tokens", "tokenize", "CODES"]
+__all__ = ["Tokens", "tokenize", "line_ends", "count_lines", "game_rounds", "CODES"]
 
 #: Error codes of :func:`tokenize`, by rule name (0: the line passed).
 CODES = {
@@ -110,6 +116,32 @@ class Tokens:
         self.action = np.zeros(n, dtype=np.int64)
 
 
+def line_ends(data, skip: int = 0) -> np.ndarray:
+    """Byte offsets of the ends of the lines of ``data[skip:]`` (bytes-like).
+
+    A line ends at its ``\\n``, or at the end of the data for an unterminated
+    last line.  The offsets count from the start of ``data``.
+
+    Examples
+    --------
+    >>> line_ends(b"ab\\nc\\n").tolist(), line_ends(b"ab\\nc").tolist(), line_ends(b"ab\\nc\\n", skip=3).tolist()
+    ([2, 4], [2, 4], [4])
+    """
+    buf = _aligned(data)
+    if buf.size <= skip:
+        return np.zeros(0, dtype=np.int64)
+    words = np.frombuffer(buf, dtype=np.uint64, count=buf.size // 8)
+    out = np.empty(buf.size // 32 + 16, dtype=np.int64)  # enough unless lines are very short
+    n = _line_ends(buf, words, skip, out)
+    if n > out.size:
+        out = np.empty(n, dtype=np.int64)
+        _line_ends(buf, words, skip, out)
+    if buf[-1] != _LF:
+        out = np.append(out[:n], buf.size)
+        n += 1
+    return out[:n]
+
+
 def count_lines(data, skip: int = 0) -> int:
     """Lines in ``data[skip:]`` (bytes-like): one per ``\\n``, plus an unterminated last line.
 
@@ -118,16 +150,11 @@ def count_lines(data, skip: int = 0) -> int:
     >>> count_lines(b"a\\nb\\n"), count_lines(b"a\\nb"), count_lines(b""), count_lines(b"a\\nb\\n", skip=2)
     (2, 2, 0, 1)
     """
-    buf = _aligned(data)
-    if buf.size <= skip:
-        return 0
-    words = np.frombuffer(buf, dtype=np.uint64, count=buf.size // 8)
-    before = int(np.count_nonzero(buf[:skip] == _LF))
-    return int(_count_lf(buf, words)) - before + (0 if buf[-1] == _LF else 1)
+    return int(line_ends(data, skip).size)
 
 
 def _aligned(data) -> np.ndarray:
-    """``data`` as a uint8 array whose start is 8-byte aligned (copied if it is not).
+    """``data`` as a read-only uint8 array whose start is 8-byte aligned (copied if it is not).
 
     The kernels read 8-byte words; one alignment (and read-only) means one
     compiled variant.
@@ -141,15 +168,15 @@ def _aligned(data) -> np.ndarray:
     return buf
 
 
-def tokenize(data, n_lines: int | None = None, *, skip: int = 0) -> Tokens:
+def tokenize(data, ends: np.ndarray | None = None, *, skip: int = 0) -> Tokens:
     """Parse and check every line of ``data[skip:]`` (whole lines of an annotation file).
 
     Parameters
     ----------
     data : bytes-like
         Text of one or more lines; the last line may lack its ``\\n``.
-    n_lines : int, optional
-        ``count_lines(data, skip)``, if the caller has it already.
+    ends : numpy.ndarray of int64, optional
+        ``line_ends(data, skip)``, if the caller has it already.
     skip : int
         Bytes at the start of ``data`` that are not part of it (the end of a
         previous block, kept so that ``data`` can start on an 8-byte
@@ -166,19 +193,15 @@ def tokenize(data, n_lines: int | None = None, *, skip: int = 0) -> Tokens:
     >>> int(t.code[0]) == CODES["column_count"], int(t.detail[0])
     (True, 1)
     """
-    tokens = Tokens(count_lines(data, skip) if n_lines is None else n_lines)
+    if ends is None:
+        ends = line_ends(data, skip)
+    tokens = Tokens(ends.size)
     if tokens.n:
-        buf = _aligned(data)
-        words = np.frombuffer(buf, dtype=np.uint64, count=buf.size // 8)  # for 8-byte reads
-        _kernel()(buf, words, skip, tokens.start, tokens.end, tokens.kind, tokens.code,
-                  tokens.column, tokens.detail, tokens.non_ascii, tokens.same_game, tokens.next_mismatch,
-                  tokens.sparse, tokens.numeric, tokens.progression, tokens.candidates,
-                  tokens.round_summary, tokens.results, tokens.lengths, tokens.action)
+        _tokenize_kernel(_aligned(data), skip, ends, tokens.start, tokens.end, tokens.kind, tokens.code,
+                         tokens.column, tokens.detail, tokens.non_ascii, tokens.same_game, tokens.next_mismatch,
+                         tokens.sparse, tokens.numeric, tokens.progression, tokens.candidates,
+                         tokens.round_summary, tokens.results, tokens.lengths, tokens.action)
     return tokens
-
-
-def _kernel():
-    return _tokenize_kernel
 
 
 # ---------------------------------------------------------------------------
@@ -214,7 +237,7 @@ def _odd(c) -> int:
 
 
 @njit(nogil=True, cache=True)
-def _list(buf, words, i, size, out, row, spec):
+def _list(buf, i, size, out, row, spec):
     """Parse the comma-separated integers from ``buf[i]`` to the column's end into ``out[row]``, padded.
 
     Returns (position of the TAB / LF / end of data that ends the column,
@@ -319,18 +342,32 @@ def _game_id(buf, i, size):
     return i, hexok and i - s == 32, odd
 
 
+@intrinsic
+def _load_u64(typingctx, arr, idx):
+    """The 8 bytes ``arr[idx:idx + 8]`` as one little-endian word (an unaligned load; no checks)."""
+    sig = types.uint64(arr, types.intp)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
 @njit(nogil=True, cache=True)
 def _same(buf, s1, e1, s2, e2):
-    """``buf[s1:e1] == buf[s2:e2]`` (no early exit, slices: it vectorizes)."""
+    """``buf[s1:e1] == buf[s2:e2]``, 8 bytes at a time."""
     length = e1 - s1
     if length != e2 - s2:
         return False
-    x = buf[s1:e1]
-    y = buf[s2:e2]
-    acc = np.uint8(0)
-    for k in range(length):
-        acc |= x[k] ^ y[k]
-    return acc == 0
+    acc = np.uint64(0)
+    words = length >> 3
+    for k in range(words):
+        acc |= _load_u64(buf, s1 + 8 * k) ^ _load_u64(buf, s2 + 8 * k)
+    for k in range(words * 8, length):
+        acc |= np.uint64(buf[s1 + k] ^ buf[s2 + k])
+    return acc == np.uint64(0)
 
 
 @njit(nogil=True, cache=True)
@@ -353,129 +390,53 @@ def _pad_rest(row, first, sparse, numeric, progression, candidates, round_summar
 
 _ONES = np.uint64(0x0101010101010101)
 _HIGHS = np.uint64(0x8080808080808080)
-_SPACES = np.uint64(0x2020202020202020)
-_DELS = np.uint64(0x7F7F7F7F7F7F7F7F)
-
-
-@njit(nogil=True, cache=True)
-def _special_bytes(x):
-    """Bit 7 of each byte of ``x`` that may be a control byte, DEL or >= 0x80 (SWAR).
-
-    Exact for the lowest such byte; bytes above it may be false positives,
-    which the caller tells apart with ``_CLASS``.
-    """
-    below_space = (x - _SPACES) & ~x & _HIGHS
-    y = x ^ _DELS
-    is_del = (y - _ONES) & ~y & _HIGHS
-    return below_space | is_del | (x & _HIGHS)
-
-
-@njit(nogil=True, cache=True)
-def _count_lf(buf, words):
-    """Count the LF bytes of ``buf`` (8 at a time: exact zero-byte test, per-byte counters)."""
-    lows = np.uint64(0x7F7F7F7F7F7F7F7F)
-    lfs = np.uint64(0x0A0A0A0A0A0A0A0A)
-    total = 0
-    n_words = words.shape[0]
-    w = 0
-    while w < n_words:
-        acc = np.uint64(0)
-        stop = min(w + 255, n_words)  # each byte counter holds at most 255
-        for k in range(w, stop):
-            y = words[k] ^ lfs
-            t = ((y & lows) + lows) | y  # bit 7 set in every byte that is not zero
-            acc += (~t & _HIGHS) >> np.uint64(7)
-        pairs = (acc & np.uint64(0x00FF00FF00FF00FF)) + ((acc >> np.uint64(8)) & np.uint64(0x00FF00FF00FF00FF))
-        total += np.int64((pairs * np.uint64(0x0001000100010001)) >> np.uint64(48))
-        w = stop
-    for j in range(n_words * 8, buf.shape[0]):
-        if buf[j] == _LF:
-            total += 1
-    return total
-
-
-@intrinsic
-def _load_u64(typingctx, arr, idx):
-    """The 8 bytes ``arr[idx:idx + 8]`` as one little-endian word (an unaligned load; no checks)."""
-    sig = types.uint64(arr, types.intp)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        ptr = builder.gep(ary.data, [args[1]])
-        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
-
-    return sig, codegen
-
-
-_TABS8 = np.uint64(0x0909090909090909)
-_LFS8 = np.uint64(0x0A0A0A0A0A0A0A0A)
 _LOWS = np.uint64(0x7F7F7F7F7F7F7F7F)
+_LFS8 = np.uint64(0x0A0A0A0A0A0A0A0A)
 
 
 @njit(nogil=True, cache=True)
-def _zero_bytes(y):
-    """Bit 7 of every zero byte of ``y`` (exact)."""
-    return ~(((y & _LOWS) + _LOWS) | y) & _HIGHS
+def _line_ends(buf, words, skip, out):
+    """Write the offsets of the LF bytes from ``skip`` on into ``out`` (as many as fit); return their count.
+
+    Reads 8-byte words: a word's LF bytes are found with an exact zero-byte
+    test, so only words that hold one are looked at further.
+    """
+    n = 0
+    cap = out.shape[0]
+    for k in range(skip >> 3, words.shape[0]):
+        y = words[k] ^ _LFS8
+        m = ~(((y & _LOWS) + _LOWS) | y) & _HIGHS  # bit 7 of every LF byte
+        while m != np.uint64(0):
+            p = k * 8 + (np.int64(trailing_zeros(m)) >> 3)
+            if p >= skip:
+                if n < cap:
+                    out[n] = p
+                n += 1
+            m &= m - np.uint64(1)
+    for j in range(max(words.shape[0] * 8, skip), buf.shape[0]):
+        if buf[j] == _LF:
+            if n < cap:
+                out[n] = j
+            n += 1
+    return n
 
 
 @njit(nogil=True, cache=True)
-def _marks(m) -> int:
-    """How many bytes of ``m`` have bit 7 set (``m`` has no other bits)."""
-    return np.int64(((m >> np.uint64(7)) * _ONES) >> np.uint64(56))
-
-
-@njit(nogil=True, cache=True)
-def _byte_class(buf, j, stop, tabs, odd):
-    """Count TABs and collect odd-byte flags of ``buf[j:stop]`` one byte at a time."""
-    for p in range(j, stop):
+def _tail_columns(buf, a, b):
+    """TABs and odd-byte flags of ``buf[a:b]``; also the positions of its last two TABs."""
+    tabs = 0
+    odd = 0
+    last = -1
+    second = -1
+    for p in range(a, b):
         t = _CLASS[buf[p]]
         if t == 1:
             tabs += 1
+            second = last
+            last = p
         elif t > 2:
             odd |= t - 2
-    return tabs, odd
-
-
-@njit(nogil=True, cache=True)
-def _line_end(buf, j, size):
-    """From ``buf[j]`` to the end of the line: (position of its LF or end of data, TABs, odd flags).
-
-    Reads 8 bytes at a time: TABs are counted and odd bytes noticed without
-    looking at bytes one by one (words with a possible odd byte are looked
-    at again byte by byte).
-    """
-    tabs = 0
-    odd = 0
-    while j + 8 <= size:
-        x = _load_u64(buf, j)
-        lf = _zero_bytes(x ^ _LFS8)
-        tb = _zero_bytes(x ^ _TABS8)
-        if lf != np.uint64(0):
-            p = np.int64(trailing_zeros(lf)) >> 3
-            below = (np.uint64(1) << np.uint64(8 * p)) - np.uint64(1)
-            if _special_bytes(x) & ~(lf | tb) & below:
-                tabs, odd = _byte_class(buf, j, j + p, tabs, odd)
-            else:
-                tabs += _marks(tb & below)
-            return j + p, tabs, odd
-        if _special_bytes(x) & ~tb:
-            tabs, odd = _byte_class(buf, j, j + 8, tabs, odd)
-        else:
-            tabs += _marks(tb)
-        j += 8
-    while j < size and buf[j] != _LF:
-        tabs, odd = _byte_class(buf, j, j + 1, tabs, odd)
-        j += 1
-    return j, tabs, odd
-
-
-@njit(nogil=True, cache=True)
-def _tab_before(buf, j, lo):
-    """The last TAB in ``buf[lo:j]`` (``lo - 1`` if none)."""
-    j -= 1
-    while j >= lo and buf[j] != _TAB:
-        j -= 1
-    return j
+    return tabs, odd, last, second
 
 
 @njit(nogil=True, cache=True)
@@ -496,20 +457,79 @@ def _first_diff(buf, s1, e1, s2, e2):
 
 
 @njit(nogil=True, cache=True)
-def _tokenize_kernel(buf, words, skip, start, end, kind, code, column, detail, non_ascii, same_game, next_mismatch,
+def _finish(buf, size, row, ncols, odd, gid_ok, lerr, lcol, lval, act_ok, act, ncand, q, summary_start,
+            kind, code, column, detail, non_ascii, action, sparse, numeric, progression, candidates,
+            round_summary, results, lengths):
+    """Settle a line once its column count is known: the round-summary / results lists and the rule."""
+    non_ascii[row] = (odd & 2) != 0
+    if ncols != 8 and ncols != 10 and ncols != 12:
+        _pad_rest(row, q, sparse, numeric, progression, candidates, round_summary, results, lengths)
+        kind[row] = 0
+        code[row] = c_bad_encoding if odd & 1 else c_column_count
+        column[row] = -1
+        detail[row] = ncols
+        action[row] = -1
+        return
+    kind[row] = ncols
+    if ncols == 10:
+        _pad_rest(row, 4, sparse, numeric, progression, candidates, round_summary, results, lengths)
+    else:
+        first = 6 if ncols == 8 else 10
+        t, rc, rv, kept, o = _list(buf, summary_start, size, round_summary, row, summary_spec)
+        lengths[row, 4] = kept
+        if rc != 0 and lerr == 0:
+            lerr, lcol, lval = rc, first, rv
+        _, rc, rv, kept, o = _list(buf, t + 1, size, results, row, results_spec)
+        lengths[row, 5] = kept
+        if rc != 0 and lerr == 0:
+            lerr, lcol, lval = rc, first + 1, rv
+    action[row] = act if act_ok else -1
+    if odd & 1:
+        code[row], column[row], detail[row] = c_bad_encoding, -1, 0
+    elif not gid_ok:
+        code[row], column[row], detail[row] = c_bad_game_id, 0, 0
+    elif lerr != 0:
+        code[row], column[row], detail[row] = lerr, lcol, lval
+    elif not act_ok:
+        code[row], column[row], detail[row] = c_not_integer, 5, 0
+    elif act < 0 or act >= ncand:
+        code[row], column[row], detail[row] = c_bad_action, 5, act
+    else:
+        code[row], column[row], detail[row] = 0, -1, 0
+
+
+@njit(nogil=True, cache=True)
+def _tokenize_kernel(buf, skip, ends, start, end, kind, code, column, detail, non_ascii, same_game, next_mismatch,
                      sparse, numeric, progression, candidates, round_summary, results, lengths, action):
+    """Parse every line; see :class:`Tokens` for what is filled.
+
+    The columns after the action are not scanned on the common path: a line
+    with more columns is first taken for a 10-column line whose next state
+    (its tail) equals the following line's state columns.  Reading the
+    following line confirms that with one byte comparison; otherwise the
+    line's tail is scanned and the line settled again (8 or 12 columns, a
+    wrong count, or a next state that differs).
+    """
     size = buf.shape[0]
     n = start.shape[0]
-    cs = np.empty(13, dtype=np.int64)  # column starts
-    ce = np.empty(13, dtype=np.int64)  # column ends
-    prev_ns = 0  # the previous line's next-state columns (6-9): buf[prev_ns:prev_ne]
+    cs = np.empty(6, dtype=np.int64)  # column starts (0-5)
+    ce = np.empty(6, dtype=np.int64)  # column ends
+    prev_has_next = False  # the previous line has next-state columns: buf[prev_ns:prev_ne]
+    prev_ns = 0
     prev_ne = 0
-    prev_has_next = False
     prev_gs = -1
     prev_ge = -1
+    # the line whose tail is still a guess, and what settling it needs
+    g_row = -1
+    g_tail = g_odd = g_lerr = g_lcol = g_lval = g_act = g_ncand = 0
+    g_gid_ok = g_act_ok = False
     pos = skip
     for row in range(n):
         s = pos
+        e = ends[row]
+        pos = e + 1
+        start[row] = s
+        end[row] = e
         i, gid_ok, odd = _game_id(buf, s, size)
         cs[0] = s
         ce[0] = i
@@ -519,6 +539,7 @@ def _tokenize_kernel(buf, words, skip, start, end, kind, code, column, detail, n
         act_ok = False
         act = -1
         ncand = 0
+        state_odd = 0
         q = 0
         # columns 1-5: the state lists and the action
         while q < 5 and i < size and buf[i] == _TAB:
@@ -527,16 +548,16 @@ def _tokenize_kernel(buf, words, skip, start, end, kind, code, column, detail, n
             rc = 0
             rv = 0
             if q == 1:
-                i, rc, rv, kept, o = _list(buf, words, st, size, sparse, row, sparse_spec)
+                i, rc, rv, kept, o = _list(buf, st, size, sparse, row, sparse_spec)
                 lengths[row, 0] = kept
             elif q == 2:
-                i, rc, rv, kept, o = _list(buf, words, st, size, numeric, row, numeric_spec)
+                i, rc, rv, kept, o = _list(buf, st, size, numeric, row, numeric_spec)
                 lengths[row, 1] = kept
             elif q == 3:
-                i, rc, rv, kept, o = _list(buf, words, st, size, progression, row, progression_spec)
+                i, rc, rv, kept, o = _list(buf, st, size, progression, row, progression_spec)
                 lengths[row, 2] = kept
             elif q == 4:
-                i, rc, rv, kept, o = _list(buf, words, st, size, candidates, row, candidates_spec)
+                i, rc, rv, kept, o = _list(buf, st, size, candidates, row, candidates_spec)
                 lengths[row, 3] = kept
                 ncand = kept
             else:
@@ -544,78 +565,69 @@ def _tokenize_kernel(buf, words, skip, start, end, kind, code, column, detail, n
             cs[q] = st
             ce[q] = i
             odd |= o
+            if q <= 4:
+                state_odd |= o
             if rc != 0 and lerr == 0:
                 lerr, lcol, lval = rc, q, rv
-        ncols = q + 1
-        # the rest of the line: its end and TAB count; next-state columns are compared as bytes
-        next_s = next_e = 0
-        if q == 5 and i < size and buf[i] == _TAB:
-            next_s = i + 1
-            i, tabs, o = _line_end(buf, next_s, size)
-            odd |= o
-            ncols = 7 + tabs
-            if ncols == 8:  # round summary, results
-                cs[6] = next_s
-            elif ncols == 12:  # 4 next-state columns, round summary, results
-                last = _tab_before(buf, i, next_s)
-                cs[10] = _tab_before(buf, last, next_s) + 1
-                next_e = cs[10] - 1
-            else:
-                next_e = i
-        start[row] = s
-        end[row] = i
-        pos = i + 1
         same_game[row] = prev_gs >= 0 and _same(buf, cs[0], ce[0], prev_gs, prev_ge)
         prev_gs = cs[0]
         prev_ge = ce[0]
-        non_ascii[row] = (odd & 2) != 0
-        if ncols != 8 and ncols != 10 and ncols != 12:
-            _pad_rest(row, q, sparse, numeric, progression, candidates, round_summary, results, lengths)
-            kind[row] = 0
-            code[row] = c_bad_encoding if odd & 1 else c_column_count
-            column[row] = -1
-            detail[row] = ncols
-            action[row] = -1
+
+        # settle the previous line's guess with this line's state columns
+        confirmed = False
+        if g_row >= 0:
+            if q >= 4 and _same(buf, g_tail, ends[g_row], cs[1], ce[4]):
+                # right: 10 columns, and its next state is this line's state (same bytes, same odd bytes)
+                if state_odd & 1:
+                    code[g_row], column[g_row], detail[g_row] = c_bad_encoding, -1, 0
+                if state_odd & 2:
+                    non_ascii[g_row] = True
+                prev_has_next, prev_ns, prev_ne = True, g_tail, ends[g_row]
+                confirmed = True
+            else:
+                tabs, o, last, second = _tail_columns(buf, g_tail, ends[g_row])
+                ncols = 7 + tabs
+                summary_start = g_tail if ncols == 8 else second + 1
+                _finish(buf, size, g_row, ncols, g_odd | o, g_gid_ok, g_lerr, g_lcol, g_lval, g_act_ok, g_act,
+                        g_ncand, 5, summary_start, kind, code, column, detail, non_ascii, action,
+                        sparse, numeric, progression, candidates, round_summary, results, lengths)
+                if kind[g_row] == 0:
+                    next_mismatch[g_row] = -2
+                prev_has_next = ncols == 10 or ncols == 12
+                prev_ns = g_tail
+                prev_ne = ends[g_row] if ncols == 10 else second
+            g_row = -1
+
+        # this line
+        if q == 5 and i < size and buf[i] == _TAB:  # a tail: guess 10 columns (settled by the next line)
+            g_row, g_tail, g_odd, g_gid_ok = row, i + 1, odd, gid_ok
+            g_lerr, g_lcol, g_lval, g_act_ok, g_act, g_ncand = lerr, lcol, lval, act_ok, act, ncand
+            ncols = 10
+        else:
+            ncols = q + 1
+        _finish(buf, size, row, ncols, odd, gid_ok, lerr, lcol, lval, act_ok, act, ncand, q, 0,
+                kind, code, column, detail, non_ascii, action,
+                sparse, numeric, progression, candidates, round_summary, results, lengths)
+        if kind[row] == 0:
             next_mismatch[row] = -2
-            prev_has_next = False
-            continue
-        kind[row] = ncols
-        if ncols == 10:
-            _pad_rest(row, 4, sparse, numeric, progression, candidates, round_summary, results, lengths)
-        else:
-            first = 6 if ncols == 8 else 10
-            t, rc, rv, kept, o = _list(buf, words, cs[first], size, round_summary, row, summary_spec)
-            lengths[row, 4] = kept
-            if rc != 0 and lerr == 0:
-                lerr, lcol, lval = rc, first, rv
-            _, rc, rv, kept, o = _list(buf, words, t + 1, size, results, row, results_spec)
-            lengths[row, 5] = kept
-            if rc != 0 and lerr == 0:
-                lerr, lcol, lval = rc, first + 1, rv
-        action[row] = act if act_ok else -1
-        if odd & 1:
-            code[row], column[row], detail[row] = c_bad_encoding, -1, 0
-        elif not gid_ok:
-            code[row], column[row], detail[row] = c_bad_game_id, 0, 0
-        elif lerr != 0:
-            code[row], column[row], detail[row] = lerr, lcol, lval
-        elif not act_ok:
-            code[row], column[row], detail[row] = c_not_integer, 5, 0
-        elif act < 0 or act >= ncand:
-            code[row], column[row], detail[row] = c_bad_action, 5, act
-        else:
-            code[row], column[row], detail[row] = 0, -1, 0
-        # the previous line's next-state columns against this line's state columns
-        if prev_has_next:
-            if _same(buf, prev_ns, prev_ne, cs[1], ce[4]):
+        elif prev_has_next:  # the previous line's next-state columns against this line's state columns
+            if confirmed or _same(buf, prev_ns, prev_ne, cs[1], ce[4]):
                 next_mismatch[row] = -1
             else:
                 next_mismatch[row] = _first_diff(buf, prev_ns, prev_ne, cs[1], ce[4])
         else:
             next_mismatch[row] = -2
-        prev_has_next = ncols != 8
-        prev_ns = next_s
-        prev_ne = next_e
+        prev_has_next = False  # set again when this line is settled
+
+    if g_row >= 0:  # the last line: nothing follows to confirm a guess
+        tabs, o, last, second = _tail_columns(buf, g_tail, ends[g_row])
+        ncols = 7 + tabs
+        summary_start = g_tail if ncols == 8 else second + 1
+        _finish(buf, size, g_row, ncols, g_odd | o, g_gid_ok, g_lerr, g_lcol, g_lval, g_act_ok, g_act,
+                g_ncand, 5, summary_start, kind, code, column, detail, non_ascii, action,
+                sparse, numeric, progression, candidates, round_summary, results, lengths)
+        if kind[g_row] == 0:
+            next_mismatch[g_row] = -2
 
 
 @njit(nogil=True, cache=True)
