@@ -239,3 +239,20 @@ def test_odd_bytes_in_a_next_state_equal_to_the_following_state(insert, code, no
     assert RULES[int(tok.code[1])] == code
     assert bool(tok.non_ascii[0]) == bool(tok.non_ascii[1]) == non_ascii
     assert (RULES.get(int(tok.code[0])) == "bad_encoding") == (code == "bad_encoding")
+
+
+@settings(deadline=None)
+@given(st.lists(st.lists(st.integers(0, 600), min_size=11, max_size=11), min_size=1, max_size=20), st.data())
+def test_sparse_head_against_a_loop(rows, data):
+    from rewardlab.sources._tokenizer import sparse_head
+
+    lows = np.array([0, 5, 7, 23, 39, 55, 71, 75, 78])
+    counts = np.array([5, 2, 16, 16, 16, 16, 4, 3, 4])
+    sparse = np.array([r + [510] * 18 for r in rows], dtype=np.int16)
+    ok = np.array(data.draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows))), dtype=bool)
+    head, every = sparse_head(sparse, ok, lows, counts, 82)
+    fits = [all(lows[p] <= r[p] < lows[p] + counts[p] for p in range(9)) and r[9] >= 82 for r in rows]
+    assert every == all(f for f, o in zip(fits, ok) if o)
+    for r, row in enumerate(rows):
+        if fits[r]:
+            assert head[r].tolist() == [row[p] - lows[p] for p in range(9)]

@@ -27,7 +27,7 @@ import numpy as np
 
 from rewardlab import schema as S
 
-__all__ = ["Tokens", "tokenize", "line_ends", "count_lines", "game_rounds", "CODES"]
+__all__ = ["Tokens", "tokenize", "line_ends", "count_lines", "game_rounds", "sparse_head", "CODES"]
 
 #: Error codes of :func:`tokenize`, by rule name (0: the line passed).
 CODES = {
@@ -648,10 +648,36 @@ def game_rounds(key, starts):
     return out
 
 
+@njit(nogil=True, cache=True)
+def sparse_head(sparse, ok, lows, counts, min_next):
+    """The identifiers at the head of each sparse vector, and whether every ok row has them there.
+
+    Position ``p`` should hold an id in ``[lows[p], lows[p] + counts[p])``
+    and position ``len(lows)`` an id ``>= min_next``.  Shapes: ``sparse``
+    (n, 29), ``ok`` (n,), ``lows``/``counts`` (k,); returns ((n, k) uint8 of
+    ``sparse[:, p] - lows[p]``, True if every ok row passes).
+    """
+    n = sparse.shape[0]
+    k = lows.shape[0]
+    out = np.empty((n, k), dtype=np.uint8)
+    every = True
+    for r in range(n):
+        fits = sparse[r, k] >= min_next
+        for p in range(k):
+            v = np.int64(sparse[r, p]) - lows[p]
+            fits = fits and 0 <= v < counts[p]
+            out[r, p] = v
+        if ok[r] and not fits:
+            every = False
+    return out, every
+
+
 if __name__ == "__main__":  # `python -m rewardlab.sources._tokenizer`: compile now (make does, once per install)
     import time
 
     t0 = time.perf_counter()
     tokenize(b"0\n")
     game_rounds(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    sparse_head(np.zeros((1, 29), dtype=np.int16), np.ones(1, dtype=np.bool_), np.zeros(9, dtype=np.int64),
+                np.ones(9, dtype=np.int64), 0)
     print(f"rewardlab: text tokenizer compiled ({time.perf_counter() - t0:.1f} s; numba caches it on disk)")

@@ -427,6 +427,8 @@ _HEAD = (
     ("chang", S.CHANG_OFFSET, S.NUM_CHANGS),
     ("ju", S.JU_OFFSET, S.NUM_JUS),
 )
+_HEAD_LOWS = np.array([lo for _, lo, _ in _HEAD], dtype=np.int64)
+_HEAD_COUNTS = np.array([count for _, _, count in _HEAD], dtype=np.int64)
 
 
 def _sparse_identifiers(sparse: np.ndarray, ok: np.ndarray, problems: _Problems):
@@ -437,15 +439,13 @@ def _sparse_identifiers(sparse: np.ndarray, ok: np.ndarray, problems: _Problems)
     of each kind".  Rows that fail it (other orders) take the general path,
     which counts ids by range over the whole vector.
     """
-    head = sparse[:, : len(_HEAD) + 1].astype(np.int32)
-    fast = np.ones(sparse.shape[0], dtype=bool)
-    for pos, (_, lo, count) in enumerate(_HEAD):
-        fast &= (head[:, pos] >= lo) & (head[:, pos] < lo + count)
-    fast &= head[:, len(_HEAD)] >= S.DRAWS_OFFSET
-    if (fast | ~ok).all():  # lines that are not ok are reported (or dropped) for another rule
-        ids = {name: head[:, pos] - lo for pos, (name, lo, _) in enumerate(_HEAD)}
+    from rewardlab.sources._tokenizer import sparse_head
+
+    head, every = sparse_head(sparse, ok, _HEAD_LOWS, _HEAD_COUNTS, S.DRAWS_OFFSET)
+    if every:  # lines that are not ok are reported (or dropped) for another rule
+        ids = {name: head[:, pos] for pos, (name, _, _) in enumerate(_HEAD)}
         grades = np.stack([ids.pop(f"grade of seat {k}") for k in range(S.NUM_SEATS)], axis=1)
-        return ids, grades.astype(np.uint8)
+        return ids, grades
     ids, grades = _sparse_identifiers_general(sparse, ok, problems)
     return ids, grades
 
