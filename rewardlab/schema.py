@@ -129,6 +129,20 @@ STATE_FEATURES: dict[str, tuple[int, int]] = {
     CANDIDATES: (MAX_NUM_ACTION_CANDIDATES, NUM_TYPES_OF_ACTIONS),
 }
 
+_I32 = (-(2**31), 2**31)
+#: The integer lists of an annotation line, in file order, and what each value
+#: may be: (most values, lowest value, highest value + 1, padding, exact count
+#: or 0).  The text loader checks these and pads to the most values.
+LIST_LIMITS: dict[str, tuple[int, int, int, int, int]] = {
+    SPARSE: (MAX_NUM_ACTIVE_SPARSE_FEATURES, 0, NUM_TYPES_OF_SPARSE_FEATURES, NUM_TYPES_OF_SPARSE_FEATURES, 0),
+    NUMERIC: (NUM_NUMERIC_FEATURES, *_I32, 0, NUM_NUMERIC_FEATURES),
+    PROGRESSION: (MAX_LENGTH_OF_PROGRESSION_FEATURES, 0, NUM_TYPES_OF_PROGRESSION_FEATURES,
+                  NUM_TYPES_OF_PROGRESSION_FEATURES, 0),
+    CANDIDATES: (MAX_NUM_ACTION_CANDIDATES, 0, NUM_TYPES_OF_ACTIONS, NUM_TYPES_OF_ACTIONS, 0),
+    ROUND_SUMMARY: (MAX_NUM_ROUND_SUMMARY, 0, NUM_TYPES_OF_ROUND_SUMMARY, NUM_TYPES_OF_ROUND_SUMMARY, 0),
+    RESULTS: (RL_NUM_RESULTS, *_I32, 0, RL_NUM_RESULTS),
+}
+
 #: Schema of the common frame for kanachan data, in column order.
 FRAME_SCHEMA: dict[str, pl.DataType] = {
     GAME_ID: pl.Categorical(),

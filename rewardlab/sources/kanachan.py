@@ -74,21 +74,7 @@ SKIP_REASONS: dict[str, str] = {
     "in_broken_episode": "the line belongs to (or borders) an episode skipped for another line",
 }
 
-_LIST_COLUMNS = {
-    # name: (max length, exclusive upper bound, padding, exact length or None, numpy dtype)
-    S.SPARSE: (S.MAX_NUM_ACTIVE_SPARSE_FEATURES, S.NUM_TYPES_OF_SPARSE_FEATURES,
-               S.NUM_TYPES_OF_SPARSE_FEATURES, None, np.int16),
-    S.NUMERIC: (S.NUM_NUMERIC_FEATURES, None, 0, S.NUM_NUMERIC_FEATURES, np.int32),
-    S.PROGRESSION: (S.MAX_LENGTH_OF_PROGRESSION_FEATURES, S.NUM_TYPES_OF_PROGRESSION_FEATURES,
-                    S.NUM_TYPES_OF_PROGRESSION_FEATURES, None, np.int16),
-    S.CANDIDATES: (S.MAX_NUM_ACTION_CANDIDATES, S.NUM_TYPES_OF_ACTIONS,
-                   S.NUM_TYPES_OF_ACTIONS, None, np.int16),
-    S.ROUND_SUMMARY: (S.MAX_NUM_ROUND_SUMMARY, S.NUM_TYPES_OF_ROUND_SUMMARY,
-                      S.NUM_TYPES_OF_ROUND_SUMMARY, None, np.int8),
-    S.RESULTS: (S.RL_NUM_RESULTS, None, 0, S.RL_NUM_RESULTS, np.int32),
-}
 _STATE_COLUMNS = (S.SPARSE, S.NUMERIC, S.PROGRESSION, S.CANDIDATES)  # file columns 1-4
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,7 +315,7 @@ def _parse_block(data, skip_bytes: int, ends: np.ndarray, first_line: int, probl
         same_game=tok.same_game,
         arrays={S.SPARSE: tok.sparse, S.NUMERIC: tok.numeric, S.PROGRESSION: tok.progression,
                 S.CANDIDATES: tok.candidates, S.ROUND_SUMMARY: tok.round_summary, S.RESULTS: tok.results},
-        lengths={name: tok.lengths[:, k] for k, name in enumerate(_LIST_COLUMNS)},
+        lengths={name: tok.lengths[:, k] for k, name in enumerate(S.LIST_LIMITS)},
         action=tok.action, next_mismatch=tok.next_mismatch, data=data, start=tok.start, end=tok.end)
     block.game_id = _game_ids(block)
     if code.any():
@@ -364,12 +350,12 @@ def _report_codes(block: _Block, tok, problems: _Problems) -> None:
     def where(r):
         return f"{_LIST_OF_COLUMN[int(column[r])]} (column {int(column[r])})"
 
-    def spec(r):
-        return _LIST_COLUMNS[_LIST_OF_COLUMN[int(column[r])]]
+    def spec(r):  # (most values, lowest, highest + 1, padding, exact count)
+        return S.LIST_LIMITS[_LIST_OF_COLUMN[int(column[r])]]
 
     def out_of_range_rule(r):
-        upper = spec(r)[1]
-        return f"in [0, {upper})" if upper is not None else "a 32-bit integer"
+        _, lo, hi, _, _ = spec(r)
+        return f"in [0, {hi})" if lo == 0 else "a 32-bit integer"
 
     def col_text(r):
         cols = block.columns(r)
@@ -386,7 +372,7 @@ def _report_codes(block: _Block, tok, problems: _Problems) -> None:
                                   f"{where(r)} should be decimal integers separated by commas, "
                                   f"found {_first_bad_token(col_text(r))!r}"),
         "too_many_ids": lambda r: f"{where(r)} has {detail[r]} values; at most {spec(r)[0]} are allowed",
-        "wrong_length": lambda r: f"{where(r)} should have exactly {spec(r)[3]} values, found {detail[r]}",
+        "wrong_length": lambda r: f"{where(r)} should have exactly {spec(r)[4]} values, found {detail[r]}",
         "out_of_range": lambda r: f"{where(r)} has value {detail[r]}; each should be {out_of_range_rule(r)}",
         "bad_action": lambda r: f"action {detail[r]} is not an index into the {lengths[r, 3]} candidates "
         "of column 4",
@@ -773,7 +759,7 @@ def _assemble(blocks, ids_list, keep, kept_idx, episode, spath) -> pl.DataFrame:
         if m == 0:
             continue
         pick = (lambda a: a) if block_keep.all() else (lambda a, k=block_keep: a[k])
-        arrays = {name: pick(block.arrays.pop(name)) for name in _LIST_COLUMNS}
+        arrays = {name: pick(block.arrays.pop(name)) for name in S.LIST_LIMITS}
         rows = slice(done, done + m)
         frames.append(pl.DataFrame({
             S.GAME_ID: block.game_id if block_keep.all() else block.game_id.filter(pl.Series(block_keep)),
