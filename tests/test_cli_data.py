@@ -61,8 +61,10 @@ def test_convert_skip_mode_keeps_skipped_lines(tmp_path, capsys):
     assert "column_count: 1" in err and str(side) in err
     kept = side.read_text().splitlines()
     assert "broken line" in kept
-    loaded = pl.read_parquet(out)
+    loaded = rewardlab.load_kanachan(out)  # decodes the dataset's array columns
     assert loaded.height + len(kept) == len(lines)
+    lost = loaded.filter((pl.col("game_id").cast(pl.String) == gid(1)) & (pl.col("seat") == 0))
+    assert lost.height == 0 and len(kept) == 5  # the broken line's episode, whole, and nothing else
 
 
 def test_bundled_sample_is_what_make_sample_writes():

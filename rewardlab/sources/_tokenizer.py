@@ -64,7 +64,7 @@ class Tokens:
     n : int
         Lines in the block.
     start, end : numpy.ndarray of int64, shape (n,)
-        Byte offsets of each line in the block (``end`` excludes ``\\r\\n``).
+        Byte offsets of each line in the block (``end``: its ``\\n``, or the end of the data).
     kind : numpy.ndarray of int8, shape (n,)
         8, 10 or 12 (columns of the line), 0 for any other count.
     code, column : numpy.ndarray of int8 / int16, shape (n,)
