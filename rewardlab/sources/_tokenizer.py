@@ -493,6 +493,26 @@ def _finish(buf, size, row, ncols, odd, gid_ok, lerr, lcol, lval, act_ok, act, n
 
 
 @njit(nogil=True, cache=True)
+def _settle(buf, size, row, tail, end, odd, gid_ok, lerr, lcol, lval, act_ok, act, ncand, kind, code, column,
+            detail, non_ascii, action, next_mismatch, sparse, numeric, progression, candidates, round_summary,
+            results, lengths):
+    """Settle a line whose guess failed by scanning its tail ``buf[tail:end]``.
+
+    Returns (its column count, the position of the TAB before its round
+    summary when it has 12 columns).
+    """
+    tabs, o, last, second = _tail_columns(buf, tail, end)
+    ncols = 7 + tabs
+    summary_start = tail if ncols == 8 else second + 1
+    _finish(buf, size, row, ncols, odd | o, gid_ok, lerr, lcol, lval, act_ok, act, ncand, 5, summary_start,
+            kind, code, column, detail, non_ascii, action, sparse, numeric, progression, candidates,
+            round_summary, results, lengths)
+    if kind[row] == 0:
+        next_mismatch[row] = -2
+    return ncols, second
+
+
+@njit(nogil=True, cache=True)
 def _tokenize_kernel(buf, skip, ends, start, end, kind, code, column, detail, non_ascii, same_game, next_mismatch,
                      sparse, numeric, progression, candidates, round_summary, results, lengths, action):
     """Parse every line; see :class:`Tokens` for what is filled.
@@ -579,14 +599,10 @@ def _tokenize_kernel(buf, skip, ends, start, end, kind, code, column, detail, no
                 prev_has_next, prev_ns, prev_ne = True, g_tail, ends[g_row]
                 confirmed = True
             else:
-                tabs, o, last, second = _tail_columns(buf, g_tail, ends[g_row])
-                ncols = 7 + tabs
-                summary_start = g_tail if ncols == 8 else second + 1
-                _finish(buf, size, g_row, ncols, g_odd | o, g_gid_ok, g_lerr, g_lcol, g_lval, g_act_ok, g_act,
-                        g_ncand, 5, summary_start, kind, code, column, detail, non_ascii, action,
-                        sparse, numeric, progression, candidates, round_summary, results, lengths)
-                if kind[g_row] == 0:
-                    next_mismatch[g_row] = -2
+                ncols, second = _settle(buf, size, g_row, g_tail, ends[g_row], g_odd, g_gid_ok, g_lerr, g_lcol,
+                                        g_lval, g_act_ok, g_act, g_ncand, kind, code, column, detail, non_ascii,
+                                        action, next_mismatch, sparse, numeric, progression, candidates,
+                                        round_summary, results, lengths)
                 prev_has_next = ncols == 10 or ncols == 12
                 prev_ns = g_tail
                 prev_ne = ends[g_row] if ncols == 10 else second
@@ -614,14 +630,9 @@ def _tokenize_kernel(buf, skip, ends, start, end, kind, code, column, detail, no
         prev_has_next = False  # set again when this line is settled
 
     if g_row >= 0:  # the last line: nothing follows to confirm a guess
-        tabs, o, last, second = _tail_columns(buf, g_tail, ends[g_row])
-        ncols = 7 + tabs
-        summary_start = g_tail if ncols == 8 else second + 1
-        _finish(buf, size, g_row, ncols, g_odd | o, g_gid_ok, g_lerr, g_lcol, g_lval, g_act_ok, g_act,
-                g_ncand, 5, summary_start, kind, code, column, detail, non_ascii, action,
-                sparse, numeric, progression, candidates, round_summary, results, lengths)
-        if kind[g_row] == 0:
-            next_mismatch[g_row] = -2
+        _settle(buf, size, g_row, g_tail, ends[g_row], g_odd, g_gid_ok, g_lerr, g_lcol, g_lval, g_act_ok, g_act,
+                g_ncand, kind, code, column, detail, non_ascii, action, next_mismatch, sparse, numeric,
+                progression, candidates, round_summary, results, lengths)
 
 
 @njit(nogil=True, cache=True)
