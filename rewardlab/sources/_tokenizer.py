@@ -685,4 +685,4 @@ if __name__ == "__main__":  # `python -m rewardlab.sources._tokenizer`: compile 
     game_rounds(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
     sparse_head(np.zeros((1, 29), dtype=np.int16), np.ones(1, dtype=np.bool_), np.zeros(9, dtype=np.int64),
                 np.ones(9, dtype=np.int64), 0)
-    print(f"rewardlab: text tokenizer compiled ({time.perf_counter() - t0:.1f} s; numba caches it on disk)")
+    print(f"rewardlab: text tokenizer ready ({time.perf_counter() - t0:.1f} s; compiled once, then cached by numba)")
