@@ -481,6 +481,32 @@ def _td_game_rows(data):
     return end_of_game, rows, seat, scores
 
 
+def end_of_game_export_body(raw: str) -> str:
+    """``get_reward`` source for an exported end-of-game family.
+
+    ``raw`` are the lines (4-space indented) that compute ``raw``, one value
+    per end-of-game row, from ``rows``, ``seat`` and ``scores`` (final
+    scores of the four seats); the rest is the same for every such family.
+
+    Examples
+    --------
+    >>> print(end_of_game_export_body("    raw = scores[:, 0].to(_RL_torch.float64)").splitlines()[1])
+    def get_reward(data, contiguous):
+    """
+    return f'''
+def get_reward(data, contiguous):
+    end_of_game = data["next", "end_of_game"]
+    rows = end_of_game.nonzero().squeeze(1)
+    seat = _RL_seat(data, rows)
+    scores = data["next", "results"][rows, 4:8].to(_RL_torch.int64)
+{raw.strip(chr(10))}
+    reward = _RL_torch.zeros(end_of_game.shape[0], dtype=_RL_torch.float64)
+    reward[rows] = (raw - _RL_MEAN) / _RL_STD
+    data["next", "reward"] = reward
+    data["next", "done"] = end_of_game.clone()
+'''
+
+
 # ---------------------------------------------------------------------------
 # The base class
 # ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import torch
 
 from rewardlab.errors import ParameterError
 from rewardlab.families.base import (
+    end_of_game_export_body,
     PreparedFrame,
     Provenance,
     RewardFamily,
@@ -115,19 +116,10 @@ class Points(RewardFamily):
     title = "End-of-game raw points"
     params_type = PointsParams
     presets = POINTS_PRESETS
-    export_body = '''
-def get_reward(data, contiguous):
-    end_of_game = data["next", "end_of_game"]
-    rows = end_of_game.nonzero().squeeze(1)
-    seat = _RL_seat(data, rows)
-    scores = data["next", "results"][rows, 4:8].to(_RL_torch.int64)
+    export_body = end_of_game_export_body('''
     score = scores.gather(1, seat.unsqueeze(1)).squeeze(1)
     raw = (score.to(_RL_torch.float64) - _RL_OFFSET) / _RL_DIVISOR
-    reward = _RL_torch.zeros(end_of_game.shape[0], dtype=_RL_torch.float64)
-    reward[rows] = (raw - _RL_MEAN) / _RL_STD
-    data["next", "reward"] = reward
-    data["next", "done"] = end_of_game.clone()
-'''
+''')
 
     def _raw_frame(self, prepared: PreparedFrame) -> np.ndarray:
         p = self.params

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from rewardlab.families.base import (
+    end_of_game_export_body,
     PreparedFrame,
     Provenance,
     RewardFamily,
@@ -139,19 +140,10 @@ class Ranking(RewardFamily):
     title = "End-of-game ranking"
     params_type = RankingParams
     presets = RANKING_PRESETS
-    export_body = '''
-def get_reward(data, contiguous):
-    end_of_game = data["next", "end_of_game"]
-    rows = end_of_game.nonzero().squeeze(1)
-    seat = _RL_seat(data, rows)
-    scores = data["next", "results"][rows, 4:8].to(_RL_torch.int64)
+    export_body = end_of_game_export_body('''
     rank = _RL_ranks(scores, seat)
     raw = _RL_torch.tensor(_RL_VECTOR, dtype=_RL_torch.float64)[rank]
-    reward = _RL_torch.zeros(end_of_game.shape[0], dtype=_RL_torch.float64)
-    reward[rows] = (raw - _RL_MEAN) / _RL_STD
-    data["next", "reward"] = reward
-    data["next", "done"] = end_of_game.clone()
-'''
+''')
 
     def with_seed_constants(self) -> "Ranking":
         """A copy normalized the seed's way: vector mean and sample std (see the module docstring)."""

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from rewardlab.families.base import (
+    end_of_game_export_body,
     PreparedFrame,
     Provenance,
     RewardFamily,
@@ -106,21 +107,12 @@ class RankingPoints(RewardFamily):
     title = "End-of-game ranking + points"
     params_type = RankingPointsParams
     presets = RANKING_POINTS_PRESETS
-    export_body = '''
-def get_reward(data, contiguous):
-    end_of_game = data["next", "end_of_game"]
-    rows = end_of_game.nonzero().squeeze(1)
-    seat = _RL_seat(data, rows)
-    scores = data["next", "results"][rows, 4:8].to(_RL_torch.int64)
+    export_body = end_of_game_export_body('''
     rank = _RL_ranks(scores, seat)
     score = scores.gather(1, seat.unsqueeze(1)).squeeze(1)
     points = _RL_torch.div(score - _RL_OFFSET, _RL_DIVISOR, rounding_mode="floor")
     raw = _RL_torch.tensor(_RL_VECTOR, dtype=_RL_torch.float64)[rank] + points.to(_RL_torch.float64)
-    reward = _RL_torch.zeros(end_of_game.shape[0], dtype=_RL_torch.float64)
-    reward[rows] = (raw - _RL_MEAN) / _RL_STD
-    data["next", "reward"] = reward
-    data["next", "done"] = end_of_game.clone()
-'''
+''')
 
     def _raw_frame(self, prepared: PreparedFrame) -> np.ndarray:
         p = self.params
