@@ -125,9 +125,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import numpy as np
+
 from rewardlab import schema
 from rewardlab._io import atomic_open, progress_enabled
 from rewardlab.errors import ParameterError
+from rewardlab.mahjong import ranks_from_scores
 
 __all__ = [
     "Decision",
@@ -388,13 +391,8 @@ class SampleSummary:
 
 
 def _ranks(scores) -> tuple[int, ...]:
-    """kanachan's ranks: count the players ahead, equal scores ranked by seat."""
-    out = []
-    for seat, score in enumerate(scores):
-        rank = sum(1 for j in range(seat) if scores[j] >= score)
-        rank += sum(1 for j in range(seat + 1, len(scores)) if scores[j] > score)
-        out.append(rank)
-    return tuple(out)
+    """kanachan's ranks of the four seats (:func:`rewardlab.mahjong.ranks_from_scores`)."""
+    return tuple(ranks_from_scores(np.tile(np.asarray(scores), (4, 1)), np.arange(4)).tolist())
 
 
 def _basic_points(han: int, fu: int) -> int:
