@@ -48,12 +48,17 @@ def whole_episodes_head(frame: pl.DataFrame, n: int) -> pl.DataFrame:
     return frame.head(int(ends[-1]) + 1)
 
 
-def best_time(fn, repeat: int = 3) -> float:
-    """The fastest of ``repeat`` timed calls of ``fn`` (seconds), collecting garbage before each."""
+def timings(fn, repeat: int) -> list[float]:
+    """Seconds taken by each of ``repeat`` calls of ``fn``, collecting garbage before each."""
     times = []
     for _ in range(repeat):
         gc.collect()
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return min(times)
+    return times
+
+
+def best_time(fn, repeat: int = 3) -> float:
+    """The fastest of ``repeat`` timed calls of ``fn`` (seconds), collecting garbage before each."""
+    return min(timings(fn, repeat))

@@ -14,36 +14,20 @@
 
 from __future__ import annotations
 
-import gc
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 import rewardlab
-from benchmarks._data import SAMPLE, tiled_frame
+from benchmarks._data import SAMPLE, best_time, tiled_frame, timings
 from rewardlab.export import export_plugin
 from rewardlab.families import Ranking, prepare_frame
 from rewardlab.plugins import load_plugin
 
 ROWS = 1_000_000
 LOOP_ROWS = 50_000
-
-
-def _times(fn, repeat: int) -> list[float]:
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
-def _best(fn, repeat: int = 5) -> float:
-    return min(_times(fn, repeat))
 
 
 def _loop_get_reward(vector, mean, std):
@@ -81,7 +65,7 @@ def run(report) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         plugin = load_plugin(export_plugin(family, Path(tmp) / "houou.py"))
     with torch.no_grad():
-        times = _times(lambda: plugin.get_reward(td, False), 15)
+        times = timings(lambda: plugin.get_reward(td, False), 15)
         vec_time, median = min(times), float(np.median(times))
         vectorized = td["next", "reward"].clone()
         report("exported ranking plug-in, 1M-row TensorDict (best of 15)", ROWS / vec_time, "rows/s",
@@ -92,7 +76,7 @@ def run(report) -> None:
         p = family.params
         loop = _loop_get_reward(list(p.vector), p.mean, p.std)
         part = td[:LOOP_ROWS]
-        loop_time = _best(lambda: loop(part, False), repeat=2)
+        loop_time = best_time(lambda: loop(part, False), repeat=2)
         assert torch.equal(part["next", "reward"], vectorized[:LOOP_ROWS]), "loop and plug-in disagree"
         scaled = loop_time * ROWS / LOOP_ROWS
         report(f"per-row loop (timed on {LOOP_ROWS:,} rows, scaled to 1M)", ROWS / scaled, "rows/s")
@@ -101,5 +85,5 @@ def run(report) -> None:
     prepared = prepare_frame(big.head(ROWS) if big.height == ROWS else big)
     vectors = np.random.default_rng(0).normal(size=(5, 4))
     i = iter(range(10**6))
-    retune = _best(lambda: family.with_params(vector=vectors[next(i) % 5]).evaluate(prepared))
+    retune = best_time(lambda: family.with_params(vector=vectors[next(i) % 5]).evaluate(prepared), repeat=5)
     report(f"re-tune a rank vector on a prepared frame ({prepared.n_rows:,} rows)", retune * 1e3, "ms")
