@@ -156,6 +156,12 @@ def test_skip_mode_across_blocks_keeps_every_line(monkeypatch, tmp_path):
     assert {"bad_action", "column_count"} <= set(result.skip_counts)
 
 
+def test_a_folder_of_text_files_is_refused_with_what_to_do(tmp_path):
+    write(tmp_path / "a.tsv", _lines())
+    with pytest.raises(DataFormatError, match=r"is a folder, not an annotation file \[rule: not_a_file\].*Name the files"):
+        rewardlab.load_kanachan(tmp_path)
+
+
 def test_missing_file_is_reported(tmp_path):
     with pytest.raises(DataFormatError, match="no such file"):
         rewardlab.load_kanachan(tmp_path / "nope.tsv")

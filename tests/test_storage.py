@@ -231,3 +231,26 @@ def test_import_rewardlab_does_not_import_pyarrow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_missing_dataset_file_is_named(tmp_path):
+    with pytest.raises(DataFormatError, match=r"nope\.parquet: no such file \[rule: missing_file\]"):
+        rewardlab.load_kanachan(tmp_path / "nope.parquet")
+
+
+def test_a_file_that_is_not_parquet_is_refused(tmp_path):
+    path = tmp_path / "d.parquet"
+    path.write_bytes(b"this is not a parquet file")
+    with pytest.raises(DataFormatError, match=r"d\.parquet: cannot be read as Parquet .*\[rule: not_parquet\]"):
+        rewardlab.load_kanachan(path)
+
+
+def test_null_values_in_a_stored_array_column_are_refused(tmp_path, small_frame):
+    path = _write("parquet", small_frame, tmp_path / "d.parquet")
+    table = pq.read_table(path)
+    k = table.column_names.index("sparse")
+    column = table["sparse"].combine_chunks()
+    holes = pa.array([None] + column.to_pylist()[1:], type=column.type)
+    pq.write_table(table.set_column(k, "sparse", holes).replace_schema_metadata(table.schema.metadata), path)
+    with pytest.raises(DataFormatError, match=r"d\.parquet: column 'sparse' has 1 null values \[rule: null_values\]"):
+        rewardlab.load_kanachan(path)

@@ -194,6 +194,10 @@ def _iter_blocks(path: Path, bar, offset: int = 0) -> Iterable[tuple[bytes | mem
     if not path.exists():
         raise DataFormatError(path, None, None, "missing_file", "no such file",
                               hint="Check the path.") from None
+    if path.is_dir():
+        raise DataFormatError(path, None, None, "not_a_file", "is a folder, not an annotation file",
+                              hint="Name the files (e.g. sorted(Path(folder).glob('*.tsv.gz'))); only "
+                              "folders of converted datasets are read whole.")
     if compression_of(path) is None:
         yield from _mapped_blocks(path, bar, offset)
         return
