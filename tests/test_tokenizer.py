@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rewardlab.sources._tokenizer import CODES, count_lines, line_ends, tokenize
+from rewardlab.sources._tokenizer import CODES, line_ends, tokenize
 from lines import game_lines, gid
 
 RULES = {v: k for k, v in CODES.items()}
@@ -173,11 +173,11 @@ def test_a_last_line_without_line_end_and_bytes_above_ascii():
 
 @settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
 @given(st.binary(max_size=300), st.integers(0, 7), st.integers(0, 9))
-def test_count_lines_against_bytes_count(data, offset, skip):
+def test_line_ends_against_bytes_count(data, offset, skip):
     data = data[offset:]  # also buffers that do not start on an 8-byte boundary
     rest = data[skip:]
     expected = rest.count(b"\n") + (1 if rest and not rest.endswith(b"\n") else 0)
-    assert count_lines(data, skip) == expected
+    assert line_ends(data, skip).size == expected
     assert tokenize(data, skip=skip).n == expected
     lfs = [k for k in range(skip, len(data)) if data[k] == 10]
     assert line_ends(data, skip).tolist() == lfs + ([len(data)] if rest and not rest.endswith(b"\n") else [])
@@ -211,7 +211,7 @@ def test_one_compiled_variant_whatever_the_buffer(tmp_path):
 def test_arbitrary_bytes_never_crash_and_keep_the_line_count(lines, junk):
     data = ("\n".join(lines)).encode() + junk
     tok = tokenize(data)
-    assert tok.n == count_lines(data)
+    assert tok.n == line_ends(data).size
     assert (tok.kind == 0).sum() <= tok.n and set(np.unique(tok.code).tolist()) <= {0, *CODES.values()}
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from rewardlab import schema as S
 
-__all__ = ["Tokens", "tokenize", "line_ends", "count_lines", "game_rounds", "sparse_head", "CODES"]
+__all__ = ["Tokens", "tokenize", "line_ends", "game_rounds", "sparse_head", "CODES"]
 
 #: Error codes of :func:`tokenize`, by rule name (0: the line passed).
 CODES = {
@@ -134,17 +134,6 @@ def line_ends(data, skip: int = 0) -> np.ndarray:
         out = np.append(out[:n], buf.size)
         n += 1
     return out[:n]
-
-
-def count_lines(data, skip: int = 0) -> int:
-    """Lines in ``data[skip:]`` (bytes-like): one per ``\\n``, plus an unterminated last line.
-
-    Examples
-    --------
-    >>> count_lines(b"a\\nb\\n"), count_lines(b"a\\nb"), count_lines(b""), count_lines(b"a\\nb\\n", skip=2)
-    (2, 2, 0, 1)
-    """
-    return int(line_ends(data, skip).size)
 
 
 def _aligned(data) -> np.ndarray:
@@ -417,7 +406,7 @@ def _line_ends(buf, words, skip, out):
 
 @njit(nogil=True, cache=True)
 def _tail_columns(buf, a, b):
-    """TABs and odd-byte flags of ``buf[a:b]``; also the positions of its last two TABs."""
+    """TABs and odd-byte flags of ``buf[a:b]``; also the position of its second-last TAB (-1 if none)."""
     tabs = 0
     odd = 0
     last = -1
@@ -430,7 +419,7 @@ def _tail_columns(buf, a, b):
             last = p
         elif t > 2:
             odd |= t - 2
-    return tabs, odd, last, second
+    return tabs, odd, second
 
 
 @njit(nogil=True, cache=True)
@@ -501,7 +490,7 @@ def _settle(buf, size, row, tail, end, odd, gid_ok, lerr, lcol, lval, act_ok, ac
     Returns (its column count, the position of the TAB before its round
     summary when it has 12 columns).
     """
-    tabs, o, last, second = _tail_columns(buf, tail, end)
+    tabs, o, second = _tail_columns(buf, tail, end)
     ncols = 7 + tabs
     summary_start = tail if ncols == 8 else second + 1
     _finish(buf, size, row, ncols, odd | o, gid_ok, lerr, lcol, lval, act_ok, act, ncand, 5, summary_start,
