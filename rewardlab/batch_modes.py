@@ -7,17 +7,31 @@ go into each call, so the runner (:mod:`rewardlab.runner`) and the tests share
 one definition of every mode:
 
 =============  ==========  ==========================================================
-mode           contiguous  batches
+mode           contiguous  batches (and the kanachan setting they reproduce)
 =============  ==========  ==========================================================
-``episodes``   True        one whole episode per call, in order (kanachan's episode
-                           replay buffer and simulator)
+``episodes``   False (*)  one whole episode per call, in order: kanachan's episode
+                           replay buffer (``replay_buffer_size > 0``), which passes
+                           ``contiguous=contiguous_training_data`` (default False);
+                           ``contiguous=True`` reproduces that setting and the
+                           simulator
 ``sequential`` False       ``batch_size`` consecutive rows in file order, crossing
-                           episode boundaries (kanachan's data loader)
+                           episode boundaries: kanachan's offline data loader with
+                           ``num_workers=0``
+``dataloader`` False       kanachan's offline data loader with ``num_workers=N``
+                           (default 2, what ``cql/train.py`` requires on CUDA): worker
+                           ``w`` reads lines ``w, w+N, w+2N, ...`` and cuts them into
+                           ``batch_size`` rows; PyTorch's DataLoader hands the
+                           workers' batches out in turn
 ``fragments``  False       each episode cut into pieces of ``batch_size`` rows, one
                            piece per call (RLlib's ``truncate_episodes`` episode chunks)
 ``shuffled``   False       a seeded random permutation of all rows cut into
                            ``batch_size`` rows (a shuffling data loader)
 =============  ==========  ==========================================================
+
+(*) ``contiguous`` is the user's choice in ``episodes`` (``plan_batches(...,
+contiguous=True)``); every other mode passes False, as kanachan's data loader does.
+The ``dataloader`` and ``sequential`` modes read the frame's rows as the lines
+of one training file, in order.
 
 Episodes are described by their *exclusive end positions* ``ends``
 (:func:`episode_ends`): episode ``k`` is rows ``ends[k-1]:ends[k]`` (``0`` for
@@ -34,7 +48,7 @@ Examples
 >>> ends
 array([3, 5])
 >>> list(batch_modes.plan_episodes(ends))
-[(slice(0, 3, None), True), (slice(3, 5, None), True)]
+[(slice(0, 3, None), False), (slice(3, 5, None), False)]
 >>> list(batch_modes.plan_fragments(ends, batch_size=2))
 [(slice(0, 2, None), False), (slice(2, 3, None), False), (slice(3, 5, None), False)]
 """
@@ -52,23 +66,45 @@ __all__ = [
     "BATCH_MODES",
     "CONTIGUOUS",
     "DEFAULT_BATCH_SIZES",
+    "DEFAULT_NUM_WORKERS",
+    "MODE_SETTINGS",
     "episode_ends",
     "plan_episodes",
     "plan_sequential",
+    "plan_dataloader",
     "plan_fragments",
     "plan_shuffled",
     "plan_batches",
+    "check_contiguous",
+    "check_num_workers",
+    "mode_setting",
 ]
 
 #: The batch modes, in the order reports list them.
-BATCH_MODES = ("episodes", "sequential", "fragments", "shuffled")
+BATCH_MODES = ("episodes", "sequential", "dataloader", "fragments", "shuffled")
 
-#: The ``contiguous`` flag each mode passes to ``get_reward``.
-CONTIGUOUS = {"episodes": True, "sequential": False, "fragments": False, "shuffled": False}
+#: The ``contiguous`` flag each mode passes to ``get_reward`` by default (kanachan's
+#: defaults; only ``episodes`` may be given ``contiguous=True``).
+CONTIGUOUS = {"episodes": False, "sequential": False, "dataloader": False, "fragments": False,
+              "shuffled": False}
 
 #: ``batch_size`` when none is given: big mini-batches for the bulk modes (a plug-in's
 #: fixed cost per call is then negligible), fragments short enough to cut most episodes.
-DEFAULT_BATCH_SIZES = {"episodes": None, "sequential": 8192, "fragments": 64, "shuffled": 8192}
+DEFAULT_BATCH_SIZES = {"episodes": None, "sequential": 8192, "dataloader": 8192, "fragments": 64,
+                       "shuffled": 8192}
+
+#: ``num_workers`` of the ``dataloader`` mode when none is given: what kanachan's
+#: ``cql/train.py`` uses (and requires) on CUDA.
+DEFAULT_NUM_WORKERS = 2
+
+#: The kanachan setting each mode reproduces, in words (for reports and messages).
+MODE_SETTINGS = {
+    "episodes": "kanachan's episode replay buffer, contiguous_training_data={contiguous}",
+    "sequential": "kanachan's offline DataLoader, num_workers=0",
+    "dataloader": "kanachan's offline DataLoader, num_workers={num_workers}",
+    "fragments": "episode fragments, as RLlib's truncate_episodes",
+    "shuffled": "a shuffling data loader (seeded)",
+}
 
 def episode_ends(end_of_game: np.ndarray) -> np.ndarray:
     """Exclusive end positions of the episodes, from the ``end_of_game`` flags.
@@ -129,31 +165,36 @@ def _check_rows(n_rows) -> int:
     return int(n_rows)
 
 
-def plan_episodes(ends: np.ndarray) -> Iterator[tuple[slice, bool]]:
-    """One batch per episode, in order, with ``contiguous=True``.
+def plan_episodes(ends: np.ndarray, *, contiguous: bool = False) -> Iterator[tuple[slice, bool]]:
+    """One batch per episode, in order, as kanachan's episode replay buffer hands them.
 
     Parameters
     ----------
     ends : int array of shape ``[E]``
         Exclusive episode end positions (:func:`episode_ends`).
+    contiguous : bool
+        The flag passed with every episode: kanachan's
+        ``contiguous_training_data`` (default False); its simulator passes True.
 
     Yields
     ------
-    (slice, True)
+    (slice, contiguous)
         The rows of one whole episode.
 
     Examples
     --------
-    >>> list(plan_episodes(np.array([2, 5])))
+    >>> list(plan_episodes(np.array([2, 5]), contiguous=True))
     [(slice(0, 2, None), True), (slice(2, 5, None), True)]
     """
-    return _episodes(_check_ends(ends))
+    if not isinstance(contiguous, bool):
+        raise ParameterError("contiguous", "should be True or False", contiguous)
+    return _episodes(_check_ends(ends), contiguous)
 
 
-def _episodes(ends: np.ndarray) -> Iterator[tuple[slice, bool]]:
+def _episodes(ends: np.ndarray, contiguous: bool) -> Iterator[tuple[slice, bool]]:
     start = 0
     for stop in ends.tolist():
-        yield slice(start, stop), True
+        yield slice(start, stop), contiguous
         start = stop
 
 
@@ -180,6 +221,70 @@ def plan_sequential(n_rows: int, batch_size: int) -> Iterator[tuple[slice, bool]
     n_rows = _check_rows(n_rows)
     return ((slice(start, min(start + batch_size, n_rows)), False)
             for start in range(0, n_rows, batch_size))
+
+
+def check_num_workers(num_workers) -> int:
+    """Validate ``num_workers`` (an integer >= 0, as PyTorch's DataLoader takes).
+
+    Examples
+    --------
+    >>> check_num_workers(2)
+    2
+    """
+    if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral) or num_workers < 0:
+        raise ParameterError("num_workers", "should be an integer >= 0 (PyTorch DataLoader workers)",
+                             num_workers)
+    return int(num_workers)
+
+
+def plan_dataloader(n_rows: int, batch_size: int, num_workers: int = DEFAULT_NUM_WORKERS
+                    ) -> Iterator[tuple[slice | np.ndarray, bool]]:
+    """The mini-batches of kanachan's offline DataLoader with ``num_workers`` workers.
+
+    kanachan's ``DataIterator`` in worker ``w`` of ``N`` skips ``w`` lines and
+    then keeps every ``N``-th line, so worker ``w`` reads lines ``w, w + N,
+    w + 2N, ...``; each worker cuts its lines into batches of ``batch_size``
+    (its last batch may be shorter: kanachan does not drop it), and PyTorch's
+    DataLoader hands the workers' batches out in turn, worker 0 first,
+    skipping a worker once it has run out.  ``num_workers=0`` (no worker
+    processes) is :func:`plan_sequential`.
+
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows ``N``, the lines of the training file in order.
+    batch_size : int
+        kanachan's ``batch_size`` (per process), >= 1.
+    num_workers : int
+        DataLoader workers, >= 0.
+
+    Yields
+    ------
+    (slice or int64 array of shape ``[B]``, False)
+
+    Examples
+    --------
+    >>> [rows.tolist() for rows, _ in plan_dataloader(7, 2, num_workers=2)]
+    [[0, 2], [1, 3], [4, 6], [5]]
+    """
+    batch_size = _check_batch_size(batch_size)
+    n_rows = _check_rows(n_rows)
+    num_workers = check_num_workers(num_workers)
+    if num_workers <= 1:
+        return plan_sequential(n_rows, batch_size) if num_workers == 0 else (
+            (np.arange(a, min(a + batch_size, n_rows), dtype=np.int64), False)
+            for a in range(0, n_rows, batch_size))
+    return _dataloader(n_rows, batch_size, num_workers)
+
+
+def _dataloader(n_rows: int, batch_size: int, workers: int) -> Iterator[tuple[np.ndarray, bool]]:
+    lines = [np.arange(w, n_rows, workers, dtype=np.int64) for w in range(workers)]
+    rounds = max((-(-x.size // batch_size) for x in lines), default=0)
+    for r in range(rounds):
+        for x in lines:
+            piece = x[r * batch_size:(r + 1) * batch_size]
+            if piece.size:
+                yield piece, False
 
 
 def plan_fragments(ends: np.ndarray, batch_size: int) -> Iterator[tuple[slice, bool]]:
@@ -253,13 +358,49 @@ def plan_shuffled(n_rows: int, batch_size: int, seed: int) -> Iterator[tuple[np.
     return ((perm[start:start + batch_size], False) for start in range(0, n_rows, batch_size))
 
 
-def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0
+def check_contiguous(mode: str, contiguous) -> bool:
+    """The ``contiguous`` flag of ``mode``: None gives kanachan's default (False).
+
+    Only ``episodes`` (kanachan's episode replay buffer) lets the user choose;
+    kanachan's data loader always passes False.
+
+    Examples
+    --------
+    >>> check_contiguous("episodes", True), check_contiguous("sequential", None)
+    (True, False)
+    """
+    if contiguous is None:
+        return CONTIGUOUS[mode]
+    if not isinstance(contiguous, bool):
+        raise ParameterError("contiguous", "should be True, False or None", contiguous)
+    if contiguous and mode != "episodes":
+        raise ParameterError("contiguous", f"can be True only with batch_mode 'episodes' (kanachan "
+                             f"passes contiguous=False in mode {mode!r})", contiguous)
+    return contiguous
+
+
+def mode_setting(mode: str, *, contiguous: bool = False, num_workers: int = DEFAULT_NUM_WORKERS) -> str:
+    """The kanachan setting ``mode`` reproduces, in words.
+
+    Examples
+    --------
+    >>> mode_setting("episodes", contiguous=False)
+    "kanachan's episode replay buffer, contiguous_training_data=False"
+    >>> mode_setting("dataloader", num_workers=2)
+    "kanachan's offline DataLoader, num_workers=2"
+    """
+    check_choice("batch_mode", mode, BATCH_MODES)
+    return MODE_SETTINGS[mode].format(contiguous=contiguous, num_workers=num_workers)
+
+
+def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0,
+                 contiguous: bool | None = None, num_workers: int = DEFAULT_NUM_WORKERS,
                  ) -> Iterator[tuple[slice | np.ndarray, bool]]:
     """The batches of ``mode`` over the episodes ending at ``ends``.
 
     Parameters
     ----------
-    mode : {"episodes", "sequential", "fragments", "shuffled"}
+    mode : {"episodes", "sequential", "dataloader", "fragments", "shuffled"}
         The batch mode (see the module docstring).
     ends : int array of shape ``[E]``
         Exclusive episode end positions; ``ends[-1]`` is the number of rows.
@@ -267,6 +408,11 @@ def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0
         Rows per batch (fragment length for ``fragments``); ignored by ``episodes``.
     seed : int
         Seed of ``shuffled``; ignored by the other modes.
+    contiguous : bool or None
+        The flag of ``episodes`` (None: kanachan's default, False); the other
+        modes accept only None or False.
+    num_workers : int
+        Workers of ``dataloader``; ignored by the other modes.
 
     Yields
     ------
@@ -282,11 +428,14 @@ def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0
     ends = _check_ends(ends)
     batch_size = _check_batch_size(batch_size)
     seed = _check_seed(seed)
+    contiguous = check_contiguous(mode, contiguous)
+    num_workers = check_num_workers(num_workers)
     n_rows = int(ends[-1]) if ends.size else 0
-    if mode == "episodes":
-        return plan_episodes(ends)
-    if mode == "sequential":
-        return plan_sequential(n_rows, batch_size)
-    if mode == "fragments":
-        return plan_fragments(ends, batch_size)
-    return plan_shuffled(n_rows, batch_size, seed)
+    planners = {
+        "episodes": lambda: plan_episodes(ends, contiguous=contiguous),
+        "sequential": lambda: plan_sequential(n_rows, batch_size),
+        "dataloader": lambda: plan_dataloader(n_rows, batch_size, num_workers),
+        "fragments": lambda: plan_fragments(ends, batch_size),
+        "shuffled": lambda: plan_shuffled(n_rows, batch_size, seed),
+    }
+    return planners[mode]()

@@ -27,9 +27,22 @@ import torch
 from tensordict import TensorDict
 
 from rewardlab import schema as S
-from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError
+from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError, check_choice
 
-__all__ = ["FrameArrays", "to_tensordict", "TENSORDICT_KEYS"]
+__all__ = ["FrameArrays", "to_tensordict", "TENSORDICT_KEYS", "CONVENTIONS"]
+
+#: How kanachan builds the TensorDict a plug-in receives:
+#:
+#: ``offline``
+#:     its offline data loader and episode replay buffer, from annotation
+#:     files: ``end_of_round`` is False on a game's last step, ``round_summary``
+#:     and ``results`` as the file gives them.
+#: ``simulation``
+#:     its self-play simulator (``kanachan/training/core/rl/simulation.py``):
+#:     ``end_of_round`` is True on every round's last step *including* the
+#:     game's last, ``round_summary`` is all padding, ``results`` as in the
+#:     files (the round's deltas and scores at a round's end, zeros elsewhere).
+CONVENTIONS = ("offline", "simulation")
 
 #: Every key of the TensorDict a plug-in receives, in kanachan's layout.
 TENSORDICT_KEYS = (
@@ -95,12 +108,15 @@ class FrameArrays:
                 "the frame's last row is not the end of a game, so its next state is unknown",
                 hint="Pass the whole frame and select rows with `rows=` instead of slicing the frame.")
 
-    def tensordict(self, rows: np.ndarray | slice | None = None) -> TensorDict:
+    def tensordict(self, rows: np.ndarray | slice | None = None, *,
+                   convention: str = "offline") -> TensorDict:
         """Build the plug-in TensorDict for ``rows`` (positions in the frame; default all).
 
         ``rows`` may be a ``slice`` (fast path: views, no gather) or an
-        integer array in any order (shuffled mini-batches).
+        integer array in any order (shuffled mini-batches).  ``convention``
+        is one of :data:`CONVENTIONS`.
         """
+        check_choice("convention", convention, CONVENTIONS)
         if rows is None:
             rows = slice(0, self.n)
         if isinstance(rows, slice):
@@ -110,7 +126,7 @@ class FrameArrays:
             else:
                 stop = max(stop, start)  # slice(10, 3) is empty, as in Python
                 return self._build(slice(start, stop), slice(min(start + 1, self.n), min(stop + 1, self.n)),
-                                   stop - start, tail_cut=stop + 1 > self.n)
+                                   stop - start, tail_cut=stop + 1 > self.n, convention=convention)
         rows = np.asarray(rows)
         if rows.ndim != 1 or rows.dtype.kind not in "iu":
             raise ParameterError("rows", "should be a 1-D integer array or a slice",
@@ -119,15 +135,16 @@ class FrameArrays:
             raise ParameterError("rows", f"should be positions in [0, {self.n})",
                                  f"min {rows.min()}, max {rows.max()}")
         nxt = np.minimum(rows + 1, max(self.n - 1, 0))
-        return self._build(rows, nxt, rows.size, tail_cut=False)
+        return self._build(rows, nxt, rows.size, tail_cut=False, convention=convention)
 
-    def _build(self, cur, nxt, size: int, *, tail_cut: bool) -> TensorDict:
+    def _build(self, cur, nxt, size: int, *, tail_cut: bool, convention: str) -> TensorDict:
         a = self.arrays
         eog = self.end_of_game[cur]
-        out: dict = {}
+        root: dict = {}
+        following: dict = {}
         for name in (S.SPARSE, S.NUMERIC, S.PROGRESSION, S.CANDIDATES):
             width, pad = S.STATE_FEATURES[name]
-            out[name] = torch.from_numpy(a[name][cur].astype(np.int32))
+            root[name] = torch.from_numpy(a[name][cur].astype(np.int32))
             nxt_arr = np.empty((size, width), dtype=np.int32)
             src = a[name][nxt]
             if tail_cut:  # slice whose last row is the frame's last (an end of game)
@@ -136,24 +153,27 @@ class FrameArrays:
             else:
                 nxt_arr[:] = src
             nxt_arr[eog] = pad
-            out["next", name] = torch.from_numpy(nxt_arr)
-        out[S.ACTION] = torch.from_numpy(self.action[cur].astype(np.int32))
-        out["next", S.ROUND_SUMMARY] = torch.from_numpy(a[S.ROUND_SUMMARY][cur].astype(np.int32))
-        out["next", S.RESULTS] = torch.from_numpy(a[S.RESULTS][cur].astype(np.int32))
-        out["next", S.END_OF_ROUND] = torch.from_numpy(self.end_of_round[cur].copy())
+            following[name] = torch.from_numpy(nxt_arr)
+        root[S.ACTION] = torch.from_numpy(self.action[cur].astype(np.int32))
+        eor = self.end_of_round[cur]
+        if convention == "simulation":  # kanachan/training/core/rl/simulation.py
+            summary = np.full((size, S.MAX_NUM_ROUND_SUMMARY), S.NUM_TYPES_OF_ROUND_SUMMARY, dtype=np.int32)
+            eor = eor | eog
+        else:
+            summary = a[S.ROUND_SUMMARY][cur].astype(np.int32)
+            eor = eor.copy()
+        following[S.ROUND_SUMMARY] = torch.from_numpy(summary)
+        following[S.RESULTS] = torch.from_numpy(a[S.RESULTS][cur].astype(np.int32))
+        following[S.END_OF_ROUND] = torch.from_numpy(eor)
         eog_t = torch.from_numpy(np.array(eog, dtype=bool, copy=True))
-        out["next", S.END_OF_GAME] = eog_t
-        out["next", "done"] = eog_t.clone()
-        nested: dict = {"next": {}}
-        for key, value in out.items():
-            if isinstance(key, tuple):
-                nested["next"][key[1]] = value
-            else:
-                nested[key] = value
-        return TensorDict(nested, batch_size=[size], device="cpu")
+        following[S.END_OF_GAME] = eog_t
+        following["done"] = eog_t.clone()
+        # kanachan's order: the state and action first, then the "next" keys (TENSORDICT_KEYS)
+        return TensorDict({**root, "next": following}, batch_size=[size], device="cpu")
 
 
-def to_tensordict(frame: pl.DataFrame, rows: np.ndarray | slice | None = None) -> TensorDict:
+def to_tensordict(frame: pl.DataFrame, rows: np.ndarray | slice | None = None, *,
+                  convention: str = "offline") -> TensorDict:
     """Build exactly the TensorDict kanachan hands a reward plug-in.
 
     Parameters
@@ -164,6 +184,9 @@ def to_tensordict(frame: pl.DataFrame, rows: np.ndarray | slice | None = None) -
         missing.  Select rows with ``rows`` instead.
     rows : slice or 1-D int array, optional
         Frame positions to include, in the order the batch should have.
+    convention : {"offline", "simulation"}
+        Build it as kanachan's offline loaders do (the default) or as its
+        simulator does (:data:`CONVENTIONS`).
 
     Returns
     -------
@@ -179,4 +202,4 @@ def to_tensordict(frame: pl.DataFrame, rows: np.ndarray | slice | None = None) -
     >>> td.batch_size  # doctest: +SKIP
     torch.Size([3])
     """
-    return FrameArrays(frame).tensordict(rows)
+    return FrameArrays(frame).tensordict(rows, convention=convention)

@@ -43,6 +43,7 @@ __all__ = [
     "SCALE_STD_LIMITS",
     "Violation",
     "RewardScale",
+    "tensor_type_problem",
     "key_text",
     "first_change",
     "check_reward",
@@ -51,6 +52,8 @@ __all__ = [
     "changed_in_place",
     "reward_scale",
     "compare_outputs",
+    "PRECISION_TOLERANCE",
+    "float16_precision",
 ]
 
 REWARD_KEY = ("next", "reward")
@@ -146,6 +149,33 @@ def _where(row: int, inner: tuple[int, ...]) -> str:
 # --------------------------------------------------------------------------
 
 
+def tensor_type_problem(name: str, value) -> str | None:
+    """Why ``value`` is not a plain, dense ``torch.Tensor`` (None when it is one).
+
+    kanachan's trainer squeezes and indexes what a plug-in leaves; a tensor
+    subclass (``nn.Parameter``, a ``__torch_function__`` wrapper) or a sparse
+    tensor behaves differently there, so both are refused.
+
+    Examples
+    --------
+    >>> tensor_type_problem('data["next", "reward"]', torch.zeros(2)) is None
+    True
+    >>> tensor_type_problem('data["next", "reward"]', [0.0, 1.0])
+    'data["next", "reward"] should be a torch.Tensor; got list'
+    >>> tensor_type_problem("r", torch.zeros(2).to_sparse())
+    'r should be a dense (strided) torch.Tensor; got layout torch.sparse_coo'
+    """
+    if not isinstance(value, torch.Tensor):
+        return f"{name} should be a torch.Tensor; got {type(value).__name__}"
+    if type(value) is not torch.Tensor:
+        return (f"{name} should be a plain torch.Tensor; got the subclass "
+                f"{type(value).__module__}.{type(value).__qualname__} (convert it with "
+                "torch.as_tensor(x).detach() or build the reward as a plain tensor)")
+    if value.layout != torch.strided:
+        return f"{name} should be a dense (strided) torch.Tensor; got layout {value.layout}"
+    return None
+
+
 def check_reward(reward, batch_size: int, *, returned=None) -> Violation | None:
     """Check ``data["next", "reward"]`` after a call.
 
@@ -176,8 +206,9 @@ def check_reward(reward, batch_size: int, *, returned=None) -> Violation | None:
             msg += (f" (it returned a tensor of shape {list(returned.shape)} instead: assign it, "
                     f'`data["next", "reward"] = ...`, and return None)')
         return Violation("reward_missing", msg)
-    if not isinstance(reward, torch.Tensor):
-        return Violation("reward_type", f"{name} should be a torch.Tensor; got {type(reward).__name__}")
+    bad_type = tensor_type_problem(name, reward)
+    if bad_type is not None:
+        return Violation("reward_type", bad_type)
     if reward.device.type != "cpu":
         return Violation("reward_device", f"{name} should be on the CPU; got device {reward.device}")
     if reward.dtype not in REWARD_DTYPES:
@@ -228,8 +259,9 @@ def check_done(done, end_of_game: np.ndarray, end_of_round: np.ndarray) -> Viola
     if done is None:
         return Violation("done_missing", f"{name} was removed; it is an IN-OUT field: leave it, or "
                          "set it to a bool tensor of shape [B]")
-    if not isinstance(done, torch.Tensor):
-        return Violation("done_type", f"{name} should be a torch.Tensor; got {type(done).__name__}")
+    bad_type = tensor_type_problem(name, done)
+    if bad_type is not None:
+        return Violation("done_type", bad_type)
     if done.device.type != "cpu":
         return Violation("done_device", f"{name} should be on the CPU; got device {done.device}")
     if done.dtype != torch.bool:
@@ -247,7 +279,9 @@ def check_done(done, end_of_game: np.ndarray, end_of_round: np.ndarray) -> Viola
         bool(end_of_round.any()) and bool(flags[end_of_round].all()))
     msg = (f"{name} is False on the last step of an episode (batch row {row}, where end_of_game "
            f"is True; {n_missed} such row{'s' if n_missed > 1 else ''} in the batch), so the "
-           "episode's last trajectory never ends")
+           "episode's last trajectory never ends: kanachan never checks done, and its CQL target "
+           "r + gamma * Q(next) bootstraps wherever done is False, so at that game end it would "
+           "bootstrap from the padding state that stands for the next state")
     if trap:
         msg += ('. This is the `done = end_of_round` trap: in offline data end_of_round is False '
                 "on a game's last step (kanachan's simulator sets it there, the annotation files "
@@ -420,6 +454,63 @@ def reward_scale(rewards: np.ndarray, dones: np.ndarray) -> RewardScale:
     mean, std, count = stats(carried)
     mean_all, std_all, count_all = stats(finite)
     return RewardScale(mean, std, count, mean_all, std_all, count_all)
+
+
+#: float16 rounding larger than this fraction of the rewards' spread is worth a warning.
+PRECISION_TOLERANCE = 1e-3
+
+
+def float16_precision(rewards: np.ndarray, *, tolerance: float = PRECISION_TOLERANCE) -> str | None:
+    """Whether float16 rewards (as the trainer receives them) lost precision that matters.
+
+    float16 keeps 11 significant bits: a value ``v`` with ``2**e <= |v| <
+    2**(e+1)`` is rounded by up to ``2**(e-11)``.  The rounding at the largest
+    reward is compared with the spread of the nonzero rewards (their standard
+    deviation; their magnitude when they are all equal): above ``tolerance``
+    of it, normalized rewards are off by more than that fraction of a standard
+    deviation, and distinct values nearer than the rounding collapse.  From
+    ``|v| >= 2048`` on, float16 cannot even hold every integer.
+
+    Parameters
+    ----------
+    rewards : float array of shape ``[N]``
+        The rewards as the plug-in returned them (float16 values; NaN ignored).
+    tolerance : float
+        The largest acceptable rounding, as a fraction of the spread.
+
+    Returns
+    -------
+    str or None
+        What was lost, or None.
+
+    Examples
+    --------
+    >>> float16_precision(np.array([0.0, 1.0, -1.0, 0.5])) is None
+    True
+    >>> float16_precision(np.array([3000.0, 3002.0, 3004.0])).startswith("float16 rounds rewards near |r| = 3004")
+    True
+    """
+    values = np.asarray(rewards, dtype=np.float64)
+    values = values[np.isfinite(values) & (values != 0)]
+    if not values.size:
+        return None
+    top = float(np.abs(values).max())
+    exponent = max(math.floor(math.log2(top)), -14)  # below 2**-14 float16 is subnormal
+    rounding = 2.0 ** (exponent - 11)
+    spread = float(values.std()) or top
+    problems = []
+    if rounding > tolerance * spread:
+        problems.append(f"float16 rounds rewards near |r| = {top:.6g} by up to {rounding:.3g} "
+                        f"(it keeps 11 significant bits), {rounding / spread:.2%} of their spread "
+                        f"{spread:.4g} (tolerance {tolerance:.2%}): distinct rewards closer than "
+                        "that collapse and normalized values are off by that much")
+    elif top >= 2048:
+        problems.append(f"float16 rewards reach |r| = {top:.6g}, where float16 cannot hold every "
+                        f"integer (steps of {2 * rounding:g})")
+    if not problems:
+        return None
+    return "; ".join(problems) + (". Return float32 or float64 rewards, or scale them down before "
+                                  "casting to float16")
 
 
 def compare_outputs(rewards_a: np.ndarray, dones_a: np.ndarray, rewards_b: np.ndarray,

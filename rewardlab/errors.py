@@ -24,6 +24,7 @@ from pathlib import Path
 
 __all__ = [
     "RewardlabError",
+    "rebuild_error",
     "RewardlabWarning",
     "ParameterError",
     "DataFormatError",
@@ -34,6 +35,8 @@ __all__ = [
     "PluginLoadError",
     "PluginRuntimeError",
     "ContractError",
+    "PluginTimeoutError",
+    "PluginWarning",
     "SkippedLinesWarning",
     "RewardScaleWarning",
     "check_finite",
@@ -43,14 +46,31 @@ __all__ = [
 ]
 
 
+def rebuild_error(cls, args: tuple, state: dict):
+    """Rebuild a pickled :class:`RewardlabError` (its message and attributes) without its ``__init__``."""
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
+
 class RewardlabError(Exception):
     """Base class of every error rewardlab raises on purpose.
+
+    Errors pickle with their message and attributes, so an error raised in a
+    child process (see :mod:`rewardlab.isolation`) reaches the parent intact.
 
     Examples
     --------
     >>> issubclass(ParameterError, RewardlabError)
     True
+    >>> import pickle
+    >>> str(pickle.loads(pickle.dumps(ParameterError("gamma", "should be in [0, 1]", 2))))
+    '`gamma` should be in [0, 1]. Received 2.'
     """
+
+    def __reduce__(self):
+        return (rebuild_error, (type(self), self.args, self.__dict__))
 
 
 class RewardlabWarning(UserWarning):
@@ -71,6 +91,19 @@ class SkippedLinesWarning(RewardlabWarning):
     --------
     >>> str(SkippedLinesWarning("skipped 2 of 90 lines (bad_action: 2)"))
     'skipped 2 of 90 lines (bad_action: 2)'
+    """
+
+
+class PluginWarning(RewardlabWarning):
+    """A plug-in passes the contract but does something a user should know about.
+
+    For example: it relies on names kanachan's trainer puts in scope (so it is
+    not self-contained), or float16 rewards lose precision that matters.
+
+    Examples
+    --------
+    >>> issubclass(PluginWarning, RewardlabWarning)
+    True
     """
 
 
@@ -286,6 +319,16 @@ class ContractError(PluginError):
     Examples
     --------
     >>> isinstance(ContractError("r", None, "no reward"), ValueError)
+    True
+    """
+
+
+class PluginTimeoutError(PluginRuntimeError):
+    """A plug-in did not finish within the time limit (``timeout=`` / ``--timeout``) and was stopped.
+
+    Examples
+    --------
+    >>> isinstance(PluginTimeoutError("r", "r.py", "did not finish within 5 s"), PluginRuntimeError)
     True
     """
 

@@ -15,9 +15,17 @@ its own batch in that chunk, plus its own copy of ``end_of_game`` as
 ``("next", "done")``.  No row is in two batches and IN fields may not be
 written, so a call never sees another call's writes: ``("next", "done")``
 equals ``end_of_game`` and there is no ``("next", "reward")`` before every
-call, exactly as kanachan guarantees.  Several plug-ins share a chunk; when
-one changed an IN field (reported as a contract problem) the chunk is rebuilt
-before the next plug-in runs on it.
+call, exactly as kanachan guarantees.  Several plug-ins run on the same chunk,
+each on its own copy of it (the last one on the original), so no plug-in ever
+sees another's writes, even writes that bypass torch.
+
+Where problems are described
+----------------------------
+The runner records what it finds as :class:`Finding` objects (rule, message,
+batch, frame rows) and turns them into :class:`~rewardlab.errors.ContractError`
+/ :class:`~rewardlab.errors.PluginRuntimeError` with a :class:`Locator` only at
+the end (:func:`resolve`).  A run in a child process (:mod:`rewardlab.isolation`)
+therefore needs no Polars, and its findings come back as plain data.
 
 How unchanged IN fields are verified
 ------------------------------------
@@ -49,13 +57,15 @@ from tensordict import TensorDict
 
 from rewardlab import schema as S
 from rewardlab.batching import FrameArrays
+from rewardlab.batch_modes import mode_setting
 from rewardlab.contract import (
     DONE_KEY, IN_KEYS, REWARD_KEY, Violation, changed_in_place, check_done, check_in_fields,
     check_reward,
 )
 from rewardlab.errors import ContractError, PluginRuntimeError
 
-__all__ = ["CHUNK_ROWS", "Locator", "RunOutcome", "run_plugins", "describe_batch", "plugin_traceback"]
+__all__ = ["CHUNK_ROWS", "Finding", "Locator", "RunOutcome", "run_plugins", "resolve",
+           "describe_batch", "plugin_traceback", "safe_text"]
 
 #: Rows built into one TensorDict at a time (about 1.5 kB per row).
 CHUNK_ROWS = 32768
@@ -134,8 +144,28 @@ class Locator:
         return f"frame row {row}" + (f" ({where})" if where else "")
 
 
-def describe_batch(mode: str, index: int, rows, contiguous: bool) -> str:
+def safe_text(exc: BaseException) -> str:
+    """``str(exc)``, or a note saying it failed (a plug-in's exception may break ``__str__``).
+
+    Examples
+    --------
+    >>> class Odd(Exception):
+    ...     def __str__(self):
+    ...         raise RuntimeError("no")
+    >>> safe_text(ValueError("bad")), safe_text(Odd())
+    ('bad', '<str() of the Odd raised RuntimeError>')
+    """
+    try:
+        return str(exc)
+    except BaseException as inner:  # noqa: BLE001 - the plug-in's object, anything goes
+        return f"<str() of the {type(exc).__name__} raised {type(inner).__name__}>"
+
+
+def describe_batch(mode: str, index: int, rows, contiguous: bool, *, setting: str | None = None) -> str:
     """``batch 3 of mode 'episodes' (rows 120-188, 69 transitions, contiguous=True)``.
+
+    ``setting`` (the kanachan setting the mode reproduces, see
+    :func:`rewardlab.batch_modes.mode_setting`) is added when given.
 
     Examples
     --------
@@ -143,6 +173,9 @@ def describe_batch(mode: str, index: int, rows, contiguous: bool) -> str:
     "batch 0 of mode 'sequential' (rows 0-63, 64 transitions, contiguous=False)"
     >>> describe_batch("shuffled", 2, np.array([9, 4, 7, 1]), False)
     "batch 2 of mode 'shuffled' (rows 9, 4, 7, ..., 4 transitions, contiguous=False)"
+    >>> describe_batch("dataloader", 0, np.array([0, 2]), False,
+    ...                setting="kanachan's offline DataLoader, num_workers=2")
+    "batch 0 of mode 'dataloader' (kanachan's offline DataLoader, num_workers=2; rows 0, 2, 2 transitions, contiguous=False)"
     """
     if isinstance(rows, slice):
         n = rows.stop - rows.start
@@ -152,7 +185,63 @@ def describe_batch(mode: str, index: int, rows, contiguous: bool) -> str:
         shown = ", ".join(str(int(r)) for r in rows[:3]) + (", ..." if n > 3 else "")
         span = f"row{'s' if n > 1 else ''} {shown}"
     span += f", {n} transition{'s' if n != 1 else ''}"
+    if setting:
+        span = f"{setting}; {span}"
     return f"batch {index} of mode {mode!r} ({span}, contiguous={contiguous})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One problem a run found, before it is described with the frame's game, seat and line.
+
+    Attributes
+    ----------
+    kind : str
+        ``"contract"`` (a broken rule) or ``"crash"`` (``get_reward`` raised).
+    rule : str
+        The contract rule, or ``"raised"`` for a crash.
+    message : str
+        The violation's message, or ``"get_reward raised T: text"``.
+    batch : str
+        :func:`describe_batch` of the call.
+    first_row : int
+        Frame row of the batch's first transition.
+    row : int or None
+        Frame row of the offending transition, when there is one.
+    traceback : str or None
+        The plug-in's traceback (crashes).
+    line : int or None
+        Line in the plug-in file of the deepest plug-in frame (crashes).
+
+    Examples
+    --------
+    >>> Finding("contract", "reward_missing", "no reward", "batch 0", 0).kind
+    'contract'
+    """
+
+    kind: str
+    rule: str
+    message: str
+    batch: str
+    first_row: int
+    row: int | None = None
+    traceback: str | None = None
+    line: int | None = None
+
+    def error(self, plugin, locator: "Locator | None") -> ContractError | PluginRuntimeError:
+        """The error this finding stands for, described with ``locator`` (None: frame rows only)."""
+        if self.kind == "crash":
+            first = locator.transition(self.first_row) if locator else f"frame row {self.first_row}"
+            return PluginRuntimeError(
+                plugin.name, plugin.path,
+                f"{self.message} on {self.batch}; first transition of the batch: {first}",
+                line=self.line, plugin_traceback=self.traceback)
+        source = locator.source(self.first_row) if locator else f"frame row {self.first_row}"
+        text = f"{self.message}; in {self.batch}, first transition of the batch: {source}"
+        if self.row is not None:
+            where = locator.transition(self.row) if locator else f"frame row {self.row}"
+            text += f"; offending transition: {where}"
+        return ContractError(plugin.name, plugin.path, f"{text} [rule: {self.rule}]")
 
 
 @dataclasses.dataclass(eq=False)
@@ -166,16 +255,26 @@ class RunOutcome:
     batch_size : int or None
         None for ``episodes`` (whole episodes, any size).
     rewards : float64 array of shape ``[N]``
-        NaN where the plug-in gave no float tensor of the right shape (or
-        was not called, after an exception).
+        The rewards the plug-in gave, exactly (a float16 or float32 reward
+        widens to float64 without rounding); NaN where the plug-in gave no
+        float tensor of the right shape (or was not called, after an exception).
     dones : bool array of shape ``[N]``
         ``end_of_game`` where the plug-in gave no bool tensor of the right shape.
     calls : int
         Calls made.
     problems : dict
-        ``{rule: (first ContractError, number of batches)}``, in the order found.
-    error : PluginRuntimeError or None
-        Set when ``get_reward`` raised; the run stopped there.
+        ``{rule: (first problem, number of batches)}``, in the order found;
+        the first problem is a :class:`~rewardlab.errors.ContractError` once
+        resolved (:func:`resolve`), a :class:`Finding` before.
+    error : PluginRuntimeError, Finding or None
+        Set when ``get_reward`` raised (or its process ended); the run stopped there.
+    reward_dtypes : tuple of str
+        The reward dtypes the plug-in returned (``"float32"``, ...), in the
+        order first seen: what kanachan's trainer receives.
+    contiguous : bool or None
+        The ``contiguous`` flag of an ``episodes`` run (None for other modes).
+    convention : str
+        ``"offline"`` or ``"simulation"`` (:data:`rewardlab.batching.CONVENTIONS`).
 
     Examples
     --------
@@ -192,7 +291,31 @@ class RunOutcome:
     dones: np.ndarray
     calls: int = 0
     problems: dict = dataclasses.field(default_factory=dict)
-    error: PluginRuntimeError | None = None
+    error: object = None
+    reward_dtypes: tuple = ()
+    contiguous: bool | None = None
+    convention: str = "offline"
+
+    @property
+    def reward_dtype(self) -> str | None:
+        """The widest reward dtype returned (None when no valid reward came back)."""
+        order = ("float16", "float32", "float64")
+        return max(self.reward_dtypes, key=order.index) if self.reward_dtypes else None
+
+
+def resolve(outcomes: list, locator: "Locator | None") -> list:
+    """Turn the outcomes' :class:`Finding` objects into rewardlab errors described by ``locator``.
+
+    Examples
+    --------
+    >>> outcomes = resolve(outcomes, Locator(frame))  # doctest: +SKIP
+    """
+    for outcome in outcomes:
+        if isinstance(outcome.error, Finding):
+            outcome.error = outcome.error.error(outcome.plugin, locator)
+        outcome.problems = {rule: (f.error(outcome.plugin, locator) if isinstance(f, Finding) else f, n)
+                            for rule, (f, n) in outcome.problems.items()}
+    return outcomes
 
 
 @dataclasses.dataclass
@@ -260,12 +383,15 @@ def _global_row(rows, local: int) -> int:
     return rows.start + local if isinstance(rows, slice) else int(rows[local])
 
 
+class _Stop(Exception):
+    """Ends a run at the first problem when problems are not collected."""
+
+
 class _Run:
     """One plug-in's pass over the batches (shared state for recording problems)."""
 
-    def __init__(self, outcome: RunOutcome, locator: Locator, collect: bool):
+    def __init__(self, outcome: RunOutcome, collect: bool):
         self.outcome = outcome
-        self.locator = locator
         self.collect = collect
 
     def problem(self, violation: Violation, desc: str, rows) -> None:
@@ -274,33 +400,24 @@ class _Run:
             first, count = problems[violation.rule]
             problems[violation.rule] = (first, count + 1)
             return
-        first_row = _global_row(rows, 0)
-        text = f"{violation.message}; in {desc}, first transition of the batch: {self.locator.source(first_row)}"
-        if violation.row is not None:
-            text += f"; offending transition: {self.locator.transition(_global_row(rows, violation.row))}"
-        plugin = self.outcome.plugin
-        error = ContractError(plugin.name, plugin.path, f"{text} [rule: {violation.rule}]")
-        problems[violation.rule] = (error, 1)
+        row = None if violation.row is None else _global_row(rows, violation.row)
+        problems[violation.rule] = (
+            Finding("contract", violation.rule, violation.message, desc, _global_row(rows, 0), row), 1)
         if not self.collect:
-            raise error
+            raise _Stop
 
-    def crashed(self, exc: Exception, desc: str, rows) -> None:
-        plugin = self.outcome.plugin
-        text, line = plugin_traceback(exc, plugin.path)
-        first_row = _global_row(rows, 0)
-        error = PluginRuntimeError(
-            plugin.name, plugin.path,
-            f"get_reward raised {type(exc).__name__}: {exc} on {desc}; first transition of the "
-            f"batch: {self.locator.transition(first_row)}",
-            line=line, plugin_traceback=text)
-        self.outcome.error = error
+    def crashed(self, exc: BaseException, desc: str, rows) -> None:
+        text, line = plugin_traceback(exc, self.outcome.plugin.path)
+        self.outcome.error = Finding(
+            "crash", "raised", f"get_reward raised {type(exc).__name__}: {safe_text(exc)}", desc,
+            _global_row(rows, 0), traceback=text, line=line)
         if not self.collect:
-            raise error from None
+            raise _Stop
 
 
 def run_plugins(
     arrays: FrameArrays,
-    locator: Locator,
+    locator: Locator | None,
     plugins: list,
     batches: Iterable,
     *,
@@ -310,6 +427,10 @@ def run_plugins(
     collect: bool = False,
     bar=None,
     chunk_rows: int = CHUNK_ROWS,
+    convention: str = "offline",
+    setting: str | None = None,
+    status=None,
+    interrupts_are_plugins: bool = False,
 ) -> list[RunOutcome]:
     """Call every plug-in on every batch; check the contract after each call.
 
@@ -317,8 +438,10 @@ def run_plugins(
     ----------
     arrays : FrameArrays
         The frame's arrays, built once per run.
-    locator : Locator
-        Describes rows in messages.
+    locator : Locator or None
+        Describes rows in messages; None leaves the problems as
+        :class:`Finding` objects (for a child process: :func:`resolve` them
+        in the parent) and raises nothing.
     plugins : list of Plugin
         Distinct plug-ins (anything with ``name``, ``path``, ``get_reward``).
     batches : iterable of (slice or int array, bool)
@@ -332,11 +455,21 @@ def run_plugins(
         instead of watching their version counters.
     collect : bool
         Record problems and go on (first problem of each rule kept, batches
-        counted; a plug-in that raises stops) instead of raising the first.
+        counted; a plug-in that raises stops) instead of stopping at the first.
     bar : tqdm or None
         Advanced by the rows of every call.
     chunk_rows : int
         Rows built into one TensorDict at a time.
+    convention : {"offline", "simulation"}
+        How the TensorDicts are built (:data:`rewardlab.batching.CONVENTIONS`).
+    setting : str or None
+        The kanachan setting the mode reproduces, for messages.
+    status : rewardlab.isolation.ChildStatus or None
+        Told what runs before each call and the rows done after it.
+    interrupts_are_plugins : bool
+        Treat a ``KeyboardInterrupt`` raised inside ``get_reward`` as the
+        plug-in's failure (in a child process, which ignores Ctrl-C, only the
+        plug-in can raise it); False lets it through as the user's Ctrl-C.
 
     Returns
     -------
@@ -346,7 +479,7 @@ def run_plugins(
     Raises
     ------
     PluginRuntimeError, ContractError
-        Unless ``collect``: the first exception or broken rule.
+        Unless ``collect`` (or ``locator`` is None): the first exception or broken rule.
 
     Examples
     --------
@@ -357,25 +490,54 @@ def run_plugins(
     ...                     batch_size=None)  # doctest: +SKIP
     """
     n = arrays.n
-    outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), arrays.end_of_game.copy())
-                for p in plugins]
-    runs = [_Run(o, locator, collect) for o in outcomes]
+    outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), arrays.end_of_game.copy(),
+                           convention=convention) for p in plugins]
+    runs = [_Run(o, collect) for o in outcomes]
     first_index = 0
+    context = _Context(arrays, mode, convention, setting, strict, bar, status, interrupts_are_plugins)
+    stopped = False
     with torch.no_grad():
         for chunk in _chunks(batches, chunk_rows):
             active = [r for r in runs if r.outcome.error is None]
-            if not active:
+            if not active or stopped:
                 break
             eog = np.ascontiguousarray(arrays.end_of_game[chunk.rows])
             eor = np.ascontiguousarray(arrays.end_of_round[chunk.rows])
-            leaves = _leaves(arrays.tensordict(chunk.rows))
-            pristine = {k: leaves[k].clone() for k in IN_KEYS} if strict else None
-            for run in active:
-                if _run_chunk(run, arrays, chunk, leaves, pristine, eog, eor, first_index, mode, bar):
-                    # an IN field was changed (and collected): fresh rows for the next plug-in
-                    leaves = _leaves(arrays.tensordict(chunk.rows))
+            if convention == "simulation":
+                eor = eor | eog
+            base = _leaves(arrays.tensordict(chunk.rows, convention=convention))
+            pristine = {k: base[k].clone() for k in IN_KEYS} if strict else None
+            for i, run in enumerate(active):
+                # every plug-in but the last gets its own copy: none sees another's writes
+                leaves = base if i == len(active) - 1 else {k: v.clone() for k, v in base.items()}
+                try:
+                    _run_chunk(run, context, chunk, leaves, pristine, eog, eor, first_index)
+                except _Stop:
+                    stopped = True
+                    break
             first_index += len(chunk.batches)
+    if locator is None:
+        return outcomes
+    resolve(outcomes, locator)
+    if not collect:
+        for outcome in outcomes:
+            if outcome.error is not None:
+                raise outcome.error
+            if outcome.problems:
+                raise next(iter(outcome.problems.values()))[0]
     return outcomes
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    arrays: FrameArrays
+    mode: str
+    convention: str
+    setting: str | None
+    strict: bool
+    bar: object
+    status: object
+    interrupts_are_plugins: bool
 
 
 _WATCHED = IN_KEYS + (REWARD_KEY, DONE_KEY)
@@ -385,24 +547,30 @@ def _leaves(data: TensorDict) -> dict:
     return dict(data.items(include_nested=True, leaves_only=True))
 
 
-def _run_chunk(run: _Run, arrays: FrameArrays, chunk: _Chunk, leaves: dict, pristine: dict | None,
-               eog, eor, first_index: int, mode: str, bar) -> bool:
-    """One plug-in over one chunk's batches; True when it changed an IN field in place."""
+def _run_chunk(run: _Run, ctx: _Context, chunk: _Chunk, leaves: dict, pristine: dict | None,
+               eog, eor, first_index: int) -> None:
+    """One plug-in over one chunk's batches."""
     outcome = run.outcome
     get_reward = outcome.plugin.get_reward
-    dirty = False
     for j, (a, b, rows, contiguous) in enumerate(chunk.batches):
         size = b - a
         handed = {k: v[a:b] for k, v in leaves.items()}
         handed[DONE_KEY] = torch.from_numpy(eog[a:b].copy())
         versions = [handed[k]._version for k in IN_KEYS]
         data = _nest(handed, size)
+        desc = describe_batch(ctx.mode, first_index + j, rows, contiguous, setting=ctx.setting)
+        if ctx.status is not None:
+            ctx.status.doing(f"plug-in {outcome.plugin.name!r} on {desc}")
         try:
             returned = get_reward(data, contiguous)
-        except Exception as exc:  # the plug-in's own failure, reported with its traceback
-            run.crashed(exc, describe_batch(mode, first_index + j, rows, contiguous), rows)
-            return dirty
+        except BaseException as exc:  # noqa: BLE001 - the plug-in's own failure, with its traceback
+            if isinstance(exc, KeyboardInterrupt) and not ctx.interrupts_are_plugins:
+                raise  # the user's Ctrl-C
+            run.crashed(exc, desc, rows)
+            return
         outcome.calls += 1
+        if ctx.mode == "episodes":
+            outcome.contiguous = contiguous
         after = _leaves(data)
         for key in _WATCHED:  # a non-tensor value is not a leaf: fetch it to report it
             if key not in after:
@@ -414,11 +582,11 @@ def _run_chunk(run: _Run, arrays: FrameArrays, chunk: _Chunk, leaves: dict, pris
                         if not np.array_equal(handed[k].numpy(), reference[k].numpy())]
         else:
             suspects = [k for k, v in zip(IN_KEYS, versions) if handed[k]._version != v]
-            reference = _leaves(arrays.tensordict(rows)) if suspects else {}
+            reference = (_leaves(ctx.arrays.tensordict(rows, convention=ctx.convention))
+                         if suspects else {})
         changes = [v for k in suspects if (v := changed_in_place(k, reference[k], handed[k])) is not None]
         if changes:
             found.append(min(changes, key=lambda v: v.row))
-            dirty = True
         v = check_in_fields({k: handed[k] for k in IN_KEYS}, after)
         if v is not None:
             found.append(v)
@@ -427,18 +595,18 @@ def _run_chunk(run: _Run, arrays: FrameArrays, chunk: _Chunk, leaves: dict, pris
         done = after.get(DONE_KEY)
         bad_done = check_done(done, eog[a:b], eor[a:b])
         found += [x for x in (bad_reward, bad_done) if x is not None]
-        for v in found:
-            run.problem(v, describe_batch(mode, first_index + j, rows, contiguous), rows)
         # keep what the plug-in gave whenever it has the right form (even NaN, or a missed
         # episode end), so runs in different modes compare the plug-in's own outputs
         if bad_reward is None or bad_reward.rule == "reward_not_finite":
             outcome.rewards[rows] = reward.detach().reshape(-1).numpy()
+            dtype = str(reward.dtype).removeprefix("torch.")
+            if dtype not in outcome.reward_dtypes:
+                outcome.reward_dtypes += (dtype,)
         if bad_done is None or bad_done.rule == "done_last_step":
             outcome.dones[rows] = done.detach().numpy()
-        if bar is not None:
-            bar.update(size)
-    if dirty and pristine is not None:
-        for k in IN_KEYS:
-            leaves[k].copy_(pristine[k])
-        return False
-    return dirty
+        if ctx.bar is not None:
+            ctx.bar.update(size)
+        if ctx.status is not None:
+            ctx.status.advance(size)
+        for v in found:
+            run.problem(v, desc, rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,11 +23,40 @@ def rows_of(rows) -> list[int]:
 # --- loop references -------------------------------------------------------
 
 
-def ref_episodes(lengths):
+def ref_episodes(lengths, contiguous=False):
     out, start = [], 0
     for n in lengths:
-        out.append((list(range(start, start + n)), True))
+        out.append((list(range(start, start + n)), contiguous))
         start += n
+    return out
+
+
+def ref_dataloader(n_rows, batch_size, workers):
+    """kanachan's DataIterator per worker, then PyTorch's round-robin over live workers."""
+    if workers == 0:
+        return ref_sequential(n_rows, batch_size)
+    per_worker = []
+    for w in range(workers):
+        mine, batch = [], []
+        line = w  # skip `w` lines, then take one and skip workers - 1
+        while line < n_rows:
+            batch.append(line)
+            if len(batch) == batch_size:
+                mine.append(batch)
+                batch = []
+            line += workers
+        if batch:
+            mine.append(batch)
+        per_worker.append(mine)
+    out, live = [], list(range(workers))
+    r = 0
+    while live:
+        for w in list(live):
+            if r < len(per_worker[w]):
+                out.append((per_worker[w][r], False))
+            else:
+                live.remove(w)
+        r += 1
     return out
 
 
@@ -67,6 +97,11 @@ def test_planners_match_loop_references(lengths, batch_size):
     n = int(ends[-1]) if len(lengths) else 0
     got = [(rows_of(r), c) for r, c in bm.plan_episodes(ends)]
     assert got == ref_episodes(lengths)
+    got = [(rows_of(r), c) for r, c in bm.plan_episodes(ends, contiguous=True)]
+    assert got == ref_episodes(lengths, contiguous=True)
+    for workers in (0, 1, 2, 3):
+        got = [(rows_of(r), c) for r, c in bm.plan_dataloader(n, batch_size, workers)]
+        assert got == ref_dataloader(n, batch_size, workers), workers
     got = [(rows_of(r), c) for r, c in bm.plan_sequential(n, batch_size)]
     assert got == ref_sequential(n, batch_size)
     got = [(rows_of(r), c) for r, c in bm.plan_fragments(ends, batch_size)]
@@ -91,8 +126,9 @@ def test_episodes_are_whole_and_in_order():
     eog = np.array([0, 0, 1, 1, 0, 0, 0, 1], dtype=bool)
     ends = bm.episode_ends(eog)
     assert ends.tolist() == [3, 4, 8]
-    batches = list(bm.plan_episodes(ends))
-    assert batches == [(slice(0, 3), True), (slice(3, 4), True), (slice(4, 8), True)]
+    batches = list(bm.plan_episodes(ends))  # kanachan's default: contiguous_training_data=False
+    assert batches == [(slice(0, 3), False), (slice(3, 4), False), (slice(4, 8), False)]
+    assert list(bm.plan_batches("episodes", ends, batch_size=1, contiguous=True))[0] == (slice(0, 3), True)
     for rows, _ in batches:  # each batch ends on an end-of-game row and holds no other
         assert eog[rows.stop - 1] and not eog[rows.start:rows.stop - 1].any()
 
@@ -137,7 +173,7 @@ def test_empty_plans():
      "`ends` should be strictly increasing positive end positions. Received [3, 3]."),
     (lambda: bm.plan_fragments(np.array([0.5]), 2), "`ends` should be a 1-D integer array"),
     (lambda: bm.plan_batches("random", np.array([3]), batch_size=2),
-     "`batch_mode` should be one of 'episodes', 'sequential', 'fragments', 'shuffled'. "
+     "`batch_mode` should be one of 'episodes', 'sequential', 'dataloader', 'fragments', 'shuffled'. "
      "Received 'random'."),
     (lambda: bm.episode_ends(np.array([True, False])),
      "`end_of_game` should be True on the last row (complete episodes)."),
@@ -147,3 +183,47 @@ def test_validation_messages(call, message):
     with pytest.raises(ParameterError) as info:
         call()  # validation happens when the plan is made, not when it is first iterated
     assert message in str(info.value)
+
+
+class _KanachanLines(torch.utils.data.IterableDataset):
+    """kanachan's offline DataIterator over row numbers instead of text lines:
+    each worker skips ``worker.id`` lines, then yields one and skips ``num_workers - 1``."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        lines = iter(range(self.n))
+        if info is not None:
+            for _ in range(info.id):
+                next(lines, None)
+
+        def gen():
+            for line in lines:
+                if info is not None:
+                    for _ in range(info.num_workers - 1):
+                        next(lines, None)
+                yield line
+        return gen()
+
+
+@pytest.mark.parametrize("n_rows,batch_size,workers", [(23, 4, 2), (10, 3, 3), (9, 16, 2), (7, 2, 0)])
+def test_dataloader_mode_matches_pytorchs_own_dataloader(n_rows, batch_size, workers):
+    """The plan equals the batches a real torch DataLoader gives over kanachan's line split."""
+    loader = torch.utils.data.DataLoader(_KanachanLines(n_rows), batch_size=batch_size,
+                                         num_workers=workers)
+    real = [b.tolist() for b in loader]
+    planned = [rows_of(r) for r, _ in bm.plan_dataloader(n_rows, batch_size, workers)]
+    assert planned == real
+
+
+def test_contiguous_and_workers_validation():
+    ends = np.array([3])
+    with pytest.raises(ParameterError, match="can be True only with batch_mode 'episodes'"):
+        bm.plan_batches("sequential", ends, batch_size=2, contiguous=True)
+    with pytest.raises(ParameterError, match="`num_workers` should be an integer >= 0"):
+        bm.plan_batches("dataloader", ends, batch_size=2, num_workers=-1)
+    assert bm.mode_setting("episodes", contiguous=True) == (
+        "kanachan's episode replay buffer, contiguous_training_data=True")

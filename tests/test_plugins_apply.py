@@ -55,7 +55,9 @@ def test_each_call_gets_a_fresh_tensordict_as_kanachan_builds_it(tmp_path, small
     path.write_text(RECORDER)
     rec = load_plugin(path)
     calls = rec.get_reward.__globals__["CALLS"]
-    out = apply_plugins(small_frame, rec, batch_mode=mode, batch_size=6, seed=5, progress=False)
+    # in this process, so the recorder's list fills up here
+    out = apply_plugins(small_frame, rec, batch_mode=mode, batch_size=6, seed=5, progress=False,
+                        isolate=False)
     plan = list(plan_batches(mode, episode_ends(small_frame["end_of_game"].to_numpy()),
                              batch_size=6, seed=5))
     assert len(calls) == len(plan)
@@ -67,6 +69,9 @@ def test_each_call_gets_a_fresh_tensordict_as_kanachan_builds_it(tmp_path, small
         expected = arrays.tensordict(rows)
         got = call["data"]
         assert got.batch_size == expected.batch_size and got.device == torch.device("cpu")
+        # kanachan's key order: state and action first, then the "next" keys
+        assert list(got.keys(include_nested=True, leaves_only=True)) == list(TENSORDICT_KEYS)
+        assert list(got.keys()) == ["sparse", "numeric", "progression", "candidates", "action", "next"]
         for key in TENSORDICT_KEYS:
             if key == ("next", "done"):  # the recorder overwrote it after cloning: check the clone
                 assert torch.equal(got[key], expected["next", "end_of_game"])

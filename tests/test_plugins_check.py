@@ -33,9 +33,11 @@ def test_shipped_plugin_passes(frame):
     assert isinstance(report, CheckReport)
     assert report.ok
     assert [r.label for r in report.runs] == [
-        "episodes", "sequential x16", "sequential x700", "fragments x16", "fragments x700",
-        "shuffled x16", "shuffled x700"]
-    assert [r.contiguous for r in report.runs] == [True] + [False] * 6
+        "episodes", "episodes (contiguous=True)", "sequential x16", "sequential x700",
+        "dataloader x16 (2 workers)", "dataloader x700 (2 workers)", "fragments x16",
+        "fragments x700", "shuffled x16", "shuffled x700", "simulation episodes (contiguous=True)"]
+    assert [r.contiguous for r in report.runs] == [False, True] + [False] * 8 + [True]
+    assert [r.convention for r in report.runs] == ["offline"] * 10 + ["simulation"]
     assert all(r.calls > 0 and r.error is None for r in report.runs)
     assert report.problems == () and report.differences == ()
     assert report.episodes == 48 and report.transitions == frame.height
@@ -44,7 +46,10 @@ def test_shipped_plugin_passes(frame):
     assert text.startswith(f"check-plugin 'round_delta' ({PLUGINS_DIR / 'round_delta.py'})")
     assert "contract: ok" in text
     assert "batch invariance: ok (every mode and batch size gives the same rewards and dones)" in text
+    assert "simulation convention: ok (same rewards and dones as in the offline convention)" in text
+    assert "reward dtype: float64" in text
     assert "reward scale: ok: mean " in text
+    assert "warning:" not in text
     assert text.endswith("result: PASS")
 
 
@@ -59,7 +64,8 @@ def test_batch_statistics_are_caught(tmp_path, frame):
     assert report.problems == ()
     by_run = {d.run: d for d in report.differences}
     # fragments of 700 rows hold whole episodes here, so that run agrees with episodes
-    assert set(by_run) == {"sequential x16", "sequential x700", "fragments x16", "shuffled x16",
+    assert set(by_run) == {"sequential x16", "sequential x700", "dataloader x16 (2 workers)",
+                           "dataloader x700 (2 workers)", "fragments x16", "shuffled x16",
                            "shuffled x700"}
     d = by_run["sequential x16"]
     assert isinstance(d, Difference) and d.reference == "episodes" and not d.allowed
@@ -70,7 +76,9 @@ def test_batch_statistics_are_caught(tmp_path, frame):
                               f"{frame['seat'][row]}, step {frame['step'][row]}; ")
     assert d.where.endswith(f":{frame['source_line'][row]})")
     text = str(report)
-    assert "batch invariance: 5 run(s) differ" in text
+    assert "batch invariance: 7 run(s) differ" in text
+    assert "hint: the plug-in computes statistics (`mean` on line 6); statistics of the batch " \
+           "depend on how the data is cut into batches" in text
     assert f"- sequential x16 differs from episodes: {d.rewards:,} rewards and 0 dones; largest " \
            f"|reward difference| {d.max_abs:.6g}; first at {d.where}: reward " in text
     assert text.endswith("result: FAIL")
@@ -87,7 +95,7 @@ def test_contiguous_reader_may_differ_between_modes(tmp_path, frame):
     report = check_plugin(frame, plug, batch_sizes=(16, 700), progress=False)
     assert report.ok
     [d] = report.differences
-    assert (d.run, d.reference, d.allowed) == ("episodes", "sequential x16", True)
+    assert (d.run, d.reference, d.allowed) == ("episodes (contiguous=True)", "episodes", True)
     text = str(report)
     assert "reads `contiguous`: yes" in text
     assert "1 run(s) differ between contiguous=True and contiguous=False, which is allowed because " \
@@ -105,7 +113,7 @@ def test_contiguous_reader_must_still_agree_across_non_contiguous_modes(tmp_path
         """)
     report = check_plugin(frame, plug, batch_sizes=(16, 700), progress=False)
     assert not report.ok
-    assert any(not d.allowed and d.reference == "sequential x16" for d in report.differences)
+    assert any(not d.allowed and d.reference == "episodes" for d in report.differences)
 
 
 def test_contract_problems_are_collected_per_rule(tmp_path, frame):
@@ -120,10 +128,16 @@ def test_contract_problems_are_collected_per_rule(tmp_path, frame):
     assert "This is the `done = end_of_round` trap" in message
     assert message.startswith('data["next", "done"] is False on the last step of an episode')
     assert "in batch 0 of mode 'episodes'" in message
-    assert runs == "episodes, sequential x16, sequential x700, fragments x16, fragments x700, " \
-                   "shuffled x16, shuffled x700"
-    assert count >= 48 * 7 - 100  # nearly every batch holding an episode end, in every run
+    # every offline run; kanachan's simulator sets end_of_round on a game's last step, so there
+    # the trap does not bite, and the report says the two conventions disagree
+    assert runs == "episodes, episodes (contiguous=True), sequential x16, sequential x700, " \
+                   "dataloader x16 (2 workers), dataloader x700 (2 workers), fragments x16, " \
+                   "fragments x700, shuffled x16, shuffled x700"
+    assert count >= 48 * 9 - 100  # nearly every batch holding an episode end, in every run
     assert report.differences == ()  # the plug-in's own dones agree across modes
+    [d] = report.convention_differences
+    assert d.run == "simulation episodes (contiguous=True)" and d.dones == 48 and d.rewards == 0
+    assert "simulation convention: WARNING the rewards differ" in str(report)
     assert f"- [done_last_step] in {count:,} batch(es) ({runs}); first: " in str(report)
 
 
@@ -136,10 +150,15 @@ def test_exceptions_in_some_modes(tmp_path, frame):
     report = check_plugin(frame, plug, batch_sizes=(16, 700), progress=False)
     assert not report.ok
     failed = [r.label for r in report.runs if r.error]
-    assert failed == ["sequential x700", "shuffled x700"]
+    assert failed == ["sequential x700", "dataloader x700 (2 workers)", "shuffled x700"]
     [run] = [r for r in report.runs if r.label == "sequential x700"]
     assert "get_reward raised MemoryError: batch too big on batch 0 of mode 'sequential'" in run.error
-    assert "exceptions: 2 run(s) stopped" in str(report)
+    text = str(report)
+    assert "exceptions: 3 run(s) stopped by the plug-in" in text
+    # the traceback once, for the three runs that failed the same way
+    assert text.count("The plug-in's traceback:") == 1
+    assert "- sequential x700, dataloader x700 (2 workers), shuffled x700: the same failure in each" in text
+    assert "contract: not fully checked (a run stopped early)" in text and "contract: ok" not in text
     assert report.differences == ()  # the runs that finished agree
 
 

@@ -76,7 +76,7 @@ def test_check_plugin_exit_status(tmp_path, dataset, capsys):
     assert main(["check-plugin", ROUNDS, "--data", str(dataset), "--batch-sizes", "3", "20"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("check-plugin 'round_delta'")
-    assert "runs: episodes, sequential x3, sequential x20, fragments x3" in out
+    assert "runs: episodes, episodes (contiguous=True), sequential x3, sequential x20, dataloader x3" in out
     assert out.rstrip().endswith("result: PASS")
     # --data may come before the plug-in file, too
     assert main(["check-plugin", "--data", str(dataset), ROUNDS, "--batch-sizes", "3", "20"]) == 0

@@ -44,7 +44,8 @@ def test_reward_missing_with_hint_when_returned(tmp_path, small_frame):
                            "get_reward should set it to a float tensor of shape [B] (it returned a "
                            "tensor of shape [5] instead: assign it, `data[\"next\", \"reward\"] = ...`, "
                            "and return None)")
-    assert "in batch 0 of mode 'episodes' (rows 0-4, 5 transitions, contiguous=True)" in text
+    assert ("in batch 0 of mode 'episodes' (kanachan's episode replay buffer, contiguous_training_data="
+            "False; rows 0-4, 5 transitions, contiguous=False)") in text
     assert "small.tsv:1" in text
     assert text.endswith("[rule: reward_missing]")
 
@@ -71,7 +72,9 @@ def test_reward_forms_kanachan_accepts(tmp_path, small_frame, dtype, shape):
     out = apply_plugins(small_frame, plug, progress=False)
     expected = np.where(small_frame["end_of_game"].to_numpy(), 1.0, -1.0)
     np.testing.assert_array_equal(out["reward_ok"].to_numpy(), expected)
-    assert out.schema["reward_ok"] == pl.Float64 and out.schema["done_ok"] == pl.Boolean
+    # kanachan keeps the dtype the plug-in returns; so does the rewards table
+    assert out.schema["reward_ok"] == getattr(pl, dtype.capitalize())
+    assert out.schema["done_ok"] == pl.Boolean
 
 
 @pytest.mark.parametrize("value, shown", [("float('nan')", "nan"), ("float('inf')", "inf")])
@@ -83,7 +86,8 @@ def test_reward_not_finite_names_the_first_row_and_its_line(tmp_path, small_fram
     text = str(err)
     assert (f'data["next", "reward"] should be finite; got {shown} at batch row 6 (2 non-finite '
             "values in the batch)") in text
-    assert "in batch 0 of mode 'sequential' (rows 0-7, 8 transitions, contiguous=False)" in text
+    assert ("in batch 0 of mode 'sequential' (kanachan's offline DataLoader, num_workers=0; rows 0-7, 8 "
+            "transitions, contiguous=False)") in text
     assert "offending transition: frame row 6 (game 00000000000000000000000000000001, seat 1, step 1; " in text
     assert "small.tsv:7)" in text
 
@@ -102,8 +106,10 @@ def test_done_end_of_round_trap_is_named(tmp_path, small_frame):
     text = str(contract_error(small_frame, plug))
     assert ('data["next", "done"] is False on the last step of an episode (batch row 4, where '
             "end_of_game is True; 1 such row in the batch), so the episode's last trajectory never "
-            "ends. This is the `done = end_of_round` trap: in offline data end_of_round is False on "
-            "a game's last step") in text
+            "ends: kanachan never checks done, and its CQL target r + gamma * Q(next) bootstraps "
+            "wherever done is False, so at that game end it would bootstrap from the padding state "
+            "that stands for the next state. This is the `done = end_of_round` trap: in offline data "
+            "end_of_round is False on a game's last step") in text
     assert 'OR in end_of_game: `data["next", "done"] = data["next", "end_of_round"] | data["next", ' \
            '"end_of_game"]`' in text
     assert "offending transition: frame row 4 (game 00000000000000000000000000000001, seat 0, step 4;" in text
@@ -114,7 +120,7 @@ def test_done_cleared_without_the_trap(tmp_path, small_frame):
     plug = plugin(tmp_path, "clear", ZERO + '\ndata["next", "done"][:] = False\ndata["next", "done"][0] = True\n')
     text = str(contract_error(small_frame, plug))
     assert "is False on the last step of an episode (batch row 4" in text
-    assert "trap" not in text
+    assert "`done = end_of_round` trap" not in text
 
 
 @pytest.mark.parametrize("body, rule, message", [
@@ -152,7 +158,7 @@ def test_in_place_change_names_field_row_and_values(tmp_path, small_frame):
     text = str(err)
     assert ('changed the IN field data["sparse"] in place: at batch row 1, position 6 71 became 72; '
             "IN fields must not be changed") in text
-    assert "in batch 0 of mode 'sequential' (rows 0-9" in text
+    assert "in batch 0 of mode 'sequential' (kanachan's offline DataLoader, num_workers=0; rows 0-9" in text
     assert "offending transition: frame row 1 (game 00000000000000000000000000000001, seat 0, step 1;" in text
     assert text.endswith("[rule: in_changed]")
 
@@ -223,8 +229,9 @@ def test_runtime_error_keeps_traceback_batch_and_line(tmp_path, small_frame):
     assert err.line == 6
     text = str(err)
     assert text.startswith(f"plug-in 'boom' ({path}, line 6): get_reward raised ValueError: episode "
-                           "too long on batch 4 of mode 'episodes' (rows 20-26, 7 transitions, "
-                           "contiguous=True); first transition of the batch: frame row 20 (game "
+                           "too long on batch 4 of mode 'episodes' (kanachan's episode replay buffer, "
+                           "contiguous_training_data=False; rows 20-26, 7 transitions, "
+                           "contiguous=False); first transition of the batch: frame row 20 (game "
                            "00000000000000000000000000000002, seat 0, step 0; ")
     assert "small.tsv:21)" in text
     tb = err.plugin_traceback
@@ -239,7 +246,7 @@ def test_runtime_error_in_shuffled_mode_lists_rows(tmp_path, small_frame):
         apply_plugins(small_frame, plug, batch_mode="shuffled", batch_size=8, seed=1, progress=False)
     perm = np.random.default_rng(1).permutation(small_frame.height)[:8]
     shown = ", ".join(map(str, perm[:3]))
-    assert (f"on batch 0 of mode 'shuffled' (rows {shown}, ..., 8 transitions, contiguous=False); "
+    assert (f"on batch 0 of mode 'shuffled' (a shuffling data loader (seeded); rows {shown}, ..., 8 transitions, contiguous=False); "
             f"first transition of the batch: frame row {perm[0]} (") in str(info.value)
 
 
@@ -287,8 +294,8 @@ def test_argument_validation(tmp_path, small_frame):
     good = plugin(tmp_path, "g", ZERO + "\n")
     cases = [
         (dict(frame=small_frame.lazy()), "`frame` should be an eager polars.DataFrame (collect it first)"),
-        (dict(batch_mode="bulk"), "`batch_mode` should be one of 'episodes', 'sequential', 'fragments', "
-                                  "'shuffled'. Received 'bulk'."),
+        (dict(batch_mode="bulk"), "`batch_mode` should be one of 'episodes', 'sequential', 'dataloader', "
+                                  "'fragments', 'shuffled'. Received 'bulk'."),
         (dict(batch_size=0), "`batch_size` should be an integer >= 1. Received 0."),
         (dict(seed=-2), "`seed` should be an integer >= 0. Received -2."),
         (dict(strict="yes"), "`strict` should be True or False. Received 'yes'."),

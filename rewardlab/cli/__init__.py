@@ -61,3 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # e.g. `rewardlab info ... | head`
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: plug-in child processes are already stopped
+        print(f"rewardlab {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import warnings
 from pathlib import Path
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"should be a number of seconds > 0; got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"should be a number of seconds > 0; got {text!r}")
+    return value
+
+
+def _add_isolation(p) -> None:
+    p.add_argument("--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help="stop the plug-in after this many seconds (it runs in a child process; "
+                   "default: no limit)")
+
+
 def register(sub) -> None:
-    from rewardlab.batch_modes import BATCH_MODES, DEFAULT_BATCH_SIZES
+    from rewardlab.batch_modes import BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS
+    from rewardlab.batching import CONVENTIONS
     from rewardlab.plugins import CHECK_BATCH_SIZES
 
     sizes = ", ".join(f"{m} {s}" for m, s in DEFAULT_BATCH_SIZES.items() if s)
@@ -23,21 +41,39 @@ def register(sub) -> None:
     p.add_argument("--plugin", action="append", required=True, metavar="FILE",
                    help="a reward plug-in file (repeat for several)")
     p.add_argument("--batch-mode", choices=BATCH_MODES, default="episodes",
-                   help="how transitions are cut into calls (default: episodes, contiguous=True)")
+                   help="how transitions are cut into calls: episodes = kanachan's episode replay "
+                   "buffer, sequential = its DataLoader with num_workers=0, dataloader = its "
+                   "DataLoader with --num-workers workers, fragments = episode pieces, shuffled = "
+                   "a shuffling loader (default: episodes)")
     p.add_argument("--batch-size", type=int, default=None, metavar="N",
                    help=f"rows per call, fragment length for fragments (default: {sizes})")
+    p.add_argument("--contiguous", action="store_true",
+                   help="pass contiguous=True in episodes mode (kanachan's contiguous_training_data; "
+                   "its default, and rewardlab's, is False)")
+    p.add_argument("--num-workers", type=int, default=DEFAULT_NUM_WORKERS, metavar="N",
+                   help=f"DataLoader workers of --batch-mode dataloader (default {DEFAULT_NUM_WORKERS}, "
+                   "what kanachan's cql/train.py uses on CUDA)")
+    p.add_argument("--convention", choices=CONVENTIONS, default="offline",
+                   help="build batches as kanachan's offline loaders do (default) or as its "
+                   "simulator does (end_of_round on a game's last step, no round summary)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffled mode (default 0)")
     p.add_argument("--strict", action="store_true",
                    help="compare IN fields with a full copy after every call (slower, exact)")
     p.add_argument("--out", required=True, metavar="REWARDS.parquet", help="output Parquet file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_isolation(p)
     p.set_defaults(func=_apply)
 
     p = sub.add_parser(
         "check-plugin", help="check a plug-in's contract and batch invariance",
-        description="Run a plug-in in every batch mode with two batch sizes, check the contract "
-        "after every call, and compare the rewards and dones of all runs. Prints a report; exit "
-        "status 0 when every check passes, 1 otherwise (2 when the check could not run).")
+        description="Run a plug-in in every batch mode (kanachan's episode replay buffer with "
+        "contiguous_training_data False and True, its DataLoader with 0 and --num-workers workers, "
+        "episode fragments, shuffled batches) with two batch sizes, and on whole episodes in "
+        "kanachan's simulation convention; check the contract after every call, and compare the "
+        "rewards and dones of all runs. The plug-in is loaded and run in a child process: one that "
+        "exits, crashes its process or runs past --timeout fails the check. Prints a report; exit "
+        "status 0 when every check passes, 1 otherwise (2 when the check could not run, 130 on "
+        "Ctrl-C).")
     p.add_argument("plugin", metavar="FILE", help="the reward plug-in file")
     p.add_argument("--data", action="append", required=True, metavar="DATASET",
                    help="annotation file or converted .parquet / .arrow dataset "
@@ -46,8 +82,11 @@ def register(sub) -> None:
                    metavar="N", help="batch sizes tried in the modes other than episodes "
                    f"(default: {' '.join(map(str, CHECK_BATCH_SIZES))})")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffled mode (default 0)")
+    p.add_argument("--num-workers", type=int, default=DEFAULT_NUM_WORKERS, metavar="N",
+                   help=f"DataLoader workers of the dataloader runs (default {DEFAULT_NUM_WORKERS})")
     p.add_argument("--fast", action="store_true",
                    help="watch IN fields by version counters instead of full copies")
+    _add_isolation(p)
     p.set_defaults(func=_check)
 
 
@@ -58,33 +97,42 @@ def _load(paths: list[str]):
 
 
 def _apply(args) -> int:
+    import polars as pl
+
     from rewardlab import schema as S
     from rewardlab._io import atomic_path
     from rewardlab.contract import reward_scale
     from rewardlab.errors import ParameterError, RewardScaleWarning
-    from rewardlab.plugins import apply_plugins, load_plugin
+    from rewardlab.plugins import apply_plugins, read_plugin
 
     out = Path(args.out)
     if args.batch_mode == "episodes" and args.batch_size is not None:
         raise ParameterError("--batch-size", "does not apply to --batch-mode episodes (one whole "
                              "episode per call)", args.batch_size,
                              hint="Leave it out, or pick another --batch-mode.")
-    plugins = [load_plugin(p) for p in args.plugin]  # load errors before reading data
+    if args.contiguous and args.batch_mode != "episodes":
+        raise ParameterError("--contiguous", "applies only to --batch-mode episodes (kanachan's data "
+                             "loader always passes contiguous=False)", True)
+    # read and compile every file before reading data; their code runs only in the child process
+    names = [read_plugin(p)[0] for p in args.plugin]
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
         frame = _load(args.dataset)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RewardScaleWarning)
-            result = apply_plugins(frame, plugins, batch_mode=args.batch_mode,
-                                   batch_size=args.batch_size, seed=args.seed, strict=args.strict)
+            result = apply_plugins(frame, [Path(p) for p in args.plugin], batch_mode=args.batch_mode,
+                                   batch_size=args.batch_size, seed=args.seed,
+                                   contiguous=True if args.contiguous else None,
+                                   num_workers=args.num_workers, convention=args.convention,
+                                   strict=args.strict, isolate=True, timeout=args.timeout)
         columns = [c for c in S.KEY_COLUMNS + S.REWARDS_TABLE_CONTEXT if c in result.columns]
-        for plugin in plugins:
-            columns += [S.reward_column(plugin.name), S.done_column(plugin.name)]
+        for name in names:
+            columns += [S.reward_column(name), S.done_column(name)]
         result.select(columns).write_parquet(tmp, compression="zstd", statistics=True)
-    print(f"wrote {result.height:,} transitions x {len(plugins)} plug-in(s) to {out}")
-    for plugin in plugins:
-        scale = reward_scale(result[S.reward_column(plugin.name)].to_numpy(),
-                             result[S.done_column(plugin.name)].to_numpy())
-        print(f"  {plugin.name}: {scale}")
+    print(f"wrote {result.height:,} transitions x {len(names)} plug-in(s) to {out}")
+    for name in names:
+        rewards = result[S.reward_column(name)]
+        scale = reward_scale(rewards.cast(pl.Float64).to_numpy(), result[S.done_column(name)].to_numpy())
+        print(f"  {name}: {scale} (rewards returned as {str(rewards.dtype).lower()})")
     for w in caught:
         if issubclass(w.category, RewardScaleWarning):
             print(f"warning: {w.message}", file=sys.stderr)
@@ -94,12 +142,13 @@ def _apply(args) -> int:
 
 
 def _check(args) -> int:
-    from rewardlab.plugins import check_plugin, load_plugin
+    from rewardlab.plugins import check_plugin, read_plugin
 
-    plugin = load_plugin(args.plugin)  # load errors before reading data
+    read_plugin(args.plugin)  # read and compile it before reading data; it runs only in the child
     frame = _load(args.data)
-    report = check_plugin(frame, plugin, batch_sizes=args.batch_sizes, seed=args.seed,
-                          strict=not args.fast)
+    report = check_plugin(frame, Path(args.plugin), batch_sizes=args.batch_sizes, seed=args.seed,
+                          num_workers=args.num_workers, strict=not args.fast, isolate=True,
+                          timeout=args.timeout)
     print(report)
     sys.stdout.flush()
     return 0 if report.ok else 1
