@@ -863,7 +863,7 @@ class CheckReport:
         lines = [f"check-plugin {p.name!r} ({p.path})",
                  f"  data: {self.transitions:,} transitions, {self.episodes:,} episodes",
                  "  runs: " + ", ".join(r.label for r in self.runs)
-                 + f" (shuffled with seed {self.seed})",
+                 + f" (the shuffled runs use seed {self.seed})",
                  f"  reads `contiguous`: {'yes' if p.reads_contiguous else 'no'}"]
         if self.reward_dtype is not None:
             lines.append(f"  reward dtype: {self.reward_dtype} (kept as returned: what kanachan's "

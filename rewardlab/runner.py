@@ -495,6 +495,7 @@ def run_plugins(
     runs = [_Run(o, collect) for o in outcomes]
     first_index = 0
     context = _Context(arrays, mode, convention, setting, strict, bar, status, interrupts_are_plugins)
+    copies = _Copies()
     stopped = False
     with torch.no_grad():
         for chunk in _chunks(batches, chunk_rows):
@@ -506,10 +507,11 @@ def run_plugins(
             if convention == "simulation":
                 eor = eor | eog
             base = _leaves(arrays.tensordict(chunk.rows, convention=convention))
-            pristine = {k: base[k].clone() for k in IN_KEYS} if strict else None
+            pristine = {k: copies.copy(("pristine", k), base[k]) for k in IN_KEYS} if strict else None
             for i, run in enumerate(active):
                 # every plug-in but the last gets its own copy: none sees another's writes
-                leaves = base if i == len(active) - 1 else {k: v.clone() for k, v in base.items()}
+                leaves = base if i == len(active) - 1 else {
+                    k: copies.copy(("plug-in", k), v) for k, v in base.items()}
                 try:
                     _run_chunk(run, context, chunk, leaves, pristine, eog, eor, first_index)
                 except _Stop:
@@ -526,6 +528,25 @@ def run_plugins(
             if outcome.problems:
                 raise next(iter(outcome.problems.values()))[0]
     return outcomes
+
+
+class _Copies:
+    """Copies of chunk tensors into buffers reused from chunk to chunk.
+
+    A fresh ``clone()`` of every chunk costs its page faults each time (most
+    of a strict check's time); copying into memory already mapped does not.
+    """
+
+    def __init__(self):
+        self._buffers: dict = {}
+
+    def copy(self, name, src: torch.Tensor) -> torch.Tensor:
+        buf = self._buffers.get(name)
+        if buf is None or buf.dtype != src.dtype or buf.shape[1:] != src.shape[1:] or buf.shape[0] < src.shape[0]:
+            buf = self._buffers[name] = torch.empty((max(src.shape[0], 1), *src.shape[1:]), dtype=src.dtype)
+        out = buf[: src.shape[0]]
+        out.copy_(src)
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
