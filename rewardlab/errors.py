@@ -36,7 +36,6 @@ __all__ = [
     "PluginRuntimeError",
     "ContractError",
     "PluginTimeoutError",
-    "PluginWarning",
     "SkippedLinesWarning",
     "RewardScaleWarning",
     "check_finite",
@@ -91,19 +90,6 @@ class SkippedLinesWarning(RewardlabWarning):
     --------
     >>> str(SkippedLinesWarning("skipped 2 of 90 lines (bad_action: 2)"))
     'skipped 2 of 90 lines (bad_action: 2)'
-    """
-
-
-class PluginWarning(RewardlabWarning):
-    """A plug-in passes the contract but does something a user should know about.
-
-    For example: it relies on names kanachan's trainer puts in scope (so it is
-    not self-contained), or float16 rewards lose precision that matters.
-
-    Examples
-    --------
-    >>> issubclass(PluginWarning, RewardlabWarning)
-    True
     """
 
 

@@ -59,8 +59,8 @@ from rewardlab.batch_modes import (
 from rewardlab.batching import CONVENTIONS, FrameArrays
 from rewardlab.contract import RewardScale, compare_outputs, float16_precision, reward_scale
 from rewardlab.errors import (
-    ParameterError, PluginLoadError, PluginRuntimeError, PluginTimeoutError, PluginWarning,
-    RewardScaleWarning, check_choice,
+    ParameterError, PluginLoadError, PluginRuntimeError, PluginTimeoutError, RewardScaleWarning,
+    check_choice,
 )
 from rewardlab.runner import Locator, RunOutcome, plugin_traceback, resolve, run_plugins, safe_text
 from rewardlab.trainer_scope import TRAINER_NAMES, UNAVAILABLE, names_from_trainer, trainer_globals

@@ -57,7 +57,6 @@ from tensordict import TensorDict
 
 from rewardlab import schema as S
 from rewardlab.batching import FrameArrays
-from rewardlab.batch_modes import mode_setting
 from rewardlab.contract import (
     DONE_KEY, IN_KEYS, REWARD_KEY, Violation, changed_in_place, check_done, check_in_fields,
     check_reward,
