@@ -34,16 +34,17 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
 from pathlib import Path
 
 from rewardlab._io import atomic_open
 from rewardlab._version import __version__
-from rewardlab.errors import ParameterError
+from rewardlab.errors import ExportWriteError, OutputExistsError, ParameterError, RewardlabError
 from rewardlab.families.base import EXPORT_HELPERS, RewardFamily, check_reward_range
 from rewardlab.families.presets import FAMILIES
 
 __all__ = ["export_plugin", "render_plugin", "sanitize_comment", "as_family", "constants_fit",
-           "check_constants_fit"]
+           "check_constants_fit", "export_target", "write_text"]
 
 #: What each family's file computes, for the header.
 _FORMULAS = {
@@ -289,6 +290,8 @@ def export_plugin(family_or_params, path, *, overwrite: bool = False, source: st
         See :func:`render_plugin`; raised before anything is written.
     OutputExistsError
         ``path`` exists and ``overwrite`` is False.
+    ExportWriteError
+        The operating system refused the write (see :func:`write_text`).
 
     Examples
     --------
@@ -296,13 +299,73 @@ def export_plugin(family_or_params, path, *, overwrite: bool = False, source: st
     >>> export_plugin(RankingPoints.from_preset("mleague"), "/tmp/mleague.py", overwrite=True)  # doctest: +SKIP
     PosixPath('/tmp/mleague.py')
     """
-    if not isinstance(path, (str, Path)):
-        raise ParameterError("path", "should be a str or Path", path)
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)
+    target = export_target(path, overwrite=overwrite)
     text = render_plugin(family_or_params, source=source,  # validate everything before touching disk
                          keep_constants=keep_constants)
-    path = Path(path)
-    with atomic_open(path, "w", overwrite=overwrite, compress=None) as f:
-        f.write(text)
-    return path
+    write_text(target, text, overwrite=overwrite, shown=path)
+    return target
+
+
+def export_target(path, *, overwrite: bool) -> Path:
+    """Validate a file path typed by the user, before any work: the :class:`Path` to write.
+
+    Refused, with messages that echo the text as typed: an empty path, a
+    folder (or a name ending in ``/``), something that is not a regular
+    file, a path inside a file, and an existing file without ``overwrite``.
+    ``~`` stands for the home folder.
+
+    Raises
+    ------
+    ParameterError, OutputExistsError
+
+    Examples
+    --------
+    >>> export_target("   ", overwrite=False)
+    Traceback (most recent call last):
+    rewardlab.errors.ParameterError: `path` should name the file to write; it is empty. Received '   '. Type a file name such as 'my_reward.py'.
+    """
+    if not isinstance(path, (str, Path)):
+        raise ParameterError("path", "should be a str or Path", path)
+    text = str(path).strip()
+    if not text:
+        raise ParameterError("path", "should name the file to write; it is empty", str(path),
+                             hint="Type a file name such as 'my_reward.py'.")
+    target = Path(os.path.expanduser(text))
+    if text.endswith(("/", os.sep)) or target.is_dir():
+        raise ParameterError("path", "should name a file, not a folder", str(path),
+                             hint=f"Add a file name, e.g. {os.path.join(text, 'my_reward.py')!r}.")
+    if target.exists() and not target.is_file():
+        raise ParameterError("path", "should name a regular file (it names a pipe, device or socket)",
+                             str(path), hint="Choose another path.")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ParameterError("path", f"should be inside a folder, but {str(parent)!r} is a file",
+                                     str(path), hint="Choose another path.")
+            break
+    if target.exists() and not overwrite:
+        raise OutputExistsError(str(path))
+    return target
+
+
+def write_text(target: Path, text: str, *, overwrite: bool, shown=None) -> None:
+    """Write ``text`` atomically; an OS error becomes :class:`~rewardlab.errors.ExportWriteError`.
+
+    ``shown`` is the path as the user typed it, for the messages (default: ``target``).
+
+    Examples
+    --------
+    >>> write_text(Path("/tmp/x.py"), "text", overwrite=True)  # doctest: +SKIP
+    """
+    shown = str(target) if shown is None else str(shown)
+    try:
+        with atomic_open(target, "w", overwrite=overwrite, compress=None) as f:
+            f.write(text)
+    except OutputExistsError:
+        raise OutputExistsError(shown) from None
+    except RewardlabError:
+        raise
+    except OSError as exc:
+        raise ExportWriteError(shown, exc.strerror or str(exc)) from None

@@ -71,14 +71,13 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab._io import atomic_open
 from rewardlab.compare import compare_rewards, episode_return_table, most_disagreeing_episodes
 from rewardlab.dataset import as_lazy
 from rewardlab.errors import (
-    ExportCancelled, ExportWriteError, FrameError, OutputExistsError, ParameterError, RewardlabError,
-    RewardlabWarning, RoundTripError, check_choice, check_in_range, check_positive,
+    ExportCancelled, FrameError, ParameterError, RewardlabError, RewardlabWarning, RoundTripError, check_choice,
+    check_in_range, check_positive,
 )
-from rewardlab.export import render_plugin
+from rewardlab.export import export_target, render_plugin, write_text
 from rewardlab.families import (
     Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
     ranking_preset,
@@ -830,69 +829,6 @@ class ExportResult:
         else:
             text += "\nround trip: not checked (check=False)"
         return text
-
-
-def export_target(path, *, overwrite: bool) -> Path:
-    """Validate a file path typed by the user, before any work: the :class:`Path` to write.
-
-    Refused, with messages that echo the text as typed: an empty path, a
-    folder (or a name ending in ``/``), something that is not a regular
-    file, a path inside a file, and an existing file without ``overwrite``.
-    ``~`` stands for the home folder.
-
-    Raises
-    ------
-    ParameterError, OutputExistsError
-
-    Examples
-    --------
-    >>> export_target("   ", overwrite=False)
-    Traceback (most recent call last):
-    rewardlab.errors.ParameterError: `path` should name the file to write; it is empty. Received '   '. Type a file name such as 'my_reward.py'.
-    """
-    if not isinstance(path, (str, Path)):
-        raise ParameterError("path", "should be a str or Path", path)
-    text = str(path).strip()
-    if not text:
-        raise ParameterError("path", "should name the file to write; it is empty", str(path),
-                             hint="Type a file name such as 'my_reward.py'.")
-    target = Path(os.path.expanduser(text))
-    if text.endswith(("/", os.sep)) or target.is_dir():
-        raise ParameterError("path", "should name a file, not a folder", str(path),
-                             hint=f"Add a file name, e.g. {os.path.join(text, 'my_reward.py')!r}.")
-    if target.exists() and not target.is_file():
-        raise ParameterError("path", "should name a regular file (it names a pipe, device or socket)",
-                             str(path), hint="Choose another path.")
-    for parent in target.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ParameterError("path", f"should be inside a folder, but {str(parent)!r} is a file",
-                                     str(path), hint="Choose another path.")
-            break
-    if target.exists() and not overwrite:
-        raise OutputExistsError(str(path))
-    return target
-
-
-def write_text(target: Path, text: str, *, overwrite: bool, shown=None) -> None:
-    """Write ``text`` atomically; an OS error becomes :class:`~rewardlab.errors.ExportWriteError`.
-
-    ``shown`` is the path as the user typed it, for the messages (default: ``target``).
-
-    Examples
-    --------
-    >>> write_text(Path("/tmp/x.py"), "text", overwrite=True)  # doctest: +SKIP
-    """
-    shown = str(target) if shown is None else str(shown)
-    try:
-        with atomic_open(target, "w", overwrite=overwrite, compress=None) as f:
-            f.write(text)
-    except OutputExistsError:
-        raise OutputExistsError(shown) from None
-    except RewardlabError:
-        raise
-    except OSError as exc:
-        raise ExportWriteError(shown, exc.strerror or str(exc)) from None
 
 
 def _header_of(text: str) -> str:

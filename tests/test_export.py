@@ -453,3 +453,21 @@ def test_cli_refuses_constants_that_break_the_file(argv, message, sample_path, t
     err = capsys.readouterr().err
     assert message in err and "Received" in err
     assert list(tmp_path.iterdir()) == []  # checked before writing anything
+
+
+def test_cli_and_library_refuse_bad_output_paths(tmp_path, capsys, monkeypatch):
+    assert main(["export", "ranking", "--preset", "top", "--out", str(tmp_path)]) == 2
+    assert f"`--out` should name a file, not a folder. Received {str(tmp_path)!r}." in capsys.readouterr().err
+    with pytest.raises(ParameterError, match=r"^`path` should name the file to write; it is empty"):
+        export_plugin(Ranking(), "")
+    from rewardlab.errors import ExportWriteError
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("rewardlab.export.atomic_open", full)
+    out = tmp_path / "r.py"
+    with pytest.raises(ExportWriteError, match=r"No space left on device\. Nothing was written"):
+        export_plugin(Ranking(), out)
+    assert main(["export", "ranking", "--preset", "top", "--out", str(out)]) == 2
+    assert f"cannot write {str(out)!r}: No space left on device" in capsys.readouterr().err

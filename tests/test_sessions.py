@@ -660,7 +660,7 @@ def test_export_path_errors_name_the_path_as_typed(small_frame, tmp_path, monkey
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("rewardlab.sessions.atomic_open", denied)
+    monkeypatch.setattr("rewardlab.export.atomic_open", denied)
     with pytest.raises(ExportWriteError, match=r"^cannot write 'ro/r\.py': Permission denied\. Nothing was written"):
         s.export("ro/r.py")
     with pytest.raises(ExportWriteError, match="cannot write"):

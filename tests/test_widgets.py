@@ -243,7 +243,7 @@ def test_export_button_errors_show_a_message_and_reenable(small_frame, tmp_path,
     def no_space(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("rewardlab.sessions.atomic_open", no_space)
+    monkeypatch.setattr("rewardlab.export.atomic_open", no_space)
     tuner.export_path.value, tuner.overwrite.value = str(tmp_path / "full" / "r.py"), False
     tuner.export_button.click()
     assert (f"cannot write {str(tmp_path / 'full' / 'r.py')!r}: No space left on device. Nothing was written"
