@@ -467,8 +467,9 @@ class RankingTuner(_SessionWidget):
             color = "#1b7f1b" if result.ok else "#b00020"
             self.export_result.value = (
                 f"<div>wrote <code class='rewardlab-export-written'>{html.escape(str(result.path.resolve()))}"
-                f"</code> in {result.seconds:.1f} s</div>" + _pre(result.header)
-                + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else ""))
+                f"</code></div>" + _pre(result.header)
+                + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else "")
+                + f"<div><small>checked and written in {result.seconds:.1f} s</small></div>")
         finally:
             self._cancel = None
             self.cancel_button.disabled = True
