@@ -510,7 +510,12 @@ class EpsilonScheduleTuner(_SessionWidget):
     session : EpsilonScheduleSession
     kind : Dropdown
     controls : dict of str to widget
-        One control per session parameter (``controls["epsilon_stable"]``...).
+        One control per session parameter (``controls["epsilon_stable"]``...); the
+        probabilities are sliders without an editable readout (a browser clamps
+        what is typed there), each with a text box in ``texts``.
+    texts : dict of str to NumberText
+        The exact value of each probability, typed (a value outside [0, 1] is
+        refused with a message).
     summary : HTML
     plot : Image
     snippet_format : ToggleButtons
@@ -532,11 +537,14 @@ class EpsilonScheduleTuner(_SessionWidget):
         self.kind = self._bind(W.Dropdown(options=list(SCHEDULE_KINDS), value=s.kind, description="kind",
                                           style=_STYLE), "kind")
         self.controls: dict[str, W.Widget] = {"kind": self.kind}
+        self.texts: dict[str, NumberText] = {}
         for name in self._SLIDERS:
             self.controls[name] = self._bind(W.FloatSlider(
-                value=getattr(s, name), min=0.0, max=1.0, step=0.01, description=name,
-                continuous_update=False, style={"description_width": "100px"}, layout=W.Layout(width="360px")),
+                value=getattr(s, name), min=0.0, max=1.0, step=0.01, description=name, readout=False,
+                continuous_update=False, style={"description_width": "100px"}, layout=W.Layout(width="300px")),
                 name)
+            self.texts[name] = self._bind(NumberText(value=getattr(s, name), continuous_update=False,
+                                                     layout=W.Layout(width="90px")), name)
         for name in self._INTS:
             self.controls[name] = self._bind(NumberText(value=getattr(s, name), description=name,
                                                         continuous_update=False,
@@ -547,10 +555,12 @@ class EpsilonScheduleTuner(_SessionWidget):
                                                            style={"description_width": "110px"},
                                                            layout=W.Layout(width="260px")), "threshold")
         c = self.controls
+        pair = {name: W.HBox([c[name], self.texts[name]]) for name in self._SLIDERS}
         self.explorer_box = W.VBox([W.HTML("<small>ReinforcementLearning.jl EpsilonGreedyExplorer</small>"),
-                                    c["epsilon_init"], c["epsilon_stable"], c["warmup_steps"], c["decay_steps"]])
-        self.kanachan_box = W.VBox([W.HTML("<small>kanachan EpsilonGreedy</small>"), c["epsilon_first"],
-                                    c["epsilon_last"], c["annealing_steps"], c["increment"]])
+                                    pair["epsilon_init"], pair["epsilon_stable"], c["warmup_steps"],
+                                    c["decay_steps"]])
+        self.kanachan_box = W.VBox([W.HTML("<small>kanachan EpsilonGreedy</small>"), pair["epsilon_first"],
+                                    pair["epsilon_last"], c["annealing_steps"], c["increment"]])
         self.summary = W.HTML()
         self.summary.add_class("rewardlab-stats")
         self.plot = W.Image(format="png", layout=W.Layout(width="720px"))
@@ -567,7 +577,7 @@ class EpsilonScheduleTuner(_SessionWidget):
 
     def _sync_controls(self) -> None:
         s = self.session
-        for name, control in self.controls.items():
+        for name, control in (*self.controls.items(), *self.texts.items()):
             control.value = getattr(s, name)
         explorer = s.kind in ("linear", "exp")
         self.explorer_box.layout.display = "" if explorer else "none"

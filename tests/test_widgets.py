@@ -311,6 +311,11 @@ def test_number_boxes_read_text_the_way_a_person_does(tuner, sample_frame):
     assert eps.controls["n_steps"].value == "1000000" and eps.session.n_steps == 1_000_000
     eps.controls["threshold"].value = "0.25"
     assert eps.session.threshold == 0.25
+    eps.texts["epsilon_stable"].value = "1.5"  # a slider's readout would clamp it to 1 in the browser
+    assert "`epsilon_stable` should be in [0, 1] (a probability). Received 1.5." in html.unescape(eps.error.value)
+    assert eps.texts["epsilon_stable"].value == "0.05" and not eps.controls["epsilon_stable"].readout
+    eps.texts["epsilon_stable"].value = "0.125"
+    assert eps.session.epsilon_stable == 0.125 and eps.controls["epsilon_stable"].value == 0.125
 
     from rewardlab.families import Ranking
 
@@ -321,6 +326,22 @@ def test_number_boxes_read_text_the_way_a_person_does(tuner, sample_frame):
     assert board.k.value == "10"
     board.k.value = "3"
     assert board.session.k == 3
+
+
+def test_export_is_disabled_while_results_are_not_finite(small_frame, tmp_path):
+    import dataclasses
+    import math
+
+    tuner = RankingTuner(small_frame, preset="top_two", background=False, export_path=str(tmp_path / "r.py"))
+    s = tuner.session
+    s.results = dataclasses.replace(s.results, expected_reward=math.inf)  # however it might happen
+    tuner.refresh()
+    assert tuner.export_button.disabled and "the expected reward would be inf" in tuner.export_button.tooltip
+    tuner.export_button.click()
+    assert "not exported: the results are not finite" in html.unescape(tuner.export_result.value)
+    with pytest.raises(Exception, match=r"^`results` should be finite to export"):
+        s.export(tmp_path / "r.py")
+    assert not (tmp_path / "r.py").exists()
 
 
 def test_nonfinite_results_are_refused_at_input(small_frame):
