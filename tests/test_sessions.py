@@ -665,3 +665,22 @@ def test_export_path_errors_name_the_path_as_typed(small_frame, tmp_path, monkey
         s.export("ro/r.py")
     with pytest.raises(ExportWriteError, match="cannot write"):
         EpsilonScheduleSession().export(tmp_path / "eps.yaml")
+
+
+def test_a_file_that_fails_its_round_trip_is_not_written(small_frame, tmp_path, monkeypatch):
+    from rewardlab.errors import RoundTripError
+    from rewardlab.export import render_plugin
+
+    s = RankingTuningSession(small_frame, preset="top")
+
+    def wrong(family, **kwargs):  # as a bug in the renderer would
+        return render_plugin(family, **kwargs).replace("_RL_VECTOR = (1.0,", "_RL_VECTOR = (2.0,")
+
+    monkeypatch.setattr("rewardlab.sessions.render_plugin", wrong)
+    with pytest.raises(RoundTripError) as err:
+        s.export(tmp_path / "r.py")
+    text = str(err.value)
+    assert text.startswith(f"{str(tmp_path / 'r.py')!r} was not written: the file failed its round-trip check.")
+    assert "DIFFERS from rewardlab on 3 rewards and 0 dones of 56 transitions" in text
+    assert err.value.roundtrip.rewards_differing == 3 and list(tmp_path.iterdir()) == []
+    assert s.export(tmp_path / "r.py", check=False).roundtrip is None  # unchecked, on request
