@@ -235,13 +235,13 @@ def render_plugin(family_or_params, *, source: str | None = None,
     header += [
         f"constants:   mean = {p.mean!r}, std = {p.std!r}",
         f"constants from: {prov.describe()}",
-        f"constants fit: {constants_fit(family)}",
     ]
     if prov.kind == "dataset":
         header += [f"  dataset:     {prov.dataset if prov.dataset else '(in memory)'}",
                    f"  rows:        {prov.rows}",
                    f"  steps:       {prov.steps} ({prov.scope})",
                    f"  fingerprint: {prov.fingerprint}"]
+    header.append(f"constants fit: {constants_fit(family)}")
     if source is not None:
         header.append(f"source:      {source}")
     header.append("reward:      " + _FORMULAS[family.name][0])
