@@ -42,6 +42,9 @@ __all__ = [
     "check_in_range",
     "check_positive",
     "check_choice",
+    "ExportCancelled",
+    "ExportWriteError",
+    "RoundTripError",
 ]
 
 
@@ -380,3 +383,55 @@ def check_choice(name: str, value: object, choices) -> object:
     if value not in choices:
         raise ParameterError(name, "should be one of " + ", ".join(map(repr, choices)), value)
     return value
+
+
+# --------------------------------------------------------------------------
+# Tuners and export (issue 10, "tuners must not pass bad results off as good")
+# --------------------------------------------------------------------------
+
+
+class ExportCancelled(RewardlabError):
+    """An export was cancelled (:class:`rewardlab.sessions.CancelToken`); nothing was written.
+
+    Examples
+    --------
+    >>> str(ExportCancelled("my_reward.py", "the round-trip check"))
+    "export of 'my_reward.py' cancelled during the round-trip check; nothing was written"
+    """
+
+    def __init__(self, path: str | Path, stage: str):
+        self.path = str(path)
+        self.stage = stage
+        super().__init__(f"export of {self.path!r} cancelled during {stage}; nothing was written")
+
+
+class ExportWriteError(RewardlabError, OSError):
+    """The operating system refused to write an exported file (permissions, full disk, ...).
+
+    Examples
+    --------
+    >>> str(ExportWriteError("out/r.py", "[Errno 28] No space left on device"))
+    "cannot write 'out/r.py': [Errno 28] No space left on device. Nothing was written; check that the folder exists and is writable (and the disk not full), or choose another path."
+    """
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"cannot write {self.path!r}: {reason}. Nothing was written; check that the folder "
+                         "exists and is writable (and the disk not full), or choose another path.")
+
+
+class RoundTripError(RewardlabError, ValueError):
+    """An exported file did not reproduce rewardlab's rewards or failed check-plugin; it was not written.
+
+    Examples
+    --------
+    >>> str(RoundTripError("r.py", "round trip: DIFFERS ..."))
+    "'r.py' was not written: the file failed its round-trip check.\\nround trip: DIFFERS ...\\nPlease report this as a rewardlab bug; export(..., check=False) writes it unchecked."
+    """
+
+    def __init__(self, path: str | Path, roundtrip: object):
+        self.path = str(path)
+        self.roundtrip = roundtrip
+        super().__init__(f"{self.path!r} was not written: the file failed its round-trip check.\n{roundtrip}\n"
+                         "Please report this as a rewardlab bug; export(..., check=False) writes it unchecked.")

@@ -34,15 +34,17 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
 from pathlib import Path
 
 from rewardlab._io import atomic_open
 from rewardlab._version import __version__
-from rewardlab.errors import ParameterError
-from rewardlab.families.base import EXPORT_HELPERS, RewardFamily
+from rewardlab.errors import ExportWriteError, OutputExistsError, ParameterError, RewardlabError
+from rewardlab.families.base import EXPORT_HELPERS, RewardFamily, check_reward_range
 from rewardlab.families.presets import FAMILIES
 
-__all__ = ["export_plugin", "render_plugin", "sanitize_comment", "as_family"]
+__all__ = ["export_plugin", "render_plugin", "sanitize_comment", "as_family", "constants_fit",
+           "check_constants_fit", "export_target", "write_text"]
 
 #: What each family's file computes, for the header.
 _FORMULAS = {
@@ -121,9 +123,60 @@ def _format_value(value) -> str:
     return repr(value)
 
 
+def constants_fit(family: RewardFamily) -> str:
+    """One line for the header: whether the constants were fitted for exactly these parameters.
+
+    Examples
+    --------
+    >>> from rewardlab.families import Ranking
+    >>> constants_fit(Ranking.from_preset("top").with_seed_constants())
+    'fitted for exactly these parameters (seed recipe, no data)'
+    >>> constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
+    'NOT fitted for these parameters: fitted for ranking: vector=[1.0, -1.0, -1.0, -1.0] (seed recipe, no data); exported as they are on request (keep_constants=True)'
+    """
+    prov = family.params.provenance
+    if prov.kind not in ("dataset", "seed"):
+        return "not fitted (" + prov.describe() + ")"
+    data = f"data fingerprint {prov.fingerprint}" if prov.fingerprint else \
+        "seed recipe, no data" if prov.kind == "seed" else "data fingerprint not recorded"
+    if prov.fitted_for is None:
+        return f"fitted, for parameters not recorded ({data})"
+    if not family.constants_stale:
+        return f"fitted for exactly these parameters ({data})"
+    return (f"NOT fitted for these parameters: fitted for {prov.fitted_for} ({data}); exported as they are "
+            "on request (keep_constants=True)")
+
+
+def check_constants_fit(family: RewardFamily, *, keep_constants: bool = False) -> None:
+    """Refuse constants fitted for other parameters unless ``keep_constants`` (see :func:`export_plugin`).
+
+    Examples
+    --------
+    >>> from rewardlab.families import Ranking
+    >>> check_constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
+    Traceback (most recent call last):
+    rewardlab.errors.ParameterError: `constants` should be fitted for the exported parameters (ranking: vector=[2.0, 0.0, 0.0, -1.0]), not for ranking: vector=[1.0, -1.0, -1.0, -1.0]. Received {'mean': -0.5, 'std': 1.0}. Refit them for these parameters (with_constants_from(data) / the tuner's “from data” button / --normalize-from), or pass keep_constants=True (tick “keep these constants”) to export them as they are.
+    """
+    if not isinstance(keep_constants, bool):
+        raise ParameterError("keep_constants", "should be True or False", keep_constants)
+    if family.constants_stale and not keep_constants:
+        p = family.params
+        raise ParameterError("constants", f"should be fitted for the exported parameters ({family.parameter_key()}), "
+                             f"not for {p.provenance.fitted_for}", {"mean": p.mean, "std": p.std},
+                             hint="Refit them for these parameters (with_constants_from(data) / the tuner's "
+                             "“from data” button / --normalize-from), or pass keep_constants=True (tick “keep "
+                             "these constants”) to export them as they are.")
+
+
 def render_plugin(family_or_params, *, source: str | None = None,
-                  created: _dt.datetime | None = None) -> str:
+                  created: _dt.datetime | None = None, keep_constants: bool = False) -> str:
     """The text of the plug-in file for a family (see :func:`export_plugin`).
+
+    Everything is checked here, before any file is touched: every literal
+    is a finite number, the raw and normalized rewards stay within
+    ``±REWARD_LIMIT`` for every input the file can receive
+    (:func:`rewardlab.families.base.check_reward_range`), and constants
+    fitted for other parameters are refused unless ``keep_constants``.
 
     Parameters
     ----------
@@ -133,10 +186,19 @@ def render_plugin(family_or_params, *, source: str | None = None,
         sanitized into a comment.
     created : datetime, optional
         The time written in the header (default: now, UTC).
+    keep_constants : bool, default False
+        Export constants fitted (on data or by the seed recipe) for other
+        parameters as they are; the header says so.
 
     Returns
     -------
     str
+
+    Raises
+    ------
+    ParameterError
+        A value that is not a finite number, a reward out of range (naming
+        the parameter), or stale constants.
 
     Examples
     --------
@@ -157,6 +219,8 @@ def render_plugin(family_or_params, *, source: str | None = None,
     for name in literals:  # fixed names from the family classes; checked all the same
         if not name.startswith("_RL_") or not name.isidentifier():
             raise ParameterError("name", "should be an identifier starting with _RL_", name)
+    check_reward_range(p)  # again: the parameters may have been built around validation
+    check_constants_fit(family, keep_constants=keep_constants)
     prov = p.provenance
     header = [
         f"Reward plug-in for kanachan, generated by rewardlab {__version__} on "
@@ -177,6 +241,7 @@ def render_plugin(family_or_params, *, source: str | None = None,
                    f"  rows:        {prov.rows}",
                    f"  steps:       {prov.steps} ({prov.scope})",
                    f"  fingerprint: {prov.fingerprint}"]
+    header.append(f"constants fit: {constants_fit(family)}")
     if source is not None:
         header.append(f"source:      {source}")
     header.append("reward:      " + _FORMULAS[family.name][0])
@@ -193,7 +258,8 @@ def render_plugin(family_or_params, *, source: str | None = None,
     return text
 
 
-def export_plugin(family_or_params, path, *, overwrite: bool = False, source: str | None = None) -> Path:
+def export_plugin(family_or_params, path, *, overwrite: bool = False, source: str | None = None,
+                  keep_constants: bool = False) -> Path:
     """Write a family as one stand-alone plug-in file for kanachan (atomic write).
 
     Parameters
@@ -209,11 +275,23 @@ def export_plugin(family_or_params, path, *, overwrite: bool = False, source: st
         written).
     source : str, optional
         A note for the header (sanitized into a comment).
+    keep_constants : bool, default False
+        Export constants fitted for other parameters as they are (see
+        :func:`render_plugin`); otherwise they are refused.
 
     Returns
     -------
     Path
         ``path``.
+
+    Raises
+    ------
+    ParameterError
+        See :func:`render_plugin`; raised before anything is written.
+    OutputExistsError
+        ``path`` exists and ``overwrite`` is False.
+    ExportWriteError
+        The operating system refused the write (see :func:`write_text`).
 
     Examples
     --------
@@ -221,12 +299,73 @@ def export_plugin(family_or_params, path, *, overwrite: bool = False, source: st
     >>> export_plugin(RankingPoints.from_preset("mleague"), "/tmp/mleague.py", overwrite=True)  # doctest: +SKIP
     PosixPath('/tmp/mleague.py')
     """
-    if not isinstance(path, (str, Path)):
-        raise ParameterError("path", "should be a str or Path", path)
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)
-    text = render_plugin(family_or_params, source=source)  # validate everything before touching disk
-    path = Path(path)
-    with atomic_open(path, "w", overwrite=overwrite, compress=None) as f:
-        f.write(text)
-    return path
+    target = export_target(path, overwrite=overwrite)
+    text = render_plugin(family_or_params, source=source,  # validate everything before touching disk
+                         keep_constants=keep_constants)
+    write_text(target, text, overwrite=overwrite, shown=path)
+    return target
+
+
+def export_target(path, *, overwrite: bool) -> Path:
+    """Validate a file path typed by the user, before any work: the :class:`Path` to write.
+
+    Refused, with messages that echo the text as typed: an empty path, a
+    folder (or a name ending in ``/``), something that is not a regular
+    file, a path inside a file, and an existing file without ``overwrite``.
+    ``~`` stands for the home folder.
+
+    Raises
+    ------
+    ParameterError, OutputExistsError
+
+    Examples
+    --------
+    >>> export_target("   ", overwrite=False)
+    Traceback (most recent call last):
+    rewardlab.errors.ParameterError: `path` should name the file to write; it is empty. Received '   '. Type a file name such as 'my_reward.py'.
+    """
+    if not isinstance(path, (str, Path)):
+        raise ParameterError("path", "should be a str or Path", path)
+    text = str(path).strip()
+    if not text:
+        raise ParameterError("path", "should name the file to write; it is empty", str(path),
+                             hint="Type a file name such as 'my_reward.py'.")
+    target = Path(os.path.expanduser(text))
+    if text.endswith(("/", os.sep)) or target.is_dir():
+        raise ParameterError("path", "should name a file, not a folder", str(path),
+                             hint=f"Add a file name, e.g. {os.path.join(text, 'my_reward.py')!r}.")
+    if target.exists() and not target.is_file():
+        raise ParameterError("path", "should name a regular file (it names a pipe, device or socket)",
+                             str(path), hint="Choose another path.")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ParameterError("path", f"should be inside a folder, but {str(parent)!r} is a file",
+                                     str(path), hint="Choose another path.")
+            break
+    if target.exists() and not overwrite:
+        raise OutputExistsError(str(path))
+    return target
+
+
+def write_text(target: Path, text: str, *, overwrite: bool, shown=None) -> None:
+    """Write ``text`` atomically; an OS error becomes :class:`~rewardlab.errors.ExportWriteError`.
+
+    ``shown`` is the path as the user typed it, for the messages (default: ``target``).
+
+    Examples
+    --------
+    >>> write_text(Path("/tmp/x.py"), "text", overwrite=True)  # doctest: +SKIP
+    """
+    shown = str(target) if shown is None else str(shown)
+    try:
+        with atomic_open(target, "w", overwrite=overwrite, compress=None) as f:
+            f.write(text)
+    except OutputExistsError:
+        raise OutputExistsError(shown) from None
+    except RewardlabError:
+        raise
+    except OSError as exc:
+        raise ExportWriteError(shown, exc.strerror or str(exc)) from None

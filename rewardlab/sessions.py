@@ -17,14 +17,23 @@ Setting parameters
   notifies the observers so the UI can show it, and returns False.
   :meth:`Session.attempt` does the same for any method (loading a plug-in,
   exporting).
+* Numeric parameters also take **text**, read the way a person reads it
+  (:func:`parse_number`): ``session.offset = "25000"`` works, ``"1.5"`` for
+  an integer is refused, not read as 15.  The text boxes of the widgets
+  send what was typed.
+* A change is computed **before** it is kept: when the new results would
+  hold a non-finite statistic (mean, std, expected reward, constants), the
+  change is refused with a message naming the parameter and the session
+  keeps its last good values.
 
 Sessions
 --------
 * :class:`RankingTuningSession`: a rank vector (preset or typed), the
   optional points term, normalization constants (from data in one call,
   the seed's recipe, or typed); results from the precomputed rank table
-  (a gather per change); :meth:`~RankingTuningSession.export` writes the
-  plug-in file and checks it round trip.
+  (a gather per change); :meth:`~RankingTuningSession.export` checks the
+  plug-in round trip (with progress and a :class:`CancelToken`), then
+  writes it.
 * :class:`EpsilonScheduleSession`: ReinforcementLearning.jl's linear / exp
   explorer and kanachan's EpsilonGreedy (intended and actual).
 * :class:`NormalizationSession`: normalization constants of a reward column
@@ -46,8 +55,13 @@ False
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import os
+import re
+import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -57,14 +71,13 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab._io import atomic_open
 from rewardlab.compare import compare_rewards, episode_return_table, most_disagreeing_episodes
 from rewardlab.dataset import as_lazy
 from rewardlab.errors import (
-    FrameError, ParameterError, RewardlabError, RewardlabWarning, check_choice, check_in_range,
-    check_positive,
+    ExportCancelled, FrameError, ParameterError, RewardlabError, RewardlabWarning, RoundTripError, check_choice,
+    check_in_range, check_positive,
 )
-from rewardlab.export import export_plugin
+from rewardlab.export import export_target, render_plugin, write_text
 from rewardlab.families import (
     Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
     ranking_preset,
@@ -78,6 +91,9 @@ from rewardlab.stats import SCOPES, normalization_constants, reward_stats
 
 __all__ = [
     "locate",
+    "parse_number",
+    "CancelToken",
+    "CHECK_ROWS",
     "Session",
     "RankingTuningSession",
     "RankingResults",
@@ -148,6 +164,125 @@ def locate(relative: str | Path, *, start: str | Path | None = None) -> Path:
 
 
 # --------------------------------------------------------------------------
+# Reading numbers typed as text; cancelling long work
+# --------------------------------------------------------------------------
+
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def parse_number(name: str, value, *, integer: bool = False):
+    """A number from what a person typed: ``"25000"``, ``"-1.5"``, ``"1e6"``; numbers pass through.
+
+    Only ASCII decimal notation is read (digits, one dot, an optional
+    exponent, surrounding spaces ignored): no thousands separators, no
+    decimal comma, no ``inf`` / ``nan``, no digit groups with ``_``.  An
+    integer field takes whole numbers only (``"1e6"`` and ``"3.0"`` are
+    whole; ``"1.5"`` is refused, never read as 15 or 1).  Range rules are
+    the session's.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, for the message.
+    value : str, int or float
+        Text as typed, or a number (returned unchanged).
+    integer : bool
+        Whole numbers only; returns an ``int``.
+
+    Returns
+    -------
+    int or float (or ``value`` unchanged when it is not a string)
+
+    Raises
+    ------
+    ParameterError
+        Naming the parameter and echoing the text.
+
+    Examples
+    --------
+    >>> parse_number("divisor", " 1e3 ", integer=True), parse_number("std", "0.25")
+    (1000, 0.25)
+    >>> parse_number("divisor", "1.5", integer=True)
+    Traceback (most recent call last):
+    rewardlab.errors.ParameterError: `divisor` should be a whole number such as 1000. Received '1.5'.
+    >>> parse_number("std", "1,5")
+    Traceback (most recent call last):
+    rewardlab.errors.ParameterError: `std` should be a number such as 0.5, -3 or 1e-3 (a dot for decimals, no thousands separators). Received '1,5'.
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if integer and _INTEGER_TEXT.fullmatch(text):
+        return int(text)
+    if not _DECIMAL_TEXT.fullmatch(text):
+        rule = ("should be a whole number such as 1000" if integer else
+                "should be a number such as 0.5, -3 or 1e-3 (a dot for decimals, no thousands separators)")
+        raise ParameterError(name, rule, value)
+    number = float(text)
+    if not math.isfinite(number):
+        raise ParameterError(name, "should be a finite number (it overflows float64)", value)
+    if integer:
+        if not number.is_integer():
+            raise ParameterError(name, "should be a whole number such as 1000", value)
+        return int(number)
+    return number
+
+
+class CancelToken:
+    """Ask long work (an export and its round-trip check) to stop at its next check point.
+
+    Thread-safe: a UI thread calls :meth:`cancel` while the work runs in
+    another thread; the work raises :class:`~rewardlab.errors.ExportCancelled`
+    at its next check point (between chunks of the comparison, before and
+    after check-plugin), having written nothing.
+
+    Examples
+    --------
+    >>> token = CancelToken()
+    >>> token.cancelled
+    False
+    >>> token.cancel()
+    >>> token.check("reward.py", "the comparison")
+    Traceback (most recent call last):
+    rewardlab.errors.ExportCancelled: export of 'reward.py' cancelled during the comparison; nothing was written
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        """Ask the work to stop."""
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called."""
+        return self._event.is_set()
+
+    def check(self, path, stage: str) -> None:
+        """Raise :class:`~rewardlab.errors.ExportCancelled` when cancelled."""
+        if self._event.is_set():
+            raise ExportCancelled(path, stage)
+
+
+def _cancel_token(cancel) -> CancelToken:
+    if cancel is None:
+        return CancelToken()
+    if not isinstance(cancel, CancelToken):
+        raise ParameterError("cancel", "should be a rewardlab.sessions.CancelToken or None", cancel)
+    return cancel
+
+
+def _progress_callback(progress) -> Callable[[float, str], None]:
+    if progress is None:
+        return lambda fraction, message: None
+    if not callable(progress):
+        raise ParameterError("progress", "should be a callable progress(fraction, message) or None", progress)
+    return progress
+
+
+# --------------------------------------------------------------------------
 # The session base: parameters, validation, recompute, observers
 # --------------------------------------------------------------------------
 
@@ -201,6 +336,8 @@ class Session:
     """
 
     _param_names: ClassVar[tuple[str, ...]] = ()
+    #: Parameters that also take text (:func:`parse_number`): ``"int"`` or ``"float"``.
+    _numeric: ClassVar[dict[str, str]] = {}
 
     def __init__(self) -> None:
         self._observers: list[Callable] = []
@@ -265,9 +402,10 @@ class Session:
         if unknown:
             raise ParameterError("parameter", "should be one of " + ", ".join(self._param_names),
                                  unknown[0])
-        params = self._validate({**self._params, **changes}, changes)
-        self._params = params
-        self._refresh()
+        changes = {k: parse_number(k, v, integer=self._numeric[k] == "int") if k in self._numeric else v
+                   for k, v in changes.items()}
+        with self._change(changes):
+            self._params = self._validate({**self._params, **changes}, changes)
 
     def try_update(self, **changes) -> bool:
         """:meth:`update`, but a rewardlab error goes to :attr:`last_error` (observers notified).
@@ -310,13 +448,56 @@ class Session:
             return False
         return True
 
-    def _refresh(self) -> None:
-        t0 = time.perf_counter()
-        self.results = self._compute()
-        self.recompute_seconds = time.perf_counter() - t0
+    @contextlib.contextmanager
+    def _change(self, changes: dict):
+        """Apply the state changes made in the ``with`` block, recompute, and keep them only if all is well.
+
+        The results are computed before anything is kept; an error in the
+        block or in the recompute, or a non-finite statistic in the new
+        results (:meth:`_nonfinite`), restores the previous state and
+        raises (a ParameterError naming ``changes`` for a non-finite
+        statistic).  On success the results are replaced and the observers
+        told.
+        """
+        saved = dict(self.__dict__)
+        saved["_params"] = dict(self._params)
+        try:
+            yield
+            t0 = time.perf_counter()
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, not warned
+                results = self._compute()
+            seconds = time.perf_counter() - t0
+            bad = self._nonfinite(results)
+            if bad:
+                name = ", ".join(changes) or "data"
+                value = next(iter(changes.values())) if len(changes) == 1 else changes
+                raise ParameterError(name, "should keep every statistic finite, but with it "
+                                     + "; ".join(bad[:3]), value,
+                                     hint="Nothing changed: the previous values are kept.")
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+        self.results = results
+        self.recompute_seconds = seconds
         self.version += 1
         self.last_error = None
         self._notify()
+
+    def _refresh(self, changes: dict | None = None) -> None:
+        with self._change({} if changes is None else changes):
+            pass
+
+    @staticmethod
+    def _finite_problems(checks) -> list[str]:
+        """``"<what> would be <value>"`` for each ``(what, value)`` whose value is not finite."""
+        out = []
+        for what, value in checks:
+            array = np.asarray(value, dtype=np.float64)
+            if array.size and not np.isfinite(array).all():
+                bad = array[~np.isfinite(array)].flat[0]
+                out.append(f"{what} would be {float(bad)!r}")
+        return out
 
     # subclasses
     def _validate(self, params: dict, changes: dict) -> dict:  # pragma: no cover - abstract
@@ -324,6 +505,10 @@ class Session:
 
     def _compute(self):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _nonfinite(self, results) -> list[str]:
+        """What in ``results`` is not finite (an empty list when all is well); subclasses list their numbers."""
+        return []
 
 
 def _check_bool(name: str, value) -> bool:
@@ -357,6 +542,20 @@ def _base_columns(frame: pl.DataFrame) -> pl.DataFrame:
 # --------------------------------------------------------------------------
 
 
+#: Rows of whole games that :func:`roundtrip_check` runs check-plugin on (every batch mode);
+#: every row is compared bit for bit in one fast batch mode.
+CHECK_ROWS = 20_000
+#: How the exported file is applied for the bit-for-bit comparison, and in chunks of how many rows
+#: (whole episodes; between chunks progress is reported and cancelling takes effect).
+COMPARE_MODE = "sequential"
+COMPARE_BATCH_SIZE = 8192
+COMPARE_CHUNK_ROWS = 131_072
+#: Cost of a check-plugin row relative to a compared row, for the progress fraction: check-plugin runs
+#: the file seven times or more (every mode, small batches, strict IN-field checks), measured at about
+#: 60x per row on 10**6 transitions (benchmarks/bench_export.py).
+_CHECK_COST = 60
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class RoundTrip:
     """An exported plug-in file compared with the in-library family (see :func:`roundtrip_check`).
@@ -364,17 +563,22 @@ class RoundTrip:
     Attributes
     ----------
     rows : int
-        Transitions compared.
+        Transitions compared bit for bit: every row of the data.
     rewards_differing, dones_differing : int
         Transitions whose reward (compared bit for bit) or done differs.
     max_abs_difference : float
         Largest ``|file - library|`` reward difference (0.0 when identical).
     report : CheckReport
         :func:`rewardlab.check_plugin` on the file (every batch mode, two
-        batch sizes).
+        batch sizes) over ``checked_rows`` transitions.
     warnings : tuple of str
-        Warnings raised while applying the file (e.g. a reward scale far
-        from mean 0 / std 1).
+        The first warning of each kind raised while applying the file (e.g.
+        a reward scale far from mean 0 / std 1).
+    compare_mode, compare_batch_size : str, int
+        The batch mode the comparison applied the file in.
+    checked_rows, checked_games, games : int
+        Transitions and whole games check-plugin ran on, of ``games`` in
+        the data (all of them when the data is small).
 
     Examples
     --------
@@ -389,6 +593,11 @@ class RoundTrip:
     max_abs_difference: float
     report: object
     warnings: tuple
+    compare_mode: str = COMPARE_MODE
+    compare_batch_size: int = COMPARE_BATCH_SIZE
+    checked_rows: int = 0
+    checked_games: int = 0
+    games: int = 0
 
     @property
     def identical(self) -> bool:
@@ -400,21 +609,102 @@ class RoundTrip:
         """Identical and passing ``check-plugin``."""
         return self.identical and bool(self.report.ok)
 
+    @property
+    def checked_all(self) -> bool:
+        """True when check-plugin ran on every row (not on a sample of whole games)."""
+        return self.checked_rows == self.rows
+
     def __str__(self) -> str:
+        how = f"compared bit for bit, {self.compare_mode} batches of {self.compare_batch_size:,} rows"
         if self.identical:
-            same = f"identical to rewardlab's rewards and dones on {self.rows:,} transitions (bit for bit)"
+            same = f"identical to rewardlab's rewards and dones on all {self.rows:,} transitions ({how})"
         else:
             same = (f"DIFFERS from rewardlab on {self.rewards_differing:,} rewards and "
-                    f"{self.dones_differing:,} dones (largest |difference| {self.max_abs_difference:.6g})")
-        check = "check-plugin: PASS" if self.report.ok else "check-plugin: FAIL"
+                    f"{self.dones_differing:,} dones of {self.rows:,} transitions (largest |difference| "
+                    f"{self.max_abs_difference:.6g}; {how})")
+        if self.checked_all:
+            where = f"all {self.checked_rows:,} transitions"
+        else:
+            where = (f"{self.checked_rows:,} transitions: {self.checked_games:,} whole games of "
+                     f"{self.games:,}, spread evenly over the data")
+        check = ("check-plugin: PASS" if self.report.ok else "check-plugin: FAIL") + \
+            f" (contract and batch invariance in every batch mode, on {where})"
         text = f"round trip: {same}; {check}"
+        if not self.report.ok:
+            text += "\n" + str(self.report)
         for w in self.warnings:
             text += f"\nwarning: {w}"
         return text
 
 
-def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=None) -> RoundTrip:
-    """Load a plug-in file, apply it, compare with ``family`` bit for bit, and run check-plugin.
+def whole_games(frame: pl.DataFrame, prepared) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) rows of every game of a frame, from its episode ends.
+
+    A game is a run of consecutive episodes with the same ``game`` value
+    (each episode its own game when the frame has no ``game`` column).
+
+    Returns
+    -------
+    starts, stops : int64 arrays ``[G]``
+
+    Examples
+    --------
+    >>> starts, stops = whole_games(frame, prepare_frame(frame))  # doctest: +SKIP
+    """
+    ends = prepared.game_rows + 1
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    if S.GAME in frame.columns and ends.size:
+        game = frame[S.GAME].gather(prepared.game_rows).to_numpy()
+        first = np.concatenate([[True], game[1:] != game[:-1]])
+        starts = starts[first]
+        ends = np.concatenate([starts[1:], [ends[-1]]]).astype(np.int64)
+    return starts, ends.astype(np.int64)
+
+
+def sample_whole_games(frame: pl.DataFrame, prepared, rows: int) -> tuple[np.ndarray | None, int, int]:
+    """A deterministic sample of whole games with about ``rows`` rows, spread evenly over the frame.
+
+    Returns
+    -------
+    positions : int64 array or None
+        The sample's rows in frame order; None when the frame has at most
+        ``rows`` rows (check everything).
+    games_sampled, games : int
+
+    Examples
+    --------
+    >>> positions, k, g = sample_whole_games(frame, prepared, 20_000)  # doctest: +SKIP
+    """
+    starts, stops = whole_games(frame, prepared)
+    games = int(starts.size)
+    if prepared.n_rows <= rows or games == 0:
+        return None, games, games
+    wanted = max(1, min(games, round(rows * games / prepared.n_rows)))
+    pick = np.unique(np.linspace(0, games - 1, wanted).round().astype(np.int64))
+    positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in zip(starts[pick], stops[pick])])
+    return positions, int(pick.size), games
+
+
+def _chunk_stops(episode_ends: np.ndarray, n: int, size: int) -> np.ndarray:
+    """Chunk ends (exclusive) at episode ends, about ``size`` rows apart, the last one ``n``."""
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    wanted = np.arange(size, n, size)
+    at = np.minimum(np.searchsorted(episode_ends, wanted), episode_ends.size - 1)
+    return np.unique(np.concatenate([episode_ends[at], [n]])).astype(np.int64)
+
+
+def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=None, expected=None,
+                    check_rows: int = CHECK_ROWS, progress=None, cancel: CancelToken | None = None) -> RoundTrip:
+    """Load a plug-in file, compare it with ``family`` bit for bit on every row, and run check-plugin.
+
+    1. The file is applied to **every** row in one fast batch mode
+       (:data:`COMPARE_MODE`, in chunks of whole episodes) and each reward
+       compared bit for bit, each done exactly, with the library's.
+    2. :func:`rewardlab.check_plugin` (contract and batch invariance, in
+       every batch mode) runs on a deterministic sample of **whole games**
+       spread evenly over the data, about ``check_rows`` rows (all rows
+       when the data is no bigger).
 
     Parameters
     ----------
@@ -426,6 +716,17 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
         The common frame to apply it to.
     prepared : PreparedFrame, optional
         ``family.prepare(frame)``, if already computed.
+    expected : (float64 array ``[n_rows]``, bool array ``[n_rows]``), optional
+        The library's rewards and dones, if already computed (default:
+        ``family.evaluate(prepared)``).
+    check_rows : int
+        Rows of whole games for check-plugin.
+    progress : callable, optional
+        ``progress(fraction, message)``, called as the work advances
+        (``fraction`` from 0 to 1).
+    cancel : CancelToken, optional
+        Checked between chunks and around check-plugin; raises
+        :class:`~rewardlab.errors.ExportCancelled`.
 
     Returns
     -------
@@ -436,25 +737,59 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
     >>> rt = roundtrip_check(fam, "reward.py", frame)  # doctest: +SKIP
     >>> print(rt)  # doctest: +SKIP
     """
+    say = _progress_callback(progress)
+    token = _cancel_token(cancel)
+    if isinstance(check_rows, bool) or not isinstance(check_rows, (int, np.integer)) or check_rows < 1:
+        raise ParameterError("check_rows", "should be an integer >= 1", check_rows)
     frame = _base_columns(frame)
+    prepared = family.prepare(frame) if prepared is None else prepared
+    n = frame.height
+    if expected is None:
+        expected = family.evaluate(prepared)
+    lib_reward, lib_done = expected
+    if lib_reward.shape != (n,) or lib_done.shape != (n,):
+        raise ParameterError("expected", f"should be two arrays of {n} rows (rewards, dones)",
+                             (lib_reward.shape, lib_done.shape))
     plugin = load_plugin(path, name="exported")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RewardlabWarning)
-        applied = apply_plugins(frame, plugin, batch_mode="episodes", progress=False)
-        report = check_plugin(frame, plugin, progress=False)
-    file_reward = applied[S.reward_column(plugin.name)].to_numpy().astype(np.float64, copy=False)
-    file_done = applied[S.done_column(plugin.name)].to_numpy().astype(bool, copy=False)
-    lib_reward, lib_done = family.evaluate(family.prepare(frame) if prepared is None else prepared)
+    positions, sampled, games = sample_whole_games(frame, prepared, int(check_rows))
+    checked = n if positions is None else int(positions.size)
+    total = n + _CHECK_COST * checked or 1
+
+    file_reward = np.empty(n, dtype=np.float64)
+    file_done = np.empty(n, dtype=bool)
+    first_warning: dict = {}
+    start = 0
+    say(0.0, f"comparing the file with rewardlab bit for bit on {n:,} transitions")
+    for stop in _chunk_stops(prepared.game_rows + 1, n, COMPARE_CHUNK_ROWS):
+        token.check(path, "the bit-for-bit comparison")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RewardlabWarning)
+            part = apply_plugins(frame.slice(start, stop - start), plugin, batch_mode=COMPARE_MODE,
+                                 batch_size=COMPARE_BATCH_SIZE, progress=False)
+        for w in caught:
+            if issubclass(w.category, RewardlabWarning):
+                first_warning.setdefault(w.category, str(w.message))
+        file_reward[start:stop] = part[S.reward_column(plugin.name)].to_numpy()
+        file_done[start:stop] = part[S.done_column(plugin.name)].to_numpy()
+        start = int(stop)
+        say(start / total, f"compared {start:,} of {n:,} transitions bit for bit")
+    token.check(path, "check-plugin")
+    what = f"all {n:,} transitions" if positions is None else \
+        f"{checked:,} transitions ({sampled:,} whole games of {games:,})"
+    say(n / total, f"check-plugin in every batch mode on {what}")
+    sample = frame if positions is None else frame[positions]
+    report = check_plugin(sample, plugin, progress=False)
+    token.check(path, "check-plugin")
+    say(1.0, "round trip checked")
     differing = file_reward.view(np.uint64) != lib_reward.view(np.uint64)
-    diff = np.abs(file_reward - lib_reward)
+    with np.errstate(all="ignore"):
+        diff = np.abs(file_reward - lib_reward)
     return RoundTrip(
-        rows=int(frame.height), rewards_differing=int(differing.sum()),
+        rows=int(n), rewards_differing=int(differing.sum()),
         dones_differing=int((file_done != lib_done).sum()),
-        max_abs_difference=float(np.nanmax(diff)) if diff.size and differing.any() else 0.0,
-        report=report,
-        warnings=tuple(dict.fromkeys(str(w.message) for w in caught
-                                     if issubclass(w.category, RewardlabWarning))),
-    )
+        max_abs_difference=float(np.nanmax(diff[differing])) if differing.any() else 0.0,
+        report=report, warnings=tuple(first_warning.values()),
+        checked_rows=checked, checked_games=sampled, games=games)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -466,9 +801,12 @@ class ExportResult:
     path : Path
         The file written.
     header : str
-        Its header comment (family, parameters, constants and their origin).
+        Its header comment (family, parameters, constants, their origin and
+        whether they were fitted for exactly these parameters).
     roundtrip : RoundTrip or None
         None when the check was not asked for.
+    seconds : float
+        Wall time of the export (check included).
 
     Examples
     --------
@@ -478,6 +816,7 @@ class ExportResult:
     path: Path
     header: str
     roundtrip: RoundTrip | None
+    seconds: float = math.nan
 
     @property
     def ok(self) -> bool:
@@ -488,6 +827,8 @@ class ExportResult:
         text = f"wrote {self.path}\n{self.header}"
         if self.roundtrip is not None:
             text += "\n" + str(self.roundtrip)
+        else:
+            text += "\nround trip: not checked (check=False)"
         return text
 
 
@@ -603,8 +944,18 @@ class RankingTuningSession(Session):
         ``("ranking")`` (ranking presets, and ranking + points presets).
     constants : {"data", "seed", "none"}
         Initial normalization constants: measured on the data (mean and
-        population std over the end-of-game steps), the seed's recipe (vector
-        mean and sample std; pure ranking vectors only), or none (0, 1).
+        population std over the end-of-game steps) and refitted after every
+        change (``auto_constants``; set it False to freeze them), the seed's
+        recipe (vector mean and sample std; pure ranking vectors only), or
+        none (0, 1).
+
+    Notes
+    -----
+    Constants fitted (on data or by the seed recipe) for other parameters
+    than the current ones are *stale* (:attr:`constants_stale`):
+    :meth:`export` refuses them unless ``keep_constants=True``, and the
+    file's header says whether the constants were fitted for exactly the
+    exported parameters.
 
     Examples
     --------
@@ -625,6 +976,7 @@ class RankingTuningSession(Session):
     auto_constants = _Param("Refit mean and std on the data after every change (then after-normalization "
                             "statistics stay at mean 0, std 1).")
     _param_names = ("vector", "points", "offset", "divisor", "mean", "std", "auto_constants")
+    _numeric = {"offset": "int", "divisor": "int", "mean": "float", "std": "float"}
 
     def __init__(self, data, *, preset: str = "tenhou_tokujo_6dan", constants: str = "data"):
         super().__init__()
@@ -641,8 +993,7 @@ class RankingTuningSession(Session):
             raise FrameError("the rank table and the prepared frame disagree on final ranks")
         self._probabilities = self.table.probabilities
         self._counts = self.table.counts
-        self._fitted_for: dict | None = None
-        self._params = {"mean": 0.0, "std": 1.0, "auto_constants": False,
+        self._params = {"mean": 0.0, "std": 1.0, "auto_constants": constants == "data",
                         **self._preset_params(preset)}
         self._family, _ = self._build(self._params, Provenance.default())
         if constants == "data":
@@ -650,7 +1001,7 @@ class RankingTuningSession(Session):
         elif constants == "seed":
             self._family = self._seeded(self._family)
         self._adopt_constants()
-        self._refresh()
+        self._refresh({"preset": preset})
 
     # -- presets -----------------------------------------------------------------
     @staticmethod
@@ -711,7 +1062,7 @@ class RankingTuningSession(Session):
         if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < S.NUM_SEATS:
             raise ParameterError("rank", "should be an integer 0-3 (0 = first place)", rank)
         vector = list(self.vector)
-        vector[int(rank)] = value
+        vector[int(rank)] = parse_number(f"vector[{int(rank)}]", value)
         self.update(vector=tuple(vector))
 
     # -- the family --------------------------------------------------------------
@@ -727,17 +1078,41 @@ class RankingTuningSession(Session):
 
     @property
     def constants_stale(self) -> bool:
-        """True when the constants were fitted (data or seed recipe) for other parameters than now."""
-        kind = self.provenance.kind
-        return kind in ("dataset", "seed") and self._fitted_for != self._family.parameter_summary()
+        """True when the constants were fitted (data or seed recipe) for other parameters than now.
+
+        See :attr:`rewardlab.families.RewardFamily.constants_stale`; :meth:`export`
+        refuses stale constants unless ``keep_constants=True``.
+        """
+        return self._family.constants_stale
+
+    def export_blocker(self, *, keep_constants: bool = False) -> str | None:
+        """Why :meth:`export` would refuse the current state, or None when it may export.
+
+        Examples
+        --------
+        >>> s.set_rank_value(0, 100.0); s.auto_constants = False  # doctest: +SKIP
+        >>> s.export_blocker()  # doctest: +SKIP
+        'the constants were fitted for other parameters ...'
+        """
+        bad = self._nonfinite(self.results)
+        if bad:
+            return "the results are not finite: " + "; ".join(bad)
+        if self.constants_stale and not keep_constants:
+            return (f"the constants were fitted for other parameters ({self.provenance.fitted_for}); refit them "
+                    "(“from data”, or “refit from data on every change”), or tick “keep these constants” "
+                    "to export them as they are")
+        return None
 
     def _build(self, params: dict, provenance):
-        # Validate the points term even when it is off, with the family's own rules.
-        pp = RankingPointsParams(vector=params["vector"], offset=params["offset"], divisor=params["divisor"],
-                                 mean=params["mean"], std=params["std"], provenance=provenance)
         if params["points"]:
+            pp = RankingPointsParams(vector=params["vector"], offset=params["offset"], divisor=params["divisor"],
+                                     mean=params["mean"], std=params["std"], provenance=provenance)
             return RankingPoints(pp), pp
-        return Ranking(RankingParams(vector=pp.vector, mean=pp.mean, std=pp.std, provenance=provenance)), pp
+        family = Ranking(RankingParams(vector=params["vector"], mean=params["mean"], std=params["std"],
+                                       provenance=provenance))
+        # Validate the points term even when it is off, with the family's own rules (its range alone).
+        pp = RankingPointsParams(vector=(0.0,) * S.NUM_SEATS, offset=params["offset"], divisor=params["divisor"])
+        return family, pp
 
     def _seeded(self, family):
         if not isinstance(family, Ranking):
@@ -747,11 +1122,9 @@ class RankingTuningSession(Session):
         return family.with_seed_constants()
 
     def _adopt_constants(self) -> None:
-        """Copy the family's constants into the parameters and remember what they were fitted for."""
+        """Copy the family's constants into the parameters (their provenance says what they were fitted for)."""
         p = self._family.params
         self._params["mean"], self._params["std"] = p.mean, p.std
-        if p.provenance.kind in ("dataset", "seed"):
-            self._fitted_for = self._family.parameter_summary()
 
     def _validate(self, params: dict, changes: dict) -> dict:
         params["points"] = _check_bool("points", params["points"])
@@ -768,8 +1141,6 @@ class RankingTuningSession(Session):
         self._family = family
         p = family.params
         params["mean"], params["std"] = p.mean, p.std
-        if params["auto_constants"]:
-            self._fitted_for = family.parameter_summary()
         return params
 
     # -- constants ------------------------------------------------------------------
@@ -782,20 +1153,23 @@ class RankingTuningSession(Session):
         >>> round(s.results.reward_moments.std, 12)  # doctest: +SKIP
         1.0
         """
-        self._family = self._family.with_constants_from(self.prepared)
-        self._adopt_constants()
-        self._refresh()
+        with self._change({"constants": "from data"}):
+            self._family = self._family.with_constants_from(self.prepared)
+            self._adopt_constants()
 
     def seed_constants(self) -> None:
         """The seed's recipe: mean and **sample** std of the 4-entry vector (std ~0.87 on complete games).
+
+        Ends the automatic refit from data (``auto_constants``).
 
         Examples
         --------
         >>> s.seed_constants()  # doctest: +SKIP
         """
-        self._family = self._seeded(self._family)
-        self._adopt_constants()
-        self._refresh()
+        with self._change({"constants": "seed recipe"}):
+            self._family = self._seeded(self._family)
+            self._adopt_constants()
+            self._params["auto_constants"] = False
 
     def reset_constants(self) -> None:
         """No normalization: mean 0, std 1.
@@ -804,10 +1178,10 @@ class RankingTuningSession(Session):
         --------
         >>> s.reset_constants()  # doctest: +SKIP
         """
-        self._family = self._family.with_constants(0.0, 1.0, provenance=Provenance.default())
-        self._adopt_constants()
-        self._params["auto_constants"] = False
-        self._refresh()
+        with self._change({"constants": "none"}):
+            self._family = self._family.with_constants(0.0, 1.0, provenance=Provenance.default())
+            self._adopt_constants()
+            self._params["auto_constants"] = False
 
     # -- recompute -------------------------------------------------------------------
     def _compute(self) -> RankingResults:
@@ -835,6 +1209,24 @@ class RankingTuningSession(Session):
             expected_raw=float(expected_raw), expected_reward=float((expected_raw - p.mean) / p.std),
         )
 
+    def _nonfinite(self, r: RankingResults) -> list[str]:
+        present = r.rank_counts > 0  # an absent rank's mean is NaN by definition
+        return self._finite_problems([
+            ("the raw reward", r.raw), ("the reward", r.reward),
+            ("the mean of the raw reward (end-of-game steps)", r.raw_moments.mean),
+            ("the std of the raw reward (end-of-game steps)", r.raw_moments.std),
+            ("the mean of the reward (end-of-game steps)", r.reward_moments.mean),
+            ("the std of the reward (end-of-game steps)", r.reward_moments.std),
+            ("the mean of the raw reward (all steps)", r.raw_moments_all.mean),
+            ("the std of the raw reward (all steps)", r.raw_moments_all.std),
+            ("the mean of the reward (all steps)", r.reward_moments_all.mean),
+            ("the std of the reward (all steps)", r.reward_moments_all.std),
+            ("the mean raw reward by final rank", r.raw_mean_by_rank[present]),
+            ("the mean reward by final rank", r.mean_by_rank[present]),
+            ("the expected raw reward", r.expected_raw), ("the expected reward", r.expected_reward),
+            ("the constants", (r.family.params.mean, r.family.params.std)),
+        ])
+
     def step_rewards(self) -> np.ndarray:
         """The reward of every step (``[n_rows]``, zeros off the end of the game), for plots.
 
@@ -846,8 +1238,28 @@ class RankingTuningSession(Session):
 
     # -- export ------------------------------------------------------------------------
     def export(self, path: str | Path, *, overwrite: bool = False, check: bool = True,
-               source: str | None = None) -> ExportResult:
-        """Write the plug-in file, then load it back, apply it and compare with the family bit for bit.
+               source: str | None = None, keep_constants: bool = False, check_rows: int = CHECK_ROWS,
+               progress=None, cancel: CancelToken | None = None) -> ExportResult:
+        """Check the plug-in file round trip, then write it (nothing is written when anything fails).
+
+        In order, each step before the next:
+
+        1. the path is validated (empty, a folder, inside a file, existing
+           without ``overwrite``: refused, naming the path as typed);
+        2. the state is validated: no non-finite result, no constants fitted
+           for other parameters unless ``keep_constants``;
+        3. the text is rendered (every literal finite, every reward the file
+           can give within range: :func:`rewardlab.export.render_plugin`);
+        4. with ``check``, the text is written to a temporary file and checked
+           by :func:`roundtrip_check` against what the session already holds
+           (its prepared frame and its rewards): bit for bit on every row,
+           check-plugin on whole games; a file that fails is not written
+           (:class:`~rewardlab.errors.RoundTripError`);
+        5. the file is written atomically.
+
+        The session is read once at the start, so changing parameters while an
+        export runs (e.g. in a widget's background thread) does not change
+        what is exported.
 
         Parameters
         ----------
@@ -857,14 +1269,29 @@ class RankingTuningSession(Session):
             Replace an existing file (otherwise
             :class:`~rewardlab.errors.OutputExistsError`, nothing written).
         check : bool
-            Run the round trip (:func:`roundtrip_check`: apply in the
-            episodes mode and compare, then ``check_plugin`` in every mode).
+            Run the round trip before writing.
         source : str, optional
             A note for the file's header.
+        keep_constants : bool
+            Export constants fitted for other parameters as they are (the
+            header says so).
+        check_rows : int
+            Rows of whole games check-plugin runs on (see :func:`roundtrip_check`).
+        progress : callable, optional
+            ``progress(fraction, message)`` as the work advances.
+        cancel : CancelToken, optional
+            Cancelling raises :class:`~rewardlab.errors.ExportCancelled` at the
+            next check point; nothing is written.
 
         Returns
         -------
         ExportResult
+
+        Raises
+        ------
+        ParameterError, OutputExistsError, RoundTripError, ExportCancelled, ExportWriteError
+            Each before anything is written (ExportWriteError: the write itself
+            failed; the target is untouched).
 
         Examples
         --------
@@ -872,13 +1299,39 @@ class RankingTuningSession(Session):
         >>> result.ok  # doctest: +SKIP
         True
         """
+        t0 = time.perf_counter()
         check = _check_bool("check", check)
-        written = export_plugin(self._family, path, overwrite=overwrite,
-                                source=source or "rewardlab RankingTuningSession")
-        header = _header_of(Path(written).read_text(encoding="utf-8"))
-        roundtrip = roundtrip_check(self._family, written, self.frame, prepared=self.prepared) \
-            if check else None
-        return ExportResult(path=Path(written), header=header, roundtrip=roundtrip)
+        overwrite = _check_bool("overwrite", overwrite)
+        keep_constants = _check_bool("keep_constants", keep_constants)
+        say = _progress_callback(progress)
+        token = _cancel_token(cancel)
+        target = export_target(path, overwrite=overwrite)
+        shown = str(path)
+        family, results = self._family, self.results  # one consistent state, whatever happens meanwhile
+        bad = self._nonfinite(results)
+        if bad:
+            raise ParameterError("results", "should be finite to export", "; ".join(bad))
+        text = render_plugin(family, source=source or "rewardlab RankingTuningSession",
+                             keep_constants=keep_constants)
+        roundtrip = None
+        if check:
+            expected = (self.table.step_rewards(results.reward), self.prepared.done(family.scope))
+            with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
+                trial = Path(tmp) / "exported.py"
+                trial.write_text(text, encoding="utf-8")
+                try:
+                    roundtrip = roundtrip_check(family, trial, self.frame, prepared=self.prepared,
+                                                expected=expected, check_rows=check_rows, progress=say,
+                                                cancel=token)
+                except ExportCancelled as exc:
+                    raise ExportCancelled(shown, exc.stage) from None
+            if not roundtrip.ok:
+                raise RoundTripError(shown, roundtrip)
+        token.check(shown, "writing")
+        write_text(target, text, overwrite=overwrite, shown=shown)
+        say(1.0, f"wrote {shown}")
+        return ExportResult(path=target, header=_header_of(text), roundtrip=roundtrip,
+                            seconds=time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------------------
@@ -969,6 +1422,9 @@ class EpsilonScheduleSession(Session):
     threshold = _Param("Steps-to-threshold: first step with epsilon < threshold.")
     _param_names = ("kind", "epsilon_init", "epsilon_stable", "warmup_steps", "decay_steps",
                     "epsilon_first", "epsilon_last", "annealing_steps", "increment", "n_steps", "threshold")
+    _numeric = {"epsilon_init": "float", "epsilon_stable": "float", "epsilon_first": "float",
+                "epsilon_last": "float", "warmup_steps": "int", "decay_steps": "int", "annealing_steps": "int",
+                "increment": "int", "n_steps": "int", "threshold": "float"}
 
     def __init__(self, *, kind: str = "linear", epsilon_init: float = 1.0, epsilon_stable: float = 0.05,
                  warmup_steps: int = 10_000, decay_steps: int = 500_000, epsilon_first: float = 1.0,
@@ -979,8 +1435,10 @@ class EpsilonScheduleSession(Session):
                       warmup_steps=warmup_steps, decay_steps=decay_steps, epsilon_first=epsilon_first,
                       epsilon_last=epsilon_last, annealing_steps=annealing_steps, increment=increment,
                       n_steps=n_steps, threshold=threshold)
+        params = {k: parse_number(k, v, integer=self._numeric[k] == "int") if k in self._numeric else v
+                  for k, v in params.items()}
         self._params = self._validate(params, params)
-        self._refresh()
+        self._refresh({"kind": kind})
 
     @property
     def schedule(self):
@@ -1051,6 +1509,13 @@ class EpsilonScheduleSession(Session):
         return EpsilonResults(kind=kind, schedule=schedule, steps=steps, epsilon=epsilon, reference=reference,
                               marks=marks, summary=summary, snippets=snippets)
 
+    def _nonfinite(self, r: EpsilonResults) -> list[str]:
+        m = r.summary
+        return self._finite_problems([
+            ("epsilon", r.epsilon), ("the other curve", r.reference[1] if r.reference else ()),
+            ("the expected random actions", m.expected_random_actions), ("the mean epsilon", m.mean_epsilon),
+            ("the final epsilon", m.final_epsilon)])
+
     def export(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write the parameter snippet: JSON for ``.json``, YAML for ``.yaml`` / ``.yml`` (atomic write).
 
@@ -1059,15 +1524,13 @@ class EpsilonScheduleSession(Session):
         >>> EpsilonScheduleSession().export("explorer.yaml")  # doctest: +SKIP
         PosixPath('explorer.yaml')
         """
-        if not isinstance(path, (str, Path)):
-            raise ParameterError("path", "should be a str or Path", path)
-        path = Path(path)
-        fmt = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}.get(path.suffix.lower())
+        overwrite = _check_bool("overwrite", overwrite)
+        target = export_target(path, overwrite=overwrite)
+        fmt = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}.get(target.suffix.lower())
         if fmt is None:
             raise ParameterError("path", "should end in .json, .yaml or .yml", str(path))
-        with atomic_open(path, "w", overwrite=_check_bool("overwrite", overwrite), compress=None) as f:
-            f.write(self.results.snippets[fmt].rstrip("\n") + "\n")
-        return path
+        write_text(target, self.results.snippets[fmt].rstrip("\n") + "\n", overwrite=overwrite, shown=path)
+        return target
 
 
 # --------------------------------------------------------------------------
@@ -1143,6 +1606,7 @@ class NormalizationSession(Session):
     epsilon = _Param("Added to the running variance, > 0.")
     clip_reward = _Param("SB3's clipping bound of the normalized reward, > 0.")
     _param_names = ("reward", "scope", "gamma", "epsilon", "clip_reward")
+    _numeric = {"gamma": "float", "epsilon": "float", "clip_reward": "float"}
 
     def __init__(self, data, *, reward: str | None = None, scope: str = "end_of_game", gamma: float = 0.99,
                  epsilon: float = 1e-8, clip_reward: float = 10.0):
@@ -1156,8 +1620,9 @@ class NormalizationSession(Session):
         self.rewards = tuple(names)
         params = dict(reward=names[0] if reward is None else reward, scope=scope, gamma=gamma,
                       epsilon=epsilon, clip_reward=clip_reward)
+        params = {k: parse_number(k, v) if k in self._numeric else v for k, v in params.items()}
         self._params = self._validate(params, params)
-        self._refresh()
+        self._refresh({"reward": params["reward"]})
 
     def _validate(self, params: dict, changes: dict) -> dict:
         check_choice("reward", params["reward"], self.rewards)
@@ -1172,7 +1637,7 @@ class NormalizationSession(Session):
         name, scope = p["reward"], p["scope"]
         try:
             constants, error = normalization_constants(self.frame, name, scope=scope), None
-        except FrameError as exc:
+        except RewardlabError as exc:  # no values, a constant reward, or statistics that overflow
             constants, error = None, str(exc)
         before = reward_stats(self.frame, name, scope=scope)
         after = reward_stats(self.frame, name, scope=scope, constants=constants) if constants else None
@@ -1186,6 +1651,22 @@ class NormalizationSession(Session):
         return NormalizationResults(reward=name, scope=scope, constants=constants, constants_error=error,
                                     before=before, after=after, replays=replays,
                                     summary=normalization_summary(replays), note=note)
+
+    def _nonfinite(self, r: NormalizationResults) -> list[str]:
+        where = f"reward_{r.reward} over {r.scope}"
+        checks = []
+        for label, st in (("", r.before), ("after the constants, ", r.after)):
+            if st is not None and st.count:
+                checks += [(f"{label}the {k} of {where}", getattr(st, k)) for k in ("mean", "std", "min", "max")]
+        if r.constants is not None:
+            checks.append((f"the constants of {where}", (r.constants.mean, r.constants.std)))
+        summary = r.summary
+        for column in ("mean", "std", "min", "max"):
+            if column in summary.columns:
+                for method, value in zip(summary["method"], summary[column]):
+                    if value is not None:
+                        checks.append((f"the {column} of the {method} replay", value))
+        return self._finite_problems(checks)
 
 
 # --------------------------------------------------------------------------
@@ -1258,6 +1739,7 @@ class ComparisonSession(Session):
     metric = _Param("Matrix shown: pearson, spearman, or epic (distance).")
     k = _Param("How many most-disagreeing episodes to list (>= 1).")
     _param_names = ("chosen", "a", "b", "metric", "k")
+    _numeric = {"k": "int"}
 
     def __init__(self, data, plugins=(), *, batch_mode: str = "episodes", batch_size: int | None = None,
                  chosen=None, metric: str = "spearman", k: int = 10):
@@ -1280,7 +1762,7 @@ class ComparisonSession(Session):
         pair = [c for c in chosen if c in names][:2] or list(names[:2])
         params = dict(chosen=chosen, a=pair[0], b=pair[1] if len(pair) > 1 else pair[0], metric=metric, k=k)
         self._params = self._validate(params, params)
-        self._refresh()
+        self._refresh({"chosen": chosen})
 
     def _apply(self, frame: pl.DataFrame, plugins: list) -> pl.DataFrame:
         return apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size)

@@ -3,7 +3,11 @@
 Wiring only: each control's value goes to the session's
 :meth:`~rewardlab.sessions.Session.try_update` (an invalid value shows the
 session's error message instead of raising in a widget callback), and the
-session's observer redraws the outputs.  Figures are drawn by
+session's observer redraws the outputs.  Number boxes are text boxes
+(:class:`NumberText`): the session reads what was typed
+(:func:`rewardlab.sessions.parse_number`: ``"1.5"`` in an integer field is
+refused, not read as 15), and a refused value shows its message while the
+box returns to the value in use.  Figures are drawn by
 :mod:`rewardlab.plots` on a :class:`matplotlib.figure.Figure` (no pyplot, no
 global state) and shown as PNG in an :class:`ipywidgets.Image`.  Sliders and
 number boxes send their value when released or committed
@@ -12,7 +16,8 @@ number boxes send their value when released or committed
 Widgets
 -------
 * :class:`RankingTuner`: rank vector, points term, normalization constants,
-  live statistics and plots, export with the round-trip check.
+  live statistics and plots, export with the round-trip check (progress bar
+  and Cancel button; the work runs in a background thread).
 * :class:`EpsilonScheduleTuner`: epsilon over steps with warm-up and decay
   marked, steps-to-threshold and the configuration snippet.
 * :class:`NormalizationPanel`: constants per scope, before / after, the
@@ -36,11 +41,14 @@ from __future__ import annotations
 import html
 import io
 import math
+import numbers
+import threading
 
 import ipywidgets as W
 import numpy as np
+import traitlets
 
-from rewardlab.errors import RewardlabError
+from rewardlab.errors import ExportCancelled, RewardlabError
 from rewardlab.plots import (
     plot_epsilon_schedule,
     plot_correlation_heatmap, plot_normalization, plot_return_scatter, plot_reward_by_rank,
@@ -48,11 +56,12 @@ from rewardlab.plots import (
 )
 from rewardlab.stats import SCOPES
 from rewardlab.sessions import (
-    SCHEDULE_KINDS, ComparisonSession, EpsilonScheduleSession, NormalizationSession, RankingTuningSession,
-    Session,
+    SCHEDULE_KINDS, CancelToken, ComparisonSession, EpsilonScheduleSession, NormalizationSession,
+    RankingTuningSession, Session,
 )
 
-__all__ = ["RankingTuner", "EpsilonScheduleTuner", "NormalizationPanel", "ComparisonBoard", "figure_png"]
+__all__ = ["RankingTuner", "EpsilonScheduleTuner", "NormalizationPanel", "ComparisonBoard", "figure_png",
+           "NumberText"]
 
 _RANKS = ("1st", "2nd", "3rd", "4th")
 _NARROW = W.Layout(width="170px")
@@ -111,6 +120,55 @@ def _pre(text: str) -> str:
     return f"<pre style='margin:2px 0;font-size:11px;line-height:1.3'>{html.escape(text)}</pre>"
 
 
+def _message(text: str, *, color: str = "#b00020", mark: str = "⚠ ") -> str:
+    return f"<div style='color:{color};white-space:pre-wrap'>{mark}{html.escape(text)}</div>"
+
+
+def number_text(value) -> str:
+    """How a number is shown in a :class:`NumberText`: ints as digits, floats exactly (``repr``).
+
+    Examples
+    --------
+    >>> number_text(25000), number_text(0.1), number_text(-150.0)
+    ('25000', '0.1', '-150.0')
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("a NumberText holds a number, not a bool")
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    return repr(float(value))
+
+
+class _NumberOrText(traitlets.Unicode):
+    """Text; a number assigned from Python is stored as its text (:func:`number_text`)."""
+
+    def validate(self, obj, value):
+        if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+            value = number_text(value)
+        return super().validate(obj, value)
+
+
+class NumberText(W.Text):
+    """A text box for a number: the session reads what is typed, the way a person reads it.
+
+    ipywidgets' ``IntText`` / ``FloatText`` convert in the browser (and in
+    Python ``IntText.value = 1.5`` silently becomes 1), so a typo turns into
+    another number.  Here the text goes to the session as typed, which parses
+    it (:func:`rewardlab.sessions.parse_number`) or refuses it with a message;
+    the box then shows the value in use again.  Assigning a number from
+    Python stores its text.
+
+    Examples
+    --------
+    >>> box = NumberText(value=0.5)
+    >>> box.value
+    '0.5'
+    """
+
+    value = _NumberOrText(help="The text in the box (a number assigned from Python is stored as text).").tag(
+        sync=True)
+
+
 class _SessionWidget(W.VBox):
     """A VBox bound to a session: controls -> ``try_update``, session observer -> ``_render``."""
 
@@ -135,17 +193,21 @@ class _SessionWidget(W.VBox):
         self.session.attempt(method, *args)
 
     def _on_session(self, session: Session) -> None:
-        self.error.value = "" if session.last_error is None else (
-            "<div style='color:#b00020;white-space:pre-wrap'>⚠ " + html.escape(session.last_error) + "</div>")
+        self.error.value = "" if session.last_error is None else _message(session.last_error)
         if session.version == self._rendered:
+            if session.last_error is not None:  # a refused value: the controls go back to the values in use
+                self._sync()
             return
+        self._sync()
+        self._render()
+        self._rendered = session.version
+
+    def _sync(self) -> None:
         self._syncing = True
         try:
             self._sync_controls()
         finally:
             self._syncing = False
-        self._render()
-        self._rendered = session.version
 
     def refresh(self) -> None:
         """Redraw everything from the session (normally automatic)."""
@@ -179,19 +241,29 @@ class RankingTuner(_SessionWidget):
     export_path : str
         Initial file name in the export box (relative to the kernel's
         working directory).
+    background : bool
+        Run the export in a background thread, so the notebook stays
+        responsive and Cancel works (False: in the click handler, e.g. in
+        tests).
 
     Attributes
     ----------
     session : RankingTuningSession
     preset, rank_inputs, points, offset, divisor, mean, std, auto_constants : widgets
-        The controls (``rank_inputs`` holds four FloatText, first place first).
+        The controls (``rank_inputs`` holds four :class:`NumberText`, first
+        place first).
     from_data, seed_recipe, no_constants : Button
     stats : HTML
         Means and standard deviations before / after normalization, mean
         reward per final rank, expected reward.
     plot : Image
         Reward distribution and mean reward per final rank (PNG).
-    export_path, overwrite, export_button, export_result : widgets
+    export_path, overwrite, keep_constants, export_button, export_result : widgets
+        ``keep_constants``: export constants fitted for other parameters as
+        they are (otherwise the button is disabled until they are refitted).
+    export_progress, cancel_button : FloatProgress, Button
+        Progress of the running export, and a button that cancels it
+        (nothing is written).
 
     Examples
     --------
@@ -201,7 +273,7 @@ class RankingTuner(_SessionWidget):
     """
 
     def __init__(self, data, *, preset: str = "tenhou_tokujo_6dan", constants: str = "data",
-                 export_path: str = "ranking_reward.py"):
+                 export_path: str = "ranking_reward.py", background: bool = True):
         session = data if isinstance(data, RankingTuningSession) else \
             RankingTuningSession(data, preset=preset, constants=constants)
         super().__init__(session)
@@ -210,22 +282,25 @@ class RankingTuner(_SessionWidget):
                                  value=s.preset or "custom", description="preset", style=_STYLE,
                                  layout=_WIDE)
         self.preset.observe(self._on_preset, names="value")
-        self.rank_inputs = [self._bind_rank(k, W.FloatText(value=v, description=_RANKS[k], style=_STYLE,
-                                                           layout=_NARROW, continuous_update=False))
+        self.background = bool(background)
+        self._export_thread: threading.Thread | None = None
+        self._cancel: CancelToken | None = None
+        self.rank_inputs = [self._bind_rank(k, NumberText(value=v, description=_RANKS[k], style=_STYLE,
+                                                          layout=_NARROW, continuous_update=False))
                             for k, v in enumerate(s.vector)]
         for k, box in enumerate(self.rank_inputs):
             box.add_class(f"rewardlab-rank-{k}")
         self.points = self._bind(W.Checkbox(value=s.points, description="add points term "
                                             "(score - offset) // divisor", indent=False,
                                             layout=W.Layout(width="300px")), "points")
-        self.offset = self._bind(W.IntText(value=s.offset, description="offset", style=_STYLE,
-                                           layout=_NARROW, continuous_update=False), "offset")
-        self.divisor = self._bind(W.IntText(value=s.divisor, description="divisor", style=_STYLE,
-                                            layout=_NARROW, continuous_update=False), "divisor")
-        self.mean = self._bind(W.FloatText(value=s.mean, description="mean", style=_STYLE, layout=_NUMBER,
-                                           continuous_update=False), "mean")
-        self.std = self._bind(W.FloatText(value=s.std, description="std", style=_STYLE, layout=_NUMBER,
-                                          continuous_update=False), "std")
+        self.offset = self._bind(NumberText(value=s.offset, description="offset", style=_STYLE,
+                                            layout=_NARROW, continuous_update=False), "offset")
+        self.divisor = self._bind(NumberText(value=s.divisor, description="divisor", style=_STYLE,
+                                             layout=_NARROW, continuous_update=False), "divisor")
+        self.mean = self._bind(NumberText(value=s.mean, description="mean", style=_STYLE, layout=_NUMBER,
+                                          continuous_update=False), "mean")
+        self.std = self._bind(NumberText(value=s.std, description="std", style=_STYLE, layout=_NUMBER,
+                                         continuous_update=False), "std")
         self.from_data = W.Button(description="from data", tooltip="Mean and population std of the raw "
                                   "reward over the end-of-game steps of the data")
         self.from_data.on_click(lambda _: self._call(s.constants_from_data))
@@ -244,9 +319,20 @@ class RankingTuner(_SessionWidget):
         self.export_path = W.Text(value=export_path, description="file", style=_STYLE, layout=_WIDE)
         self.export_path.add_class("rewardlab-export-path")
         self.overwrite = W.Checkbox(value=False, description="overwrite if it exists", indent=False)
+        self.keep_constants = W.Checkbox(value=False, description="keep these constants (fitted for other "
+                                         "parameters)", indent=False, layout=W.Layout(width="360px"))
+        self.keep_constants.add_class("rewardlab-keep-constants")
+        self.keep_constants.observe(lambda _: self._update_export_state(), names="value")
         self.export_button = W.Button(description="Export plug-in", button_style="primary", icon="download")
         self.export_button.add_class("rewardlab-export")
         self.export_button.on_click(self._on_export)
+        self.cancel_button = W.Button(description="Cancel", icon="stop", disabled=True)
+        self.cancel_button.add_class("rewardlab-export-cancel")
+        self.cancel_button.on_click(self._on_cancel)
+        self.export_progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, layout=W.Layout(width="320px",
+                                                                                           visibility="hidden"))
+        self.export_progress.add_class("rewardlab-export-progress")
+        self.export_status = W.HTML()
         self.export_result = W.HTML()
         self.export_result.add_class("rewardlab-export-result")
         self.add_class("rewardlab-tuner")
@@ -261,12 +347,13 @@ class RankingTuner(_SessionWidget):
             W.HBox([self.mean, self.std, self.from_data, self.seed_recipe, self.no_constants]),
             W.HBox([self.auto_constants, self.provenance]),
             self.error, self.stats, self.plot,
-            W.HBox([self.export_path, self.overwrite, self.export_button]),
+            W.HBox([self.export_path, self.overwrite, self.keep_constants]),
+            W.HBox([self.export_button, self.cancel_button, self.export_progress, self.export_status]),
             self.export_result,
         ]
         self.refresh()
 
-    def _bind_rank(self, rank: int, control: W.FloatText) -> W.FloatText:
+    def _bind_rank(self, rank: int, control: NumberText) -> NumberText:
         def on_change(change):
             if not self._syncing:
                 self._call(self.session.set_rank_value, rank, change["new"])
@@ -287,9 +374,18 @@ class RankingTuner(_SessionWidget):
         self.offset.disabled = self.divisor.disabled = not s.points
         self.mean.value, self.std.value = s.mean, s.std
         self.auto_constants.value = s.auto_constants
-        stale = (" <span style='color:#b06000'>(fitted for other parameters: click "
-                 "“from data” again)</span>") if s.constants_stale else ""
+        stale = (" <span style='color:#b06000'>(fitted for other parameters: click “from data”, tick “refit "
+                 "from data on every change”, or tick “keep these constants” to export them)</span>") \
+            if s.constants_stale else ""
         self.provenance.value = "<small>constants: " + html.escape(s.provenance.describe()) + stale + "</small>"
+        self._update_export_state()
+
+    def _update_export_state(self) -> None:
+        """The export button is enabled when no export runs and the session may export."""
+        blocker = self.session.export_blocker(keep_constants=self.keep_constants.value)
+        running = self._export_thread is not None and self._export_thread.is_alive()
+        self.export_button.disabled = running or self._cancel is not None or blocker is not None
+        self.export_button.tooltip = "" if blocker is None else "Export disabled: " + blocker
 
     def _render(self) -> None:
         s, r = self.session, self.session.results
@@ -322,23 +418,78 @@ class RankingTuner(_SessionWidget):
 
         self.plot.value = figure_png(draw, ncols=2)
 
-    def _on_export(self, _button) -> None:
-        self.export_button.disabled = True
-        self.export_result.value = "<i>writing the file and checking it round trip…</i>"
-        try:
-            result = self.session.export(self.export_path.value.strip(), overwrite=self.overwrite.value)
-        except RewardlabError as exc:
-            self.export_result.value = ("<div style='color:#b00020;white-space:pre-wrap'>⚠ "
-                                        + html.escape(str(exc)) + "</div>")
+    def _on_export(self, _button=None) -> None:
+        if self._cancel is not None:  # an export is running
             return
+        path, overwrite, keep = self.export_path.value, self.overwrite.value, self.keep_constants.value
+        blocker = self.session.export_blocker(keep_constants=keep)
+        if blocker is not None:
+            self.export_result.value = _message(f"not exported: {blocker}")
+            self._update_export_state()
+            return
+        self._cancel = token = CancelToken()
+        self.export_button.disabled = True
+        self.cancel_button.disabled = False
+        self.export_progress.value = 0.0
+        self.export_progress.layout.visibility = "visible"
+        self.export_status.value = ""
+        self.export_result.value = "<i>checking the file round trip, then writing it…</i>"
+        if self.background:
+            self._export_thread = threading.Thread(target=self._export, args=(path, overwrite, keep, token),
+                                                   name="rewardlab-export", daemon=True)
+            self._export_thread.start()
+        else:
+            self._export(path, overwrite, keep, token)
+
+    def _on_cancel(self, _button=None) -> None:
+        if self._cancel is not None:
+            self._cancel.cancel()
+            self.cancel_button.disabled = True
+            self.export_status.value = "<small>cancelling…</small>"
+
+    def _on_progress(self, fraction: float, message: str) -> None:
+        self.export_progress.value = min(max(float(fraction), 0.0), 1.0)
+        self.export_status.value = f"<small>{html.escape(message)}</small>"
+
+    def _export(self, path: str, overwrite: bool, keep: bool, token: CancelToken) -> None:
+        """The export itself (in the background thread): any error ends as a message, never a hang."""
+        try:
+            result = self.session.export(path, overwrite=overwrite, keep_constants=keep,
+                                         progress=self._on_progress, cancel=token)
+        except ExportCancelled as exc:
+            self.export_result.value = _message(str(exc), color="#555555", mark="")
+        except RewardlabError as exc:
+            self.export_result.value = _message(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a widget must show every failure, not hang on it
+            self.export_result.value = _message(f"export of {path!r} failed: {type(exc).__name__}: {exc}")
+        else:
+            rt = result.roundtrip
+            color = "#1b7f1b" if result.ok else "#b00020"
+            self.export_result.value = (
+                f"<div>wrote <code class='rewardlab-export-written'>{html.escape(str(result.path.resolve()))}"
+                f"</code></div>" + _pre(result.header)
+                + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else "")
+                + f"<div><small>checked and written in {result.seconds:.1f} s</small></div>")
         finally:
-            self.export_button.disabled = False
-        rt = result.roundtrip
-        color = "#1b7f1b" if result.ok else "#b00020"
-        self.export_result.value = (
-            f"<div>wrote <code class='rewardlab-export-written'>{html.escape(str(result.path.resolve()))}"
-            f"</code></div>" + _pre(result.header)
-            + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else ""))
+            self._cancel = None
+            self.cancel_button.disabled = True
+            self.export_progress.layout.visibility = "hidden"
+            self.export_status.value = ""
+            self._export_thread = None
+            self._update_export_state()
+
+    def wait_for_export(self, timeout: float | None = None) -> bool:
+        """Wait for a background export to finish; True when none is running any more.
+
+        Examples
+        --------
+        >>> tuner.export_button.click(); tuner.wait_for_export()  # doctest: +SKIP
+        True
+        """
+        thread = self._export_thread
+        if thread is not None:
+            thread.join(timeout)
+        return self._export_thread is None or not self._export_thread.is_alive()
 
 
 # --------------------------------------------------------------------------
@@ -359,7 +510,12 @@ class EpsilonScheduleTuner(_SessionWidget):
     session : EpsilonScheduleSession
     kind : Dropdown
     controls : dict of str to widget
-        One control per session parameter (``controls["epsilon_stable"]``...).
+        One control per session parameter (``controls["epsilon_stable"]``...); the
+        probabilities are sliders without an editable readout (a browser clamps
+        what is typed there), each with a text box in ``texts``.
+    texts : dict of str to NumberText
+        The exact value of each probability, typed (a value outside [0, 1] is
+        refused with a message).
     summary : HTML
     plot : Image
     snippet_format : ToggleButtons
@@ -381,25 +537,30 @@ class EpsilonScheduleTuner(_SessionWidget):
         self.kind = self._bind(W.Dropdown(options=list(SCHEDULE_KINDS), value=s.kind, description="kind",
                                           style=_STYLE), "kind")
         self.controls: dict[str, W.Widget] = {"kind": self.kind}
+        self.texts: dict[str, NumberText] = {}
         for name in self._SLIDERS:
             self.controls[name] = self._bind(W.FloatSlider(
-                value=getattr(s, name), min=0.0, max=1.0, step=0.01, description=name,
-                continuous_update=False, style={"description_width": "100px"}, layout=W.Layout(width="360px")),
+                value=getattr(s, name), min=0.0, max=1.0, step=0.01, description=name, readout=False,
+                continuous_update=False, style={"description_width": "100px"}, layout=W.Layout(width="300px")),
                 name)
+            self.texts[name] = self._bind(NumberText(value=getattr(s, name), continuous_update=False,
+                                                     layout=W.Layout(width="90px")), name)
         for name in self._INTS:
-            self.controls[name] = self._bind(W.IntText(value=getattr(s, name), description=name,
-                                                       continuous_update=False,
-                                                       style={"description_width": "110px"},
-                                                       layout=W.Layout(width="260px")), name)
-        self.controls["threshold"] = self._bind(W.FloatText(value=s.threshold, description="threshold",
-                                                            continuous_update=False,
-                                                            style={"description_width": "110px"},
-                                                            layout=W.Layout(width="260px")), "threshold")
+            self.controls[name] = self._bind(NumberText(value=getattr(s, name), description=name,
+                                                        continuous_update=False,
+                                                        style={"description_width": "110px"},
+                                                        layout=W.Layout(width="260px")), name)
+        self.controls["threshold"] = self._bind(NumberText(value=s.threshold, description="threshold",
+                                                           continuous_update=False,
+                                                           style={"description_width": "110px"},
+                                                           layout=W.Layout(width="260px")), "threshold")
         c = self.controls
+        pair = {name: W.HBox([c[name], self.texts[name]]) for name in self._SLIDERS}
         self.explorer_box = W.VBox([W.HTML("<small>ReinforcementLearning.jl EpsilonGreedyExplorer</small>"),
-                                    c["epsilon_init"], c["epsilon_stable"], c["warmup_steps"], c["decay_steps"]])
-        self.kanachan_box = W.VBox([W.HTML("<small>kanachan EpsilonGreedy</small>"), c["epsilon_first"],
-                                    c["epsilon_last"], c["annealing_steps"], c["increment"]])
+                                    pair["epsilon_init"], pair["epsilon_stable"], c["warmup_steps"],
+                                    c["decay_steps"]])
+        self.kanachan_box = W.VBox([W.HTML("<small>kanachan EpsilonGreedy</small>"), pair["epsilon_first"],
+                                    pair["epsilon_last"], c["annealing_steps"], c["increment"]])
         self.summary = W.HTML()
         self.summary.add_class("rewardlab-stats")
         self.plot = W.Image(format="png", layout=W.Layout(width="720px"))
@@ -416,7 +577,7 @@ class EpsilonScheduleTuner(_SessionWidget):
 
     def _sync_controls(self) -> None:
         s = self.session
-        for name, control in self.controls.items():
+        for name, control in (*self.controls.items(), *self.texts.items()):
             control.value = getattr(s, name)
         explorer = s.kind in ("linear", "exp")
         self.explorer_box.layout.display = "" if explorer else "none"
@@ -491,12 +652,12 @@ class NormalizationPanel(_SessionWidget):
         self.scope = self._bind(W.ToggleButtons(options=list(SCOPES), value=s.scope, description="scope",
                                                 style={"description_width": "70px", "button_width": "110px"}),
                                 "scope")
-        self.gamma = self._bind(W.FloatText(value=s.gamma, description="gamma", style=_STYLE, layout=_NARROW,
-                                            continuous_update=False), "gamma")
-        self.epsilon = self._bind(W.FloatText(value=s.epsilon, description="epsilon", style=_STYLE,
-                                              layout=_NARROW, continuous_update=False), "epsilon")
-        self.clip_reward = self._bind(W.FloatText(value=s.clip_reward, description="clip", style=_STYLE,
-                                                  layout=_NARROW, continuous_update=False), "clip_reward")
+        self.gamma = self._bind(NumberText(value=s.gamma, description="gamma", style=_STYLE, layout=_NARROW,
+                                           continuous_update=False), "gamma")
+        self.epsilon = self._bind(NumberText(value=s.epsilon, description="epsilon", style=_STYLE,
+                                             layout=_NARROW, continuous_update=False), "epsilon")
+        self.clip_reward = self._bind(NumberText(value=s.clip_reward, description="clip", style=_STYLE,
+                                                 layout=_NARROW, continuous_update=False), "clip_reward")
         self.constants = W.HTML()
         self.constants.add_class("rewardlab-constants")
         self.stats = W.HTML()
@@ -566,7 +727,7 @@ class ComparisonBoard(_SessionWidget):
     a, b : Dropdown
         The pair whose most-disagreeing episodes are listed (and scattered).
     metric : ToggleButtons
-    k : IntText
+    k : NumberText
     add_path, add_button : Text, Button
         Load a plug-in file (e.g. your own) as one more candidate.
     plot : Image
@@ -592,8 +753,8 @@ class ComparisonBoard(_SessionWidget):
                                        style=_STYLE, layout=_WIDE), "b")
         self.metric = self._bind(W.ToggleButtons(options=["pearson", "spearman", "epic"], value=s.metric,
                                                  description="matrix", style=_STYLE), "metric")
-        self.k = self._bind(W.IntText(value=s.k, description="episodes", style=_STYLE, layout=_NARROW,
-                                      continuous_update=False), "k")
+        self.k = self._bind(NumberText(value=s.k, description="episodes", style=_STYLE, layout=_NARROW,
+                                       continuous_update=False), "k")
         self.add_path = W.Text(placeholder="path/to/your_plugin.py", description="add file", style=_STYLE,
                                layout=_WIDE)
         self.add_button = W.Button(description="Load and apply")

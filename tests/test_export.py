@@ -366,3 +366,108 @@ def test_cli_schedule(capsys):
     assert "EpsilonGreedyExplorer(kind=:linear" in capsys.readouterr().out
     assert main(["schedule", "kanachan", "--first", "0.1", "--last", "0.2", "--annealing-steps", "5"]) == 2
     assert "`epsilon_last` should be <= epsilon_first" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------
+# Issue 10: constants that would make the file fail check-plugin are refused before writing
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Ranking.from_preset("top").with_constants(0.0, 1e-320),
+     "`std` should keep the normalized reward (raw - mean) / std within ±1e+100 (beyond, rewards or their means "
+     "and variances overflow); it gives inf for the raw reward 1.0 (final rank 1). Received 1e-320. Fit the "
+     "constants from data, or use a std close to the spread of the raw reward."),
+    (lambda: Ranking(RankingParams(vector=(1e308, 0, 0, -1e308))),
+     "`vector[0]` should keep the raw reward within ±1e+100"),
+    (lambda: Points(PointsParams(offset=0.0, divisor=1e-300)),
+     "`divisor` should keep the raw reward within ±1e+100 (beyond, rewards or their means and variances overflow); "
+     "it gives -inf at a final score of -2147483648. Received 1e-300."),
+    (lambda: Points(PointsParams(offset=1e308, divisor=1.0)), "`offset` should keep the raw reward within ±1e+100"),
+    (lambda: RoundDelta.from_preset("raw").with_constants(-1e250, 1.0), "`mean` should be within ±1e+100"),
+    (lambda: RoundDelta.from_preset("raw").with_params(divisor=1e-95),
+     "`divisor` should keep the raw reward within ±1e+100 (beyond, rewards or their means and variances overflow); "
+     "it gives -2.147483648e+104 at a round delta of -2147483648."),
+    (lambda: RankingPoints.from_preset("mleague").with_constants(0.0, 1e-95),
+     "it gives -2.1474637e+102 for the raw reward -21474637.0 (final rank 1 with a final score of -2147483648)"),
+    (lambda: Ranking.from_preset("top").with_constants(math.nan, 1.0),
+     "`mean` should be a finite number (not NaN or infinite). Received nan. Type a finite number, or fit the "
+     "constants from data."),
+], ids=["tiny-std", "huge-vector", "tiny-divisor", "huge-offset", "huge-mean", "round-delta", "ranking-points",
+        "nan-mean"])
+def test_constants_that_break_the_file_are_refused(make, message):
+    with pytest.raises(ParameterError) as err:
+        make()
+    assert message in str(err.value)
+
+
+def test_render_refuses_out_of_range_parameters_built_around_validation(tmp_path):
+    params = RankingParams(vector=(1, 0, 0, -1))
+    object.__setattr__(params, "std", 1e-320)  # bypass validation, as a buggy caller might
+    with pytest.raises(ParameterError, match=r"^`std` should keep the normalized reward"):
+        export_plugin(_unchecked(params), tmp_path / "bad.py")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_preset_with_data_constants_is_in_range(sample_prepared):
+    for preset in all_presets():  # the rule refuses nothing sensible
+        render_plugin(preset.with_constants_from(sample_prepared))
+
+
+def test_stale_constants_are_refused_unless_kept(sample_prepared, tmp_path):
+    fitted = Ranking.from_preset("top").with_constants_from(sample_prepared)
+    header = render_plugin(fitted).split("\n\nimport")[0]
+    assert f"# constants fit: fitted for exactly these parameters (data fingerprint {sample_prepared.fingerprint})" \
+        in header
+    moved = fitted.with_params(vector=(1.0, 0.0, 0.0, -1.0))
+    with pytest.raises(ParameterError) as err:
+        export_plugin(moved, tmp_path / "moved.py")
+    assert str(err.value) == (
+        "`constants` should be fitted for the exported parameters (ranking: vector=[1.0, 0.0, 0.0, -1.0]), not for "
+        f"ranking: vector=[1.0, -1.0, -1.0, -1.0]. Received {{'mean': {fitted.params.mean!r}, 'std': "
+        f"{fitted.params.std!r}}}. Refit them for these parameters (with_constants_from(data) / the tuner's “from "
+        "data” button / --normalize-from), or pass keep_constants=True (tick “keep these constants”) to export "
+        "them as they are.")
+    assert not (tmp_path / "moved.py").exists()
+    text = export_plugin(moved, tmp_path / "moved.py", keep_constants=True).read_text()
+    assert ("# constants fit: NOT fitted for these parameters: fitted for ranking: vector=[1.0, -1.0, -1.0, -1.0] "
+            f"(data fingerprint {sample_prepared.fingerprint}); exported as they are on request") in text
+    typed = render_plugin(moved.with_constants(0.5, 2.0))
+    assert "# constants fit: not fitted (typed by the user)" in typed
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["ranking", "--preset", "top", "--mean", "0", "--std", "1e-320"], "`std` should keep the normalized reward"),
+    (["ranking", "--vector", "1e308,0,0,-1e308"], "`vector[0]` should keep the raw reward within ±1e+100"),
+    (["ranking", "--vector=1e308,0,0,-1e308", "--normalize-from", "SAMPLE"],
+     "`vector[0]` should keep the raw reward within ±1e+100"),
+    (["ranking", "--vector=1e308,0,0,-1e308", "--seed-normalization"], "`vector[0]` should keep the raw reward"),
+    (["ranking", "--preset", "top", "--mean", "nan", "--std", "1"], "`mean` should be a finite number (not NaN"),
+    (["points", "--offset", "0", "--divisor", "1e-300"], "`divisor` should keep the raw reward within ±1e+100"),
+    (["round-delta", "--offset", "1e308", "--divisor", "1e-10"], "`offset` should keep the raw reward"),
+], ids=["tiny-std", "huge-vector", "huge-vector-from-data", "huge-vector-seed", "nan-mean", "points", "round-delta"])
+def test_cli_refuses_constants_that_break_the_file(argv, message, sample_path, tmp_path, capsys):
+    out = tmp_path / "x.py"
+    argv = [str(sample_path) if a == "SAMPLE" else a for a in argv]
+    assert main(["export", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Received" in err
+    assert list(tmp_path.iterdir()) == []  # checked before writing anything
+
+
+def test_cli_and_library_refuse_bad_output_paths(tmp_path, capsys, monkeypatch):
+    assert main(["export", "ranking", "--preset", "top", "--out", str(tmp_path)]) == 2
+    assert f"`--out` should name a file, not a folder. Received {str(tmp_path)!r}." in capsys.readouterr().err
+    with pytest.raises(ParameterError, match=r"^`path` should name the file to write; it is empty"):
+        export_plugin(Ranking(), "")
+    from rewardlab.errors import ExportWriteError
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("rewardlab.export.atomic_open", full)
+    out = tmp_path / "r.py"
+    with pytest.raises(ExportWriteError, match=r"No space left on device\. Nothing was written"):
+        export_plugin(Ranking(), out)
+    assert main(["export", "ranking", "--preset", "top", "--out", str(out)]) == 2
+    assert f"cannot write {str(out)!r}: No space left on device" in capsys.readouterr().err

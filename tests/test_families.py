@@ -400,3 +400,42 @@ def test_unknown_parameter_names_are_refused_with_the_valid_names():
         Points.from_preset("raw", divsor=10)
     with pytest.raises(ParameterError, match="`vectr` should be a parameter of the ranking family"):
         Ranking.from_preset("top").with_params(vectr=(1, 0, 0, -1))
+
+
+# ---------------------------------------------------------------------------
+# Issue 10: what fitted constants were fitted for; the reward range every input stays in
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", [Ranking.from_preset("top"), RankingPoints.from_preset("mleague"),
+                                    Points.from_preset("thousands"), RoundDelta.from_preset("thousands")],
+                         ids=lambda f: f.name)
+def test_fitted_constants_record_what_they_were_fitted_for(family, small_frame):
+    fitted = family.with_constants_from(small_frame)
+    assert fitted.params.provenance.fitted_for == family.parameter_key() and not fitted.constants_stale
+    field = next(iter(family.parameter_summary()))
+    value = getattr(family.params, field)
+    moved = fitted.with_params(**{field: tuple(v + 1 for v in value) if isinstance(value, tuple) else value + 1})
+    assert moved.constants_stale and moved.params.provenance == fitted.params.provenance
+    assert not moved.with_constants(0.0, 1.0).constants_stale  # typed constants are the user's choice
+    assert not family.constants_stale  # default constants
+    assert family.parameter_key().startswith(family.name + ": ")
+
+
+def test_seed_constants_record_their_vector():
+    seeded = Ranking.from_preset("tenhou_houou_7dan").with_seed_constants()
+    assert seeded.params.provenance.fitted_for == "ranking: vector=[90.0, 45.0, 0.0, -135.0]"
+    assert seeded.with_params(vector=(90, 45, 0, -136)).constants_stale
+    old = dataclasses.replace(seeded.params.provenance, fitted_for=None)  # e.g. made by hand
+    assert not seeded.with_params(provenance=old, vector=(1, 0, 0, -1)).constants_stale
+
+
+def test_raw_extremes_bound_every_reward(sample_frame):
+    """Every reward on real data lies between the extremes the range check looks at."""
+    prepared = prepare_frame(sample_frame)
+    for family in all_presets():
+        family = family.with_constants_from(prepared)
+        raws = np.array([r for r, *_ in family.params.raw_extremes()])
+        values = family.raw_values(prepared)
+        assert raws.min() <= values.min() and values.max() <= raws.max(), family.name
+        assert np.all(np.isfinite(raws))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 from pathlib import Path
 
@@ -446,3 +447,240 @@ def test_comparison_add_a_users_plugin(small_frame, tmp_path):
     with pytest.raises(ParameterError, match=r"^`name` should differ from the candidates already loaded"):
         s.add_plugin(path)
     assert s.attempt(s.add_plugin, tmp_path / "missing.py") is False and "missing.py" in s.last_error
+
+
+# --------------------------------------------------------------------------
+# Issue 10: tuners must not pass bad results off as good
+# --------------------------------------------------------------------------
+
+
+def test_parse_number_reads_text_like_a_person():
+    from rewardlab.sessions import parse_number
+
+    assert parse_number("n", "25000", integer=True) == 25000 and parse_number("n", " 1e6 ", integer=True) == 10**6
+    assert parse_number("n", "3.0", integer=True) == 3 and parse_number("x", "-.5") == -0.5
+    assert parse_number("x", "+2E-3") == 0.002 and parse_number("x", 7) == 7
+    for typed, integer in [("1.5", True), ("15.", False), ("1,5", False), ("1_000", True), ("", False), ("inf", False),
+                           ("nan", False), ("0x10", True), ("１２", True), ("1e999", False), ("- 1", False)]:
+        if typed == "15.":
+            assert parse_number("x", typed) == 15.0
+            continue
+        with pytest.raises(ParameterError) as err:
+            parse_number("x", typed, integer=integer)
+        assert str(err.value).startswith("`x` should be a ") and f"Received {typed!r}." in str(err.value)
+
+
+def test_sessions_take_text_and_refuse_what_a_person_would_not_mean(small_frame):
+    s = RankingTuningSession(small_frame, preset="mleague", constants="none")
+    s.update(offset="25000", divisor=" 1000 ")
+    assert (s.offset, s.divisor) == (25000, 1000)
+    with pytest.raises(ParameterError, match=r"^`divisor` should be a whole number such as 1000\. Received '1\.5'\.$"):
+        s.divisor = "1.5"  # an IntText made it 15 (in the browser) or 1 (in Python)
+    assert s.divisor == 1000
+    s.set_rank_value(2, "-7.5")
+    assert s.vector[2] == -7.5
+    e = EpsilonScheduleSession(n_steps="1e4")
+    assert e.n_steps == 10_000
+    assert e.try_update(warmup_steps="10.5") is False and e.warmup_steps == 10_000
+    assert e.last_error == "`warmup_steps` should be a whole number such as 1000. Received '10.5'."
+
+
+def test_ranking_refuses_overflowing_values_and_keeps_the_last_good_ones(small_frame):
+    s = RankingTuningSession(small_frame, preset="top", constants="none")
+    good = (s.vector, s.mean, s.std, s.version)
+    for change, message in [
+        (lambda: s.set_rank_value(0, 1e308), "`vector[0]` should keep the raw reward within ±1e+100 (beyond, "
+         "rewards or their means and variances overflow); it gives 1e+308 at final rank 1. Received 1e+308."),
+        (lambda: s.update(vector=(1e300, 0, 0, -1e300)), "`vector[0]` should keep the raw reward within ±1e+100"),
+        (lambda: s.update(std=1e-320), "`std` should keep the normalized reward (raw - mean) / std within ±1e+100 "
+         "(beyond, rewards or their means and variances overflow); it gives inf for the raw reward 1.0 (final rank "
+         "1). Received 1e-320."),
+        (lambda: s.update(mean=-1e200), "`mean` should be within ±1e+100"),
+        (lambda: s.update(points=True, offset=0, divisor=1, std=1e-93), "`std` should keep the normalized reward"),
+    ]:
+        with pytest.raises(ParameterError) as err:
+            change()
+        assert message in str(err.value)
+        assert (s.vector, s.mean, s.std, s.version) == good and not s.points
+    assert s.try_update(std="1e-320") is False and "`std` should keep" in s.last_error and s.std == 1.0
+    # with constants from data and the refit on: the overflowing entry is named, not an inf std
+    d = RankingTuningSession(small_frame, preset="top")
+    assert d.auto_constants
+    with pytest.raises(ParameterError, match=r"^`vector\[3\]` should keep the raw reward within"):
+        d.set_rank_value(3, -1e308)
+    with pytest.raises(ParameterError, match=r"^`vector\[0\]` should keep the raw reward within"):
+        RankingTuningSession(small_frame, preset="top").update(vector=(1e200, 0, 0, -1), auto_constants=False)
+    assert d.export_blocker() is None and np.isfinite(d.results.reward_moments.std)
+
+
+def test_a_nonfinite_statistic_is_refused_whatever_the_cause(monkeypatch):
+    """The session computes before it keeps a change: a non-finite statistic undoes it."""
+    from rewardlab.schedules import ExplorerSchedule
+
+    s = EpsilonScheduleSession()
+    good = (s.parameters, s.version, s.results)
+    real = ExplorerSchedule.summary
+
+    def broken(self, *args, **kwargs):  # a schedule whose summary overflows
+        return dataclasses.replace(real(self, *args, **kwargs), expected_random_actions=math.inf)
+
+    import dataclasses
+
+    monkeypatch.setattr(ExplorerSchedule, "summary", broken)
+    assert s.try_update(decay_steps=1234) is False
+    assert s.last_error == ("`decay_steps` should keep every statistic finite, but with it the expected random "
+                            "actions would be inf. Received 1234. Nothing changed: the previous values are kept.")
+    assert (s.parameters, s.version, s.results) == good
+
+
+def test_normalization_refuses_a_reward_whose_statistics_overflow(reward_frame):
+    from rewardlab.families import Ranking, RankingParams
+
+    params = RankingParams(vector=(1e100, 0, 0, -1e100))
+    huge = Ranking(params).with_columns(reward_frame, "huge")
+    squared = huge.with_columns((pl.col("reward_huge") * 1e100 * 1e100).alias("reward_huge"))  # finite, 1e300
+    s = NormalizationSession(squared, reward="score", scope="end_of_game")
+    good = (s.reward, s.version, s.results)
+    assert s.try_update(reward="huge") is False
+    assert s.last_error.startswith("`reward` should keep every statistic finite, but with it ")
+    assert "the std of reward_huge over end_of_game would be " in s.last_error and "Received 'huge'." in s.last_error
+    assert (s.reward, s.version, s.results) == good  # the last good state, not half of the new one
+    with pytest.raises(ParameterError, match=r"^`reward` should keep every statistic finite"):
+        NormalizationSession(squared, reward="huge")
+
+
+def test_stale_constants_are_not_exported_silently(small_frame, tmp_path):
+    s = RankingTuningSession(small_frame, preset="top")
+    s.auto_constants = False  # freeze the constants fitted for "top"
+    fitted = s.provenance
+    assert fitted.fitted_for == "ranking: vector=[1.0, -1.0, -1.0, -1.0]" and not s.constants_stale
+    for change in (lambda: s.apply_preset("top_two"), lambda: s.set_rank_value(0, 2.0),
+                   lambda: s.update(points=True, offset=25000, divisor=1000)):
+        change()
+        assert s.constants_stale and s.provenance == fitted
+        assert "fitted for other parameters" in s.export_blocker()
+        with pytest.raises(ParameterError) as err:
+            s.export(tmp_path / "r.py")
+        assert str(err.value).startswith("`constants` should be fitted for the exported parameters (")
+        assert "not for ranking: vector=[1.0, -1.0, -1.0, -1.0]" in str(err.value)
+        assert "keep_constants=True" in str(err.value) and not (tmp_path / "r.py").exists()
+        s.apply_preset("top")
+        assert not s.constants_stale
+    s.set_rank_value(0, 2.0)
+    kept = s.export(tmp_path / "kept.py", keep_constants=True)
+    assert ("# constants fit: NOT fitted for these parameters: fitted for ranking: vector=[1.0, -1.0, -1.0, -1.0] "
+            f"(data fingerprint {s.prepared.fingerprint}); exported as they are on request (keep_constants=True)"
+            in kept.header) and kept.ok
+    s.constants_from_data()
+    fresh = s.export(tmp_path / "fresh.py")
+    assert f"# constants fit: fitted for exactly these parameters (data fingerprint {s.prepared.fingerprint})" \
+        in fresh.header
+    s.seed_constants()  # the seed recipe is fitted too, and ends the refit
+    assert not s.auto_constants and not s.constants_stale
+    s.set_rank_value(1, 0.5)
+    assert s.constants_stale
+    s.reset_constants()
+    typed = s.export(tmp_path / "typed.py")
+    assert "# constants fit: not fitted (default (mean 0, std 1: no normalization))" in typed.header
+
+
+def test_export_checks_what_the_session_holds_with_progress(sample_frame, tmp_path, monkeypatch):
+    from rewardlab.families import PreparedFrame, RewardFamily
+    from rewardlab.sessions import sample_whole_games
+
+    s = RankingTuningSession(sample_frame, preset="tenhou_tokujo_6dan")
+    s.set_rank_value(3, -150.0)
+
+    def no_redo(*args, **kwargs):
+        raise AssertionError("the export redid work the session already holds")
+
+    monkeypatch.setattr(RewardFamily, "evaluate", no_redo)
+    monkeypatch.setattr(RewardFamily, "prepare", no_redo)
+    monkeypatch.setattr("rewardlab.families.base.prepare_frame", no_redo)
+    calls = []
+    result = s.export(tmp_path / "r.py", check_rows=5000, progress=lambda f, m: calls.append((f, m)))
+    rt = result.roundtrip
+    assert result.ok and rt.rows == sample_frame.height and rt.identical
+    fractions = [f for f, _ in calls]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[0] == 0.0
+    assert any("bit for bit" in m for _, m in calls) and any("check-plugin in every batch mode" in m for _, m in calls)
+    assert calls[-1][1] == f"wrote {tmp_path / 'r.py'}"
+    # check-plugin ran on whole games spread over the data, and the text says exactly what was checked how
+    positions, sampled, games = sample_whole_games(sample_frame, s.prepared, 5000)
+    assert rt.checked_rows == positions.size == rt.report.transitions and rt.checked_games == sampled
+    assert 5000 * 0.8 <= rt.checked_rows <= 5000 * 1.25 and games == 240 and 0 < sampled < games
+    sample = sample_frame[positions]
+    whole = dict(sample_frame.group_by("game").len().rows())
+    assert sample["end_of_game"][-1] and all(whole[g] == k for g, k in sample.group_by("game").len().rows())
+    text = str(rt)
+    assert (f"round trip: identical to rewardlab's rewards and dones on all {sample_frame.height:,} transitions "
+            "(compared bit for bit, sequential batches of 8,192 rows); check-plugin: PASS (contract and batch "
+            f"invariance in every batch mode, on {rt.checked_rows:,} transitions: {sampled} whole games of 240, "
+            "spread evenly over the data)") == text
+    assert isinstance(s.prepared, PreparedFrame)
+
+
+def test_export_can_be_cancelled_and_writes_nothing(sample_frame, tmp_path):
+    from rewardlab.errors import ExportCancelled
+    from rewardlab.sessions import CancelToken
+
+    s = RankingTuningSession(sample_frame, preset="top")
+    token = CancelToken()
+    steps = []
+
+    def progress(fraction, message):
+        steps.append(message)
+        if len(steps) == 2:  # after the first chunk compared
+            token.cancel()
+
+    with pytest.raises(ExportCancelled, match=r"^export of '.*r\.py' cancelled during .*; nothing was written$"):
+        s.export(tmp_path / "r.py", progress=progress, cancel=token)
+    assert not (tmp_path / "r.py").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_export_path_errors_name_the_path_as_typed(small_frame, tmp_path, monkeypatch):
+    from rewardlab.errors import ExportWriteError
+
+    s = RankingTuningSession(small_frame, preset="top")
+    (tmp_path / "f.txt").write_text("x")
+    for typed, message in [
+        ("", "`path` should name the file to write; it is empty. Received ''."),
+        (str(tmp_path), f"`path` should name a file, not a folder. Received {str(tmp_path)!r}."),
+        (str(tmp_path / "f.txt" / "r.py"), f"`path` should be inside a folder, but {str(tmp_path / 'f.txt')!r}"),
+    ]:
+        for overwrite in (False, True):
+            with pytest.raises(ParameterError) as err:
+                s.export(typed, overwrite=overwrite)
+            assert message in str(err.value)
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    with pytest.raises(ParameterError, match="should name a regular file"):
+        s.export(fifo, overwrite=True)
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("rewardlab.export.atomic_open", denied)
+    with pytest.raises(ExportWriteError, match=r"^cannot write 'ro/r\.py': Permission denied\. Nothing was written"):
+        s.export("ro/r.py")
+    with pytest.raises(ExportWriteError, match="cannot write"):
+        EpsilonScheduleSession().export(tmp_path / "eps.yaml")
+
+
+def test_a_file_that_fails_its_round_trip_is_not_written(small_frame, tmp_path, monkeypatch):
+    from rewardlab.errors import RoundTripError
+    from rewardlab.export import render_plugin
+
+    s = RankingTuningSession(small_frame, preset="top")
+
+    def wrong(family, **kwargs):  # as a bug in the renderer would
+        return render_plugin(family, **kwargs).replace("_RL_VECTOR = (1.0,", "_RL_VECTOR = (2.0,")
+
+    monkeypatch.setattr("rewardlab.sessions.render_plugin", wrong)
+    with pytest.raises(RoundTripError) as err:
+        s.export(tmp_path / "r.py")
+    text = str(err.value)
+    assert text.startswith(f"{str(tmp_path / 'r.py')!r} was not written: the file failed its round-trip check.")
+    assert "DIFFERS from rewardlab on 3 rewards and 0 dones of 56 transitions" in text
+    assert err.value.roundtrip.rewards_differing == 3 and list(tmp_path.iterdir()) == []
+    assert s.export(tmp_path / "r.py", check=False).roundtrip is None  # unchecked, on request

@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from rewardlab.widgets import (  # noqa: E402
-    ComparisonBoard, EpsilonScheduleTuner, NormalizationPanel, RankingTuner, _fmt, figure_png,
+    ComparisonBoard, EpsilonScheduleTuner, NormalizationPanel, NumberText, RankingTuner, _fmt, figure_png,
+    number_text,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,11 +40,13 @@ def tuner(sample_frame):
 
 def test_ranking_tuner_rank_input(tuner):
     s = tuner.session
-    assert [box.value for box in tuner.rank_inputs] == list(s.vector) == [75.0, 30.0, 0.0, -120.0]
+    assert [box.value for box in tuner.rank_inputs] == ["75.0", "30.0", "0.0", "-120.0"]
+    assert list(s.vector) == [75.0, 30.0, 0.0, -120.0] and s.auto_constants  # constants from data, refitted
     assert bytes(tuner.plot.value).startswith(PNG) and "mean before" in tuner.stats.value
     plot, stats, version = tuner.plot.value, tuner.stats.value, s.version
-    tuner.rank_inputs[3].value = -150.0
+    tuner.rank_inputs[3].value = " -150 "  # what a person types
     assert s.vector == (75.0, 30.0, 0.0, -150.0) and s.version == version + 1
+    assert tuner.rank_inputs[3].value == "-150.0"  # shows the value in use
     r = s.results
     assert tuner.plot.value != plot and bytes(tuner.plot.value).startswith(PNG)
     assert tuner.stats.value != stats
@@ -51,15 +54,25 @@ def test_ranking_tuner_rank_input(tuner):
     assert f"<b class='rewardlab-after-std'>{_fmt(r.reward_moments.std)}</b>" in tuner.stats.value
     assert _fmt(r.raw_moments.std) in tuner.stats.value
     assert tuner.preset.value == "custom"  # no preset has this vector
-    assert "fitted for other parameters" in tuner.provenance.value
+    assert r.reward_moments.std == pytest.approx(1.0) and "fitted for other parameters" not in tuner.provenance.value
+    s.auto_constants = False
+    tuner.rank_inputs[3].value = -160.0  # a number assigned from Python is shown as its text
+    assert tuner.rank_inputs[3].value == "-160.0" and s.vector[3] == -160.0
+    assert "fitted for other parameters" in tuner.provenance.value and tuner.export_button.disabled
+    tuner.keep_constants.value = True
+    assert not tuner.export_button.disabled
+    tuner.keep_constants.value = False
+    tuner.from_data.click()
+    assert not tuner.export_button.disabled and "fitted for other parameters" not in tuner.provenance.value
 
 
 def test_ranking_tuner_invalid_value_shows_the_message(tuner):
     s = tuner.session
     std, version = s.std, s.version
-    tuner.std.value = 0.0
+    tuner.std.value = "0"
     assert s.std == std and s.version == version
     assert html.escape("`std` should be > 0 (rewards are divided by it). Received 0.0.") in tuner.error.value
+    assert tuner.std.value == number_text(std)  # the box returns to the value in use
     tuner.std.value = 50.0
     assert s.std == 50.0 and tuner.error.value == "" and s.provenance.kind == "typed"
     assert "typed by the user" in tuner.provenance.value
@@ -68,14 +81,14 @@ def test_ranking_tuner_invalid_value_shows_the_message(tuner):
 def test_ranking_tuner_preset_points_and_constants(tuner):
     s = tuner.session
     tuner.preset.value = "mleague"
-    assert [b.value for b in tuner.rank_inputs] == [500.0, 100.0, -100.0, -300.0]
-    assert tuner.points.value is True and (tuner.offset.value, tuner.divisor.value) == (30000, 100)
+    assert [b.value for b in tuner.rank_inputs] == ["500.0", "100.0", "-100.0", "-300.0"]
+    assert tuner.points.value is True and (tuner.offset.value, tuner.divisor.value) == ("30000", "100")
     assert not tuner.offset.disabled and s.family.name == "ranking_points"
     tuner.seed_recipe.click()  # not for a points term: the message, nothing else
     assert "`points` should be off for the seed&#x27;s recipe" in tuner.error.value
     tuner.from_data.click()
     assert tuner.error.value == "" and s.provenance.kind == "dataset"
-    assert tuner.mean.value == s.mean and tuner.std.value == s.std
+    assert tuner.mean.value == repr(s.mean) and tuner.std.value == repr(s.std)
     assert f"<b class='rewardlab-after-std'>{_fmt(1.0)}</b>" in tuner.stats.value
     tuner.points.value = False
     assert s.family.name == "ranking" and tuner.offset.disabled
@@ -83,12 +96,13 @@ def test_ranking_tuner_preset_points_and_constants(tuner):
     tuner.rank_inputs[0].value = 1000.0
     assert s.results.reward_moments.std == pytest.approx(1.0) and "fitted for other" not in tuner.provenance.value
     tuner.no_constants.click()
-    assert (tuner.mean.value, tuner.std.value, tuner.auto_constants.value) == (0.0, 1.0, False)
+    assert (tuner.mean.value, tuner.std.value, tuner.auto_constants.value) == ("0.0", "1.0", False)
 
 
 def test_ranking_tuner_export_button(small_frame, tmp_path):
     tuner = RankingTuner(small_frame, preset="top_two", export_path=str(tmp_path / "top_two.py"))
-    tuner.export_button.click()
+    tuner.export_button.click()  # in a background thread
+    assert tuner.wait_for_export(60)
     path = tmp_path / "top_two.py"
     assert path.is_file()
     shown = tuner.export_result.value
@@ -98,10 +112,13 @@ def test_ranking_tuner_export_button(small_frame, tmp_path):
     text = path.read_text()
     tuner.rank_inputs[0].value = 2.0
     tuner.export_button.click()
+    assert tuner.wait_for_export(60)
     assert "already exists; pass overwrite=True" in tuner.export_result.value and path.read_text() == text
     tuner.overwrite.value = True
     tuner.export_button.click()
+    assert tuner.wait_for_export(60)
     assert "check-plugin: PASS" in tuner.export_result.value and "_RL_VECTOR = (2.0, 1.0," in path.read_text()
+    assert "# constants fit: fitted for exactly these parameters (data fingerprint sha256:" in path.read_text()
 
 
 def test_epsilon_tuner():
@@ -110,7 +127,10 @@ def test_epsilon_tuner():
     assert t.kanachan_box.layout.display == "none" and t.explorer_box.layout.display == ""
     assert t.snippet.value == s.results.snippets["yaml"] and bytes(t.plot.value).startswith(PNG)
     plot = t.plot.value
-    t.controls["decay_steps"].value = 100_000
+    t.controls["decay_steps"].value = "100_000"  # not a number as a person writes it: refused
+    assert "`decay_steps` should be a whole number such as 1000. Received &#x27;100_000&#x27;." in t.error.value
+    assert t.controls["decay_steps"].value == number_text(s.decay_steps) and t.plot.value == plot
+    t.controls["decay_steps"].value = "1e5"
     assert s.decay_steps == 100_000 and t.plot.value != plot
     assert f"{s.results.summary.first_below:,}" in t.summary.value
     t.snippet_format.value = "julia"
@@ -141,6 +161,7 @@ def test_normalization_panel(sample_frame):
     assert f"{s.results.constants.std:.6g}" in panel.constants.value
     panel.clip_reward.value = -1.0
     assert "`clip_reward` should be &gt; 0. Received -1.0." in panel.error.value and s.clip_reward == 10.0
+    assert panel.clip_reward.value == "10.0"
     panel.clip_reward.value = 1.0
     assert f"SB3 clips {s.results.fraction_clipped:.2%}" in panel.summary.value
 
@@ -177,3 +198,173 @@ def test_comparison_board(sample_frame, small_frame, tmp_path):
     small.add_button.click()
     assert small.error.value == "" and "negated" in small.chosen.options and "negated" in small.chosen.value
     assert small.session.results.comparison.pearson[0, 2] == pytest.approx(-1.0)
+
+
+# --------------------------------------------------------------------------
+# Issue 10: tuners must not pass bad results off as good
+# --------------------------------------------------------------------------
+
+
+def _shown(tuner) -> str:
+    return html.unescape(tuner.export_result.value)
+
+
+def _idle(tuner) -> bool:
+    """The export is over: button usable again, no Cancel, no progress bar."""
+    return (not tuner.export_button.disabled and tuner.cancel_button.disabled
+            and tuner.export_progress.layout.visibility == "hidden")
+
+
+def test_export_button_errors_show_a_message_and_reenable(small_frame, tmp_path, monkeypatch):
+    tuner = RankingTuner(small_frame, preset="top_two", background=False)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    a_file = tmp_path / "a_file.txt"
+    a_file.write_text("not a folder\n")
+    existing = tmp_path / "existing.py"
+    existing.write_text("keep me\n")
+    cases = [
+        ("", False, "`path` should name the file to write; it is empty. Received ''. Type a file name"),
+        ("   ", True, "`path` should name the file to write; it is empty. Received '   '."),
+        (str(folder), False, f"`path` should name a file, not a folder. Received {str(folder)!r}."),
+        (str(folder) + "/", True, f"`path` should name a file, not a folder. Received {str(folder) + '/'!r}."),
+        (str(a_file / "r.py"), True, f"`path` should be inside a folder, but {str(a_file)!r} is a file. "
+         f"Received {str(a_file / 'r.py')!r}."),
+        (str(existing), False, f"{existing} already exists; pass overwrite=True"),
+    ]
+    for typed, overwrite, message in cases:
+        tuner.export_path.value, tuner.overwrite.value = typed, overwrite
+        tuner.export_button.click()
+        assert message in _shown(tuner), (typed, _shown(tuner))
+        assert _idle(tuner), typed
+    assert existing.read_text() == "keep me\n" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "a_file.txt", "existing.py", "folder"]
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("rewardlab.export.atomic_open", no_space)
+    tuner.export_path.value, tuner.overwrite.value = str(tmp_path / "full" / "r.py"), False
+    tuner.export_button.click()
+    assert (f"cannot write {str(tmp_path / 'full' / 'r.py')!r}: No space left on device. Nothing was written"
+            in _shown(tuner))
+    assert _idle(tuner)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something nobody expected")
+
+    monkeypatch.setattr("rewardlab.sessions.render_plugin", broken)
+    tuner.export_button.click()
+    assert f"export of {str(tmp_path / 'full' / 'r.py')!r} failed: RuntimeError: something nobody expected" \
+        in _shown(tuner)
+    assert _idle(tuner)
+
+
+def test_export_in_the_background_reports_errors_too(small_frame, tmp_path):
+    tuner = RankingTuner(small_frame, preset="top_two", export_path=str(tmp_path))  # a folder
+    tuner.export_button.click()
+    assert tuner.wait_for_export(60)
+    assert f"`path` should name a file, not a folder. Received {str(tmp_path)!r}." in _shown(tuner)
+    assert _idle(tuner)
+
+
+def test_export_shows_progress_and_cancels(small_frame, tmp_path):
+    path = tmp_path / "r.py"
+    tuner = RankingTuner(small_frame, preset="top_two", export_path=str(path), background=False)
+    seen = []
+
+    def on_progress(change):
+        seen.append((change["new"], html.unescape(tuner.export_status.value)))
+        assert not tuner.cancel_button.disabled and tuner.export_button.disabled  # while it runs
+        tuner.cancel_button.click()  # the user cancels at the first progress step
+
+    tuner.export_progress.observe(on_progress, names="value")
+    tuner.export_button.click()
+    assert seen and "bit for bit" in seen[0][1]
+    assert f"export of {str(path)!r} cancelled during " in _shown(tuner) and "; nothing was written" in _shown(tuner)
+    assert not path.exists() and _idle(tuner)
+
+
+def test_number_boxes_read_text_the_way_a_person_does(tuner, sample_frame):
+    s = tuner.session
+    s.update(points=True, offset=25000, divisor=1000)
+    version = s.version
+    for box, typed, message in [
+        (tuner.offset, "1.5", "`offset` should be a whole number such as 1000. Received '1.5'."),
+        (tuner.divisor, "1,000", "`divisor` should be a whole number such as 1000. Received '1,000'."),
+        (tuner.rank_inputs[1], "1,5", "`vector[1]` should be a number such as 0.5, -3 or 1e-3 (a dot for "
+         "decimals, no thousands separators). Received '1,5'."),
+        (tuner.mean, "nan", "`mean` should be a number such as 0.5"),
+        (tuner.std, "1e999", "`std` should be a finite number (it overflows float64). Received '1e999'."),
+    ]:
+        in_use = box.value
+        box.value = typed
+        assert message in html.unescape(tuner.error.value), typed
+        assert box.value == in_use and s.version == version  # shown as rejected; the box shows the value in use
+    tuner.divisor.value = "1e3"  # a whole number, as a person reads it
+    tuner.offset.value = "30000"
+    assert (s.offset, s.divisor) == (30000, 1000) and tuner.error.value == ""
+
+    eps = EpsilonScheduleTuner()
+    eps.controls["n_steps"].value = "2.5"
+    assert "`n_steps` should be a whole number such as 1000. Received '2.5'." in html.unescape(eps.error.value)
+    assert eps.controls["n_steps"].value == "1000000" and eps.session.n_steps == 1_000_000
+    eps.controls["threshold"].value = "0.25"
+    assert eps.session.threshold == 0.25
+    eps.texts["epsilon_stable"].value = "1.5"  # a slider's readout would clamp it to 1 in the browser
+    assert "`epsilon_stable` should be in [0, 1] (a probability). Received 1.5." in html.unescape(eps.error.value)
+    assert eps.texts["epsilon_stable"].value == "0.05" and not eps.controls["epsilon_stable"].readout
+    eps.texts["epsilon_stable"].value = "0.125"
+    assert eps.session.epsilon_stable == 0.125 and eps.controls["epsilon_stable"].value == 0.125
+
+    from rewardlab.families import Ranking
+
+    frame = Ranking.from_preset("top").with_columns(sample_frame, "top")
+    board = ComparisonBoard(Ranking.from_preset("top_two").with_columns(frame, "two"))
+    board.k.value = "2.5"
+    assert "`k` should be a whole number such as 1000. Received '2.5'." in html.unescape(board.error.value)
+    assert board.k.value == "10"
+    board.k.value = "3"
+    assert board.session.k == 3
+
+
+def test_export_is_disabled_while_results_are_not_finite(small_frame, tmp_path):
+    import dataclasses
+    import math
+
+    tuner = RankingTuner(small_frame, preset="top_two", background=False, export_path=str(tmp_path / "r.py"))
+    s = tuner.session
+    s.results = dataclasses.replace(s.results, expected_reward=math.inf)  # however it might happen
+    tuner.refresh()
+    assert tuner.export_button.disabled and "the expected reward would be inf" in tuner.export_button.tooltip
+    tuner.export_button.click()
+    assert "not exported: the results are not finite" in html.unescape(tuner.export_result.value)
+    with pytest.raises(Exception, match=r"^`results` should be finite to export"):
+        s.export(tmp_path / "r.py")
+    assert not (tmp_path / "r.py").exists()
+
+
+def test_nonfinite_results_are_refused_at_input(small_frame):
+    tuner = RankingTuner(small_frame, preset="top_two", constants="none", background=False)
+    s = tuner.session
+    before = (s.vector, s.version, tuner.stats.value)
+    tuner.rank_inputs[0].value = "1e308"
+    assert "`vector[0]` should keep the raw reward within ±1e+100" in html.unescape(tuner.error.value)
+    assert (s.vector, s.version, tuner.stats.value) == before and tuner.rank_inputs[0].value == "1.0"
+    tuner.std.value = "1e-320"
+    assert "`std` should keep the normalized reward (raw - mean) / std within ±1e+100" in \
+        html.unescape(tuner.error.value)
+    assert s.std == 1.0 and tuner.std.value == "1.0"
+    assert "–" not in tuner.stats.value  # every statistic shown is a number
+    assert not tuner.export_button.disabled
+
+
+def test_number_text_widget():
+    box = NumberText(value=3)
+    assert box.value == "3"
+    box.value = 0.1
+    assert box.value == "0.1"
+    box.value = "typed text stays text"
+    assert box.value == "typed text stays text"
+    with pytest.raises(Exception):
+        box.value = True

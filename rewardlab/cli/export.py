@@ -152,13 +152,16 @@ def _normalize(family, args, prepared):
 
 
 def _refuse_existing(args) -> None:
-    """Refuse an existing ``--out`` before any dataset is read (export_plugin checks again)."""
-    from pathlib import Path
+    """Refuse a bad ``--out`` (empty, a folder, inside a file, existing) before any dataset is read.
 
-    from rewardlab.errors import OutputExistsError
+    export_plugin checks again when it writes.
+    """
+    from rewardlab.export import export_target
 
-    if Path(args.out).exists() and not args.overwrite:
-        raise OutputExistsError(args.out)
+    try:
+        export_target(args.out, overwrite=args.overwrite)
+    except ParameterError as exc:
+        raise ParameterError("--out", exc.rule, exc.value, hint=exc.hint) from None
 
 
 def _prepare(path):

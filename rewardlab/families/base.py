@@ -49,12 +49,22 @@ __all__ = [
     "field_hints",
     "prepare_frame",
     "population_constants",
+    "REWARD_LIMIT",
+    "SCORE_RANGE",
+    "check_reward_range",
 ]
 
 #: Scopes: the rows a family rewards (and computes normalization constants over).
 SCOPE_GAME = "end_of_game"
 SCOPE_ROUND = "end_of_round"  # end_of_round | end_of_game (as rewardlab.stats' scope)
 _SCOPE_WORDS = {SCOPE_GAME: "end-of-game steps", SCOPE_ROUND: "end-of-round and end-of-game steps"}
+
+#: Largest magnitude a family's raw or normalized reward may reach: far beyond any useful reward,
+#: and small enough that means, variances and expected rewards over 10**12 steps stay finite
+#: in float64 (a square of 1e154 already overflows).
+REWARD_LIMIT = 1e100
+#: The final scores and round deltas a plug-in can receive (``results`` is Int32).
+SCORE_RANGE = (-(2**31), 2**31 - 1)
 
 
 # ---------------------------------------------------------------------------
@@ -98,8 +108,8 @@ def field_hints(params_type) -> dict[str, dict]:
 # ---------------------------------------------------------------------------
 
 
-def check_real(name: str, value) -> float:
-    """``float(value)`` for a finite real number (not bool), else ParameterError.
+def check_real(name: str, value, *, hint: str | None = None) -> float:
+    """``float(value)`` for a finite real number (not bool), else ParameterError (with ``hint``).
 
     Examples
     --------
@@ -107,10 +117,10 @@ def check_real(name: str, value) -> float:
     2.0
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ParameterError(name, "should be a real number", value)
+        raise ParameterError(name, "should be a real number", value, hint=hint)
     out = float(value)
     if not math.isfinite(out):
-        raise ParameterError(name, "should be a finite number (not NaN or infinite)", value)
+        raise ParameterError(name, "should be a finite number (not NaN or infinite)", value, hint=hint)
     return out
 
 
@@ -162,8 +172,9 @@ def check_normalization(mean, std) -> tuple[float, float]:
     >>> check_normalization(0, 2)
     (0.0, 2.0)
     """
-    mean = check_real("mean", mean)
-    std = check_real("std", std)
+    hint = "Type a finite number, or fit the constants from data."
+    mean = check_real("mean", mean, hint=hint)
+    std = check_real("std", std, hint=hint)
     if std <= 0:
         raise ParameterError("std", "should be > 0 (rewards are divided by it)", std,
                              hint="Use std=1.0 for no scaling, or fill it from data.")
@@ -201,6 +212,11 @@ class Provenance:
     fingerprint : str or None
         Content fingerprint of the data the rewards depend on
         (``sha256:`` + 16 hex digits, see :class:`PreparedFrame`).
+    fitted_for : str or None
+        For ``"dataset"`` and ``"seed"``: the family and parameters the
+        constants were fitted for (:meth:`RewardFamily.parameter_key`), so
+        constants kept after a parameter change are recognised as stale
+        (:attr:`RewardFamily.constants_stale`).
 
     Examples
     --------
@@ -215,12 +231,13 @@ class Provenance:
     steps: int | None = None
     scope: str | None = None
     fingerprint: str | None = None
+    fitted_for: str | None = None
 
     def __post_init__(self):
         if self.kind not in _PROVENANCE_KINDS:
             raise ParameterError("kind", "should be one of " + ", ".join(map(repr, _PROVENANCE_KINDS)),
                                  self.kind)
-        for name in ("detail", "dataset", "scope", "fingerprint"):
+        for name in ("detail", "dataset", "scope", "fingerprint", "fitted_for"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ParameterError(name, "should be a string or None", value)
@@ -240,9 +257,9 @@ class Provenance:
         return cls("typed", detail)
 
     @classmethod
-    def seed(cls, detail: str) -> "Provenance":
-        """Constants from a seed example's recipe."""
-        return cls("seed", detail)
+    def seed(cls, detail: str, *, fitted_for: str | None = None) -> "Provenance":
+        """Constants from a seed example's recipe (``fitted_for``: the parameters it was applied to)."""
+        return cls("seed", detail, fitted_for=fitted_for)
 
     def describe(self) -> str:
         """One line of text for headers, widgets and the CLI.
@@ -630,8 +647,10 @@ class RewardFamily:
                 raise ParameterError("data.scope", f"should be {self.scope!r} for the {self.name} family",
                                      data.scope)
             prov = Provenance("dataset", detail=f"from rewardlab.stats, values {data.fingerprint}",
-                              dataset=data.source, rows=data.rows, steps=data.count, scope=data.scope)
+                              dataset=data.source, rows=data.rows, steps=data.count, scope=data.scope,
+                              fitted_for=self.parameter_key())
             return self.with_constants(data.mean, data.std, provenance=prov)
+        check_reward_range(self.params, normalized=False)  # name the parameter, not an overflowing std
         prepared = data if isinstance(data, PreparedFrame) else prepare_frame(data)
         raw = self.raw_values(prepared)
         mean, std = population_constants(raw)
@@ -640,7 +659,7 @@ class RewardFamily:
                                  hint="Every step in scope has the same raw reward; "
                                  "change the parameters or type the constants.")
         prov = Provenance("dataset", dataset=prepared.source, rows=prepared.n_rows, steps=int(raw.size),
-                          scope=self.scope, fingerprint=prepared.fingerprint)
+                          scope=self.scope, fingerprint=prepared.fingerprint, fitted_for=self.parameter_key())
         return self.with_params(mean=mean, std=std, provenance=prov)
 
     # -- frame path (NumPy) ----------------------------------------------------
@@ -733,6 +752,36 @@ class RewardFamily:
         """
         p = self.params
         return {"_RL_MEAN": p.mean, "_RL_STD": p.std}
+
+    def parameter_key(self) -> str:
+        """The family and its tunable parameters in one line: what fitted constants are fitted for.
+
+        Examples
+        --------
+        >>> from rewardlab.families import Points
+        >>> Points.from_preset("thousands").parameter_key()
+        'points: offset=25000.0, divisor=1000.0'
+        """
+        return f"{self.name}: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.parameter_summary().items())
+
+    @property
+    def constants_stale(self) -> bool:
+        """True when mean and std were fitted (data or seed recipe) for other parameters than these.
+
+        Constants typed by the user, the default (0, 1), and fitted constants
+        whose provenance does not record what they were fitted for are not
+        stale.
+
+        Examples
+        --------
+        >>> from rewardlab.families import Ranking
+        >>> fam = Ranking.from_preset("top").with_seed_constants()
+        >>> fam.constants_stale, fam.with_params(vector=(2, 0, 0, -1)).constants_stale
+        (False, True)
+        """
+        prov = self.params.provenance
+        return (prov.kind in ("dataset", "seed") and prov.fitted_for is not None
+                and prov.fitted_for != self.parameter_key())
 
     def parameter_summary(self) -> dict[str, object]:
         """The tunable parameters (without mean, std, provenance), for headers and displays.
@@ -843,3 +892,66 @@ def validate_normalization(params) -> None:
     object.__setattr__(params, "std", std)
     if not isinstance(params.provenance, Provenance):
         raise ParameterError("provenance", "should be a rewardlab.families.Provenance", params.provenance)
+    check_reward_range(params)
+
+
+def check_reward_range(params, *, normalized: bool = True) -> None:
+    """Refuse parameters whose raw or normalized reward can leave ``±REWARD_LIMIT`` (or be non-finite).
+
+    The reward is monotonic in the input between the extremes a plug-in
+    can receive (each rank's vector entry; the lowest and highest Int32
+    score or delta), so checking the values there, computed with the same
+    float64 operations as the exported file, covers every input.  Beyond
+    the limit the exported file's rewards, or the statistics of them
+    (means, variances, expected rewards), overflow to inf or NaN and
+    ``check-plugin`` fails.
+
+    Parameters
+    ----------
+    params : a family's parameter dataclass
+        It provides ``raw_extremes()``: ``(raw, where, name, value)`` per
+        extreme input, ``name`` / ``value`` being the parameter to blame for
+        a raw value out of range.
+    normalized : bool
+        Also check ``(raw - mean) / std`` (False: the raw reward only, before
+        constants are fitted).
+
+    Raises
+    ------
+    ParameterError
+        Naming the parameter (``vector[k]``, ``offset``, ``divisor``,
+        ``mean`` or ``std``), the rule and the value, with what to do.
+
+    Examples
+    --------
+    >>> from rewardlab.families import RankingParams
+    >>> RankingParams(vector=(1e308, 0, 0, -1e308))
+    Traceback (most recent call last):
+    rewardlab.errors.ParameterError: `vector[0]` should keep the raw reward within ±1e+100 (beyond, rewards or their means and variances overflow); it gives 1e+308 at final rank 1. Received 1e+308. Use rewards of a sensible size (kanachan asks for rewards near mean 0, std 1).
+    >>> RankingParams(vector=(1, 0, 0, -1), std=1e-320)
+    Traceback (most recent call last):
+    rewardlab.errors.ParameterError: `std` should keep the normalized reward (raw - mean) / std within ±1e+100 (beyond, rewards or their means and variances overflow); it gives inf for the raw reward 1.0 (final rank 1). Received 1e-320. Fit the constants from data, or use a std close to the spread of the raw reward.
+    """
+    extremes = params.raw_extremes()
+    overflow = "(beyond, rewards or their means and variances overflow)"
+    for raw, where, name, value in extremes:
+        if not abs(raw) <= REWARD_LIMIT:
+            raise ParameterError(name, f"should keep the raw reward within ±{REWARD_LIMIT:g} {overflow}; it gives "
+                                 f"{raw!r} at {where}", value,
+                                 hint="Use rewards of a sensible size (kanachan asks for rewards near mean 0, "
+                                 "std 1).")
+    if not normalized:
+        return
+    mean, std = params.mean, params.std
+    if not abs(mean) <= REWARD_LIMIT:
+        raise ParameterError("mean", f"should be within ±{REWARD_LIMIT:g} {overflow}", mean,
+                             hint="Fit the constants from data, or type the mean of the raw reward.")
+    with np.errstate(all="ignore"):
+        for raw, where, _, _ in extremes:
+            z = float((np.float64(raw) - np.float64(mean)) / np.float64(std))
+            if not abs(z) <= REWARD_LIMIT:
+                raise ParameterError("std", "should keep the normalized reward (raw - mean) / std within "
+                                     f"±{REWARD_LIMIT:g} {overflow}; it gives {z!r} for the raw reward {raw!r} "
+                                     f"({where})", std,
+                                     hint="Fit the constants from data, or use a std close to the spread of "
+                                     "the raw reward.")

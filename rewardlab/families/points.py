@@ -26,6 +26,8 @@ import torch
 
 from rewardlab.errors import ParameterError
 from rewardlab.families.base import (
+    REWARD_LIMIT,
+    SCORE_RANGE,
     end_of_game_export_body,
     PreparedFrame,
     Provenance,
@@ -98,6 +100,21 @@ class PointsParams:
         object.__setattr__(self, "offset", check_real("offset", self.offset))
         object.__setattr__(self, "divisor", check_divisor("divisor", self.divisor))
         validate_normalization(self)
+
+    def raw_extremes(self) -> list[tuple[float, str, str, float]]:
+        """``(raw, where, parameter, value)`` at the lowest and highest Int32 final score (float64, as the file).
+
+        The parameter blamed is ``offset`` when it is itself out of range, else ``divisor``.
+
+        Examples
+        --------
+        >>> PointsParams(offset=0, divisor=1).raw_extremes()[0][:2]
+        (-2147483648.0, 'a final score of -2147483648')
+        """
+        name, value = ("offset", self.offset) if not abs(self.offset) <= REWARD_LIMIT else ("divisor", self.divisor)
+        with np.errstate(all="ignore"):
+            return [(float((np.float64(x) - np.float64(self.offset)) / np.float64(self.divisor)),
+                     f"a final score of {x}", name, value) for x in SCORE_RANGE]
 
 
 @dataclasses.dataclass(frozen=True)

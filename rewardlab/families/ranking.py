@@ -106,6 +106,16 @@ class RankingParams:
         object.__setattr__(self, "vector", check_vector("vector", self.vector))
         validate_normalization(self)
 
+    def raw_extremes(self) -> list[tuple[float, str, str, float]]:
+        """``(raw, where, parameter, value)`` for every raw reward the file can give (one per rank).
+
+        Examples
+        --------
+        >>> RankingParams(vector=(1, 0, 0, -1)).raw_extremes()[3]
+        (-1.0, 'final rank 4', 'vector[3]', -1.0)
+        """
+        return [(v, f"final rank {k + 1}", f"vector[{k}]", v) for k, v in enumerate(self.vector)]
+
 
 def seed_constants(vector) -> tuple[float, float]:
     """The seed example's constants: mean and **sample** std (n - 1) of the vector, in torch float64.
@@ -148,7 +158,8 @@ class Ranking(RewardFamily):
     def with_seed_constants(self) -> "Ranking":
         """A copy normalized the seed's way: vector mean and sample std (see the module docstring)."""
         mean, std = seed_constants(self.params.vector)
-        return self.with_constants(mean, std, provenance=Provenance.seed(_SEED_DETAIL))
+        return self.with_constants(mean, std, provenance=Provenance.seed(_SEED_DETAIL,
+                                                                         fitted_for=self.parameter_key()))
 
     def _raw_frame(self, prepared: PreparedFrame) -> np.ndarray:
         return np.asarray(self.params.vector, dtype=np.float64)[prepared.rank]

@@ -29,6 +29,7 @@ from rewardlab.families.base import (
     RewardFamily,
     _td_game_rows,
     _td_ranks,
+    SCORE_RANGE,
     check_int,
     check_vector,
     mean_field,
@@ -89,6 +90,25 @@ class RankingPointsParams:
         object.__setattr__(self, "offset", check_int("offset", self.offset, low=-_LIMIT, high=_LIMIT))
         object.__setattr__(self, "divisor", check_int("divisor", self.divisor, low=1, high=_LIMIT))
         validate_normalization(self)
+
+    def raw_extremes(self) -> list[tuple[float, str, str, float]]:
+        """``(raw, where, parameter, value)`` at each rank with the lowest and highest Int32 score.
+
+        ``raw`` is computed as the file computes it (integer floor division,
+        then a float64 sum), and is monotonic in the score.
+
+        Examples
+        --------
+        >>> RankingPointsParams(vector=(1, 0, 0, -1), offset=0, divisor=1).raw_extremes()[1][:2]
+        (2147483648.0, 'final rank 1 with a final score of 2147483647')
+        """
+        out = []
+        for k, v in enumerate(self.vector):
+            for score in SCORE_RANGE:
+                points = (score - self.offset) // self.divisor
+                raw = float(np.float64(v) + np.float64(points))
+                out.append((raw, f"final rank {k + 1} with a final score of {score}", f"vector[{k}]", v))
+        return out
 
 
 @dataclasses.dataclass(frozen=True)

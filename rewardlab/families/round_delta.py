@@ -27,6 +27,8 @@ import numpy as np
 import torch
 
 from rewardlab.families.base import (
+    REWARD_LIMIT,
+    SCORE_RANGE,
     SCOPE_ROUND,
     PreparedFrame,
     Provenance,
@@ -84,6 +86,21 @@ class RoundDeltaParams:
         object.__setattr__(self, "offset", check_real("offset", self.offset))
         object.__setattr__(self, "divisor", check_divisor("divisor", self.divisor))
         validate_normalization(self)
+
+    def raw_extremes(self) -> list[tuple[float, str, str, float]]:
+        """``(raw, where, parameter, value)`` at the lowest and highest Int32 round delta (float64, as the file).
+
+        The parameter blamed is ``offset`` when it is itself out of range, else ``divisor``.
+
+        Examples
+        --------
+        >>> RoundDeltaParams(offset=0, divisor=1).raw_extremes()[0][:2]
+        (-2147483648.0, 'a round delta of -2147483648')
+        """
+        name, value = ("offset", self.offset) if not abs(self.offset) <= REWARD_LIMIT else ("divisor", self.divisor)
+        with np.errstate(all="ignore"):
+            return [(float((np.float64(x) - np.float64(self.offset)) / np.float64(self.divisor)),
+                     f"a round delta of {x}", name, value) for x in SCORE_RANGE]
 
 
 @dataclasses.dataclass(frozen=True)
