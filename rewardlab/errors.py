@@ -36,6 +36,7 @@ __all__ = [
     "PluginRuntimeError",
     "ContractError",
     "PluginTimeoutError",
+    "PluginRunCancelled",
     "SkippedLinesWarning",
     "RewardScaleWarning",
     "check_finite",
@@ -310,6 +311,20 @@ class ContractError(PluginError):
     >>> isinstance(ContractError("r", None, "no reward"), ValueError)
     True
     """
+
+
+class PluginRunCancelled(RewardlabError):
+    """Applying or checking a plug-in was cancelled (``cancel=``); its child process was stopped.
+
+    Examples
+    --------
+    >>> str(PluginRunCancelled("rank_top"))
+    "running plug-in 'rank_top' was cancelled; no result was kept"
+    """
+
+    def __init__(self, plugin: str):
+        self.plugin = plugin
+        super().__init__(f"running plug-in {plugin!r} was cancelled; no result was kept")
 
 
 class PluginTimeoutError(PluginRuntimeError):

@@ -108,8 +108,9 @@ class ChildFailure:
     how : str
         ``"exit"`` (it exited, e.g. ``os._exit(3)``), ``"signal"`` (killed by
         a signal, e.g. a segmentation fault), ``"timeout"`` (rewardlab killed
-        it after ``timeout`` seconds) or ``"raised"`` (the function raised in
-        the child and the exception could not be brought back as itself).
+        it after ``timeout`` seconds), ``"cancelled"`` (the caller asked to
+        stop) or ``"raised"`` (the function raised in the child and the
+        exception could not be brought back as itself).
     detail : str
         The exit status, signal name, time limit, or formatted traceback.
     doing : str
@@ -135,6 +136,8 @@ class ChildFailure:
             return f"did not finish within {self.detail}{where}; it was stopped"
         if self.how == "raised":
             return f"failed{where}:\n{self.detail}"
+        if self.how == "cancelled":
+            return f"was cancelled{where}"
         return f"the process ended ({self.detail}){where}"
 
 
@@ -240,7 +243,8 @@ def _stack_of(pid: int, dump) -> str:
 
 def run_in_child(fn: Callable, *, timeout: float | None = None,
                  on_progress: Callable[[int], None] | None = None,
-                 on_part: Callable[[object], None] | None = None, poll: float = 0.05):
+                 on_part: Callable[[object], None] | None = None,
+                 cancel: Callable[[], bool] | None = None, poll: float = 0.05):
     """Run ``fn(status, send)`` in a forked child and return its result.
 
     Parameters
@@ -258,6 +262,9 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
         the child runs (for a progress bar).
     on_part : callable or None
         Called in the parent with each object the child sends.
+    cancel : callable or None
+        Polled in the parent; once it returns True the child is killed and
+        a ``ChildFailure("cancelled", ...)`` returned.
     poll : float
         Seconds between looks at the child.
 
@@ -315,6 +322,11 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
                     continue
                 final = message
                 break
+            if cancel is not None and cancel():
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pid = None
+                return ChildFailure("cancelled", "cancelled", status.text)
             if deadline is not None and time.monotonic() >= deadline:
                 stack = _stack_of(pid, dump)
                 os.kill(pid, signal.SIGKILL)

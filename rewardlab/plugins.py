@@ -59,8 +59,8 @@ from rewardlab.batch_modes import (
 from rewardlab.batching import CONVENTIONS, FrameArrays
 from rewardlab.contract import RewardScale, compare_outputs, float16_precision, reward_scale
 from rewardlab.errors import (
-    ParameterError, PluginLoadError, PluginRuntimeError, PluginTimeoutError, RewardScaleWarning,
-    check_choice,
+    ParameterError, PluginLoadError, PluginRunCancelled, PluginRuntimeError, PluginTimeoutError,
+    RewardScaleWarning, check_choice,
 )
 from rewardlab.runner import Locator, RunOutcome, plugin_traceback, resolve, run_plugins, safe_text
 from rewardlab.trainer_scope import TRAINER_NAMES, UNAVAILABLE, names_from_trainer, trainer_globals
@@ -459,13 +459,23 @@ def _bar(progress, total: int, desc: str):
     return tqdm(total=total, unit="transition", unit_scale=True, desc=desc)
 
 
-def _execute(job, *, isolate: bool, timeout: float | None, bar) -> tuple[object, list]:
+def _check_cancel(cancel):
+    if cancel is not None and not callable(cancel):
+        raise ParameterError("cancel", "should be a callable returning True once the work should "
+                             "stop, or None", cancel)
+    return cancel
+
+
+def _execute(job, *, isolate: bool, timeout: float | None, bar, cancel, name: str
+             ) -> tuple[object, list]:
     """Run ``job(status, send)`` in a child (``isolate``) or here; returns (result, parts sent)."""
     parts: list = []
     if not isolate:
         return job(None, parts.append), parts
-    result = isolation.run_in_child(job, timeout=timeout, on_part=parts.append,
+    result = isolation.run_in_child(job, timeout=timeout, on_part=parts.append, cancel=cancel,
                                     on_progress=None if bar is None else bar.update)
+    if isinstance(result, isolation.ChildFailure) and result.how == "cancelled":
+        raise PluginRunCancelled(name)
     return result, parts
 
 
@@ -513,6 +523,7 @@ def apply_plugins(
     strict: bool = False,
     isolate: bool | None = None,
     timeout: float | None = None,
+    cancel=None,
     progress: bool | None = None,
 ) -> pl.DataFrame:
     """Run reward plug-ins over a frame the way kanachan's training programs call them.
@@ -558,6 +569,11 @@ def apply_plugins(
         None (default) isolates where the platform can fork.
     timeout : float or None
         Seconds before an isolated run is stopped (None: no limit).
+    cancel : callable or None
+        Polled while an isolated run works (e.g. ``token.is_set`` of a
+        ``threading.Event`` set by a UI); once it returns True the child
+        process is stopped and :class:`~rewardlab.errors.PluginRunCancelled`
+        raised (in-process runs check it between plug-ins only).
     progress : bool or None
         Progress bar; None shows one on an interactive terminal or in Jupyter.
 
@@ -610,6 +626,7 @@ def apply_plugins(
     if not isinstance(strict, bool):
         raise ParameterError("strict", "should be True or False", strict)
     isolate, timeout = _check_isolation(isolate, timeout)
+    cancel = _check_cancel(cancel)
     items = _items(plugins)
     arrays = FrameArrays(frame)
     ends = episode_ends(arrays.end_of_game)
@@ -632,7 +649,8 @@ def apply_plugins(
         return outcomes
 
     try:
-        result, loaded = _execute(job, isolate=isolate, timeout=timeout, bar=bar)
+        result, loaded = _execute(job, isolate=isolate, timeout=timeout, bar=bar, cancel=cancel,
+                                  name=items[0][1])
     finally:
         if bar is not None:
             bar.close()
@@ -956,6 +974,7 @@ def check_plugin(
     strict: bool = True,
     isolate: bool | None = None,
     timeout: float | None = None,
+    cancel=None,
     progress: bool | None = None,
 ) -> CheckReport:
     """Check a plug-in's contract in every batch mode, and that its rewards do not depend on batching.
@@ -997,6 +1016,10 @@ def check_plugin(
         platform can fork).
     timeout : float or None
         Seconds for the whole check before the plug-in is stopped.
+    cancel : callable or None
+        Polled while the check works; once it returns True the check stops
+        (its child process is killed; in-process, between runs) and
+        :class:`~rewardlab.errors.PluginRunCancelled` is raised.
     progress : bool or None
         Progress bar.
 
@@ -1026,6 +1049,7 @@ def check_plugin(
     if not isinstance(strict, bool):
         raise ParameterError("strict", "should be True or False", strict)
     isolate, timeout = _check_isolation(isolate, timeout)
+    cancel = _check_cancel(cancel)
     [(item, name, path)] = _items([plugin])
     arrays = FrameArrays(frame)
     ends = episode_ends(arrays.end_of_game)
@@ -1037,6 +1061,8 @@ def check_plugin(
         [loaded] = _load_items([(item, name, path)], status)
         send(loaded.portable())
         for cfg in configs:
+            if status is None and cancel is not None and cancel():
+                raise PluginRunCancelled(name)
             plan = plan_batches(cfg.mode, ends, batch_size=cfg.batch_size or 1, seed=seed,
                                 contiguous=cfg.contiguous, num_workers=num_workers)
             setting = mode_setting(cfg.mode, contiguous=cfg.contiguous, num_workers=num_workers)
@@ -1051,7 +1077,8 @@ def check_plugin(
         return None
 
     try:
-        result, parts = _execute(job, isolate=isolate, timeout=timeout, bar=bar)
+        result, parts = _execute(job, isolate=isolate, timeout=timeout, bar=bar, cancel=cancel,
+                                 name=name)
     finally:
         if bar is not None:
             bar.close()

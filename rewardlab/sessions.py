@@ -74,8 +74,8 @@ from rewardlab import schema as S
 from rewardlab.compare import compare_rewards, episode_return_table, most_disagreeing_episodes
 from rewardlab.dataset import as_lazy
 from rewardlab.errors import (
-    ExportCancelled, FrameError, ParameterError, RewardlabError, RewardlabWarning, RoundTripError, check_choice,
-    check_in_range, check_positive,
+    ExportCancelled, FrameError, ParameterError, PluginRunCancelled, RewardlabError, RewardlabWarning,
+    RoundTripError, check_choice, check_in_range, check_positive,
 )
 from rewardlab.export import export_target, render_plugin, write_text
 from rewardlab.families import (
@@ -778,7 +778,11 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
         f"{checked:,} transitions ({sampled:,} whole games of {games:,})"
     say(n / total, f"check-plugin in every batch mode on {what}")
     sample = frame if positions is None else frame[positions]
-    report = check_plugin(sample, plugin, progress=False)
+    try:  # a cancel stops check-plugin's child process at once
+        report = check_plugin(sample, plugin, progress=False, cancel=lambda: token.cancelled)
+    except PluginRunCancelled:
+        token.check(path, "check-plugin")
+        raise
     token.check(path, "check-plugin")
     say(1.0, "round trip checked")
     differing = file_reward.view(np.uint64) != lib_reward.view(np.uint64)

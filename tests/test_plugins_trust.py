@@ -329,3 +329,21 @@ def test_check_plugin_reports_zero_transitions_without_statistics(small_frame):
     assert not report.ok
     assert "contract: not checked (no transitions)" in text and "reward scale" not in text
     assert text.endswith("result: FAIL")
+
+
+def test_cancel_stops_a_running_check_at_once(tmp_path, small_frame):
+    from rewardlab.errors import PluginRunCancelled
+
+    path = body(tmp_path, "slow", "import time\ntime.sleep(30)\n" + GOOD)
+    start = time.monotonic()
+    asked = []
+
+    def cancel():  # the caller asks to stop about half a second in
+        asked.append(time.monotonic())
+        return time.monotonic() - start > 0.5
+
+    with pytest.raises(PluginRunCancelled, match="running plug-in 'slow' was cancelled"):
+        check_plugin(small_frame, path, cancel=cancel, progress=False)
+    assert time.monotonic() - start < 10 and len(asked) > 1
+    with pytest.raises(ValueError, match="`cancel` should be a callable"):
+        apply_plugins(small_frame, path, cancel=True, progress=False)
