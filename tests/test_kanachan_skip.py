@@ -181,9 +181,9 @@ def corrupted(draw, lines, firsts):
             cols[c] = (text[:k] + "x" + text[k:]).encode()
         elif how == "game_id":
             cols[0] = draw(st.sampled_from(game_ids + [b"f" * 32]))
-        elif how == "seat":
+        elif how == "seat" and len(cols) > 1 and re.fullmatch(rb"[0-9,]+", cols[1]):
             cols[1] = _seat_token(cols[1].decode(), draw(st.integers(0, 3))).encode()
-        elif how == "seat_next" and len(cols) in (10, 12):
+        elif how == "seat_next" and len(cols) in (10, 12) and re.fullmatch(rb"[0-9,]+", cols[6]):
             cols[6] = _seat_token(cols[6].decode(), draw(st.integers(0, 3))).encode()
         elif how == "to8" and len(cols) == 12:
             cols = cols[:6] + cols[10:]
@@ -197,7 +197,9 @@ def corrupted(draw, lines, firsts):
         elif how == "empty":
             cols = [b""]
         elif how == "digit":  # a state value whose previous line's next state must equal it, or a next state
-            choices = [c for c in (1, 2, 3, 4) if r not in firsts] + ([6, 7, 8, 9] if len(cols) in (10, 12) else [])
+            choices = [c for c in (1, 2, 3, 4) if r not in firsts and c < len(cols)]
+            choices += [6, 7, 8, 9] if len(cols) in (10, 12) else []
+            choices = [c for c in choices if re.search(rb"[0-9]", cols[c])]
             if choices:
                 c = draw(st.sampled_from(choices))
                 digits = [m.start() for m in re.finditer(rb"[0-9]", cols[c])]
