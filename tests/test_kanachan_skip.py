@@ -167,13 +167,13 @@ JUNK = st.lists(st.sampled_from(list("0123456789,-") + ["x", "+1", "\uff11", " "
 @st.composite
 def corrupted(draw, lines, firsts):
     """``lines`` with 1-4 lines corrupted so that each corrupted line breaks a rule alone or in context."""
-    lines = list(lines)
+    original, lines = lines, list(lines)
     game_ids = sorted({x.split(b"\t", 1)[0] for x in lines})
     for _ in range(draw(st.integers(1, 4))):
         r = draw(st.integers(0, len(lines) - 1))
         cols = lines[r].split(b"\t")
         how = draw(st.sampled_from(["junk", "game_id", "seat", "to8", "to10", "truncate", "utf8", "empty",
-                                    "digit", "copy_prev", "seat_next"]))
+                                    "digit", "copy_prev", "seat_next", "copy_any", "swap"]))
         if how == "junk":  # always has an "x": never a valid value
             c = draw(st.integers(0, len(cols) - 1))
             text = "".join(draw(JUNK))
@@ -209,6 +209,11 @@ def corrupted(draw, lines, firsts):
                 cols[c] = cols[c][:k] + bytes([new]) + cols[c][k + 1:]
         elif how == "copy_prev" and r > 0:
             cols = lines[r - 1].split(b"\t")
+        elif how == "copy_any":  # a valid line of another place
+            cols = original[draw(st.integers(0, len(original) - 1))].split(b"\t")
+        elif how == "swap" and r + 1 < len(lines) and lines[r] != lines[r + 1]:
+            cols = lines[r + 1].split(b"\t")
+            lines[r + 1] = lines[r]
         lines[r] = b"\t".join(cols)
     return lines
 

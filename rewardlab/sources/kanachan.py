@@ -756,9 +756,10 @@ def _skip_episodes(kind: np.ndarray, seat: np.ndarray, codes: np.ndarray, bad: n
     line checks (``bad``: the lines in ``row_problem``); a clean file's
     segments are exactly its episodes.  A segment is kept only if none of its
     lines broke a line rule, all of them have one game id and seat, it ends
-    with such a line, and no other segment starts with or ends with lines of
-    that game and seat (a line corrupted into an end-of-game line splits an
-    episode in two).  A bad line whose episode cannot be told is dropped with
+    with such a line, and no other segment has lines of that game and seat (a
+    line corrupted into an end-of-game line splits an episode in two; two
+    lines swapped across an episode's start move its first line into the
+    segment before).  A bad line whose episode cannot be told is dropped with
     the episodes it could belong to: a segment that starts with a bad line
     drops the one before, and one whose end line is backed by no other line of
     the segment (same game and seat, passed) drops the one after.  Last, a
@@ -789,9 +790,9 @@ def _skip_episodes(kind: np.ndarray, seat: np.ndarray, codes: np.ndarray, bad: n
     game_known = np.zeros(n_seg, dtype=bool)
     game_known[gs] = True  # at least one line passed, and all that passed have one game id
     game_known[gs[1:][same_seg & (codes[g][1:] != codes[g][:-1])]] = False
-    # one game and seat at the head or the end of several segments: all of them go
-    ends_of = np.r_[~same_seg, True] | np.r_[True, ~same_seg]  # first or last passed line of its segment
-    pairs = np.unique(np.stack([key[ends_of], gs[ends_of]]), axis=1)
+    # one game and seat in several segments: all of them go
+    runs = np.r_[True, (key[1:] != key[:-1]) | ~same_seg]  # the first line of each run (fewer to sort)
+    pairs = np.unique(np.stack([key[runs], gs[runs]]), axis=1)
     split_keys, counts = np.unique(pairs[0], return_counts=True)
     split = np.isin(pairs[0], split_keys[counts > 1])
     for k, sg in zip(pairs[0][split].tolist(), pairs[1][split].tolist()):
