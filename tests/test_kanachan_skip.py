@@ -221,9 +221,12 @@ def corrupted(draw, lines, firsts):
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
-def test_random_corruption_never_keeps_part_of_an_episode(tmp_path, sample_head, data):
+def test_random_corruption_never_keeps_part_of_an_episode(monkeypatch, tmp_path, sample_head, data):
+    from rewardlab.sources import kanachan
+
     original, episodes, firsts = sample_head
     lines = data.draw(corrupted(original, firsts))
+    monkeypatch.setattr(kanachan, "CHUNK_BYTES", data.draw(st.sampled_from([4000, 1 << 25])))
     crlf = data.draw(st.booleans())
     end = b"\r\n" if crlf else b"\n"
     path = tmp_path / "x.tsv"
@@ -296,6 +299,13 @@ def test_skip_mode_results_do_not_depend_on_the_block_size(monkeypatch, tmp_path
             assert r.skipped.equals(results[0].skipped)
             assert r.frame.equals(results[0].frame)
         assert "sparse_layout" in results[0].skip_counts
+        errors = set()
+        for chunk in (1, 50, 700, 10_000, 1 << 25):  # raise mode: the same first error
+            monkeypatch.setattr(kanachan, "CHUNK_BYTES", chunk)
+            with pytest.raises(DataFormatError) as info:
+                rewardlab.load_kanachan(p, progress=False)
+            errors.add(str(info.value))
+        assert len(errors) == 1
 
 
 # ---------------------------------------------------------------------------
