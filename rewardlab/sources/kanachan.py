@@ -14,8 +14,9 @@ with NumPy on whole columns.
 
 Errors name the file, the 1-based line, the 0-based column and the rule.
 With ``on_error="skip"`` malformed lines are dropped together with the
-episodes they break, counted by reason, and kept verbatim (in the returned
-report and, if asked, in a side file), so nothing is lost.
+episodes they break (only whole episodes are kept, see
+:func:`_skip_episodes`), counted by reason, and kept byte for byte (in the
+returned report and, if asked, in a side file), so nothing is lost.
 """
 
 from __future__ import annotations
