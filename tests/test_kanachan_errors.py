@@ -54,6 +54,15 @@ CASES = {
     "next_state": (lambda L: _set(L, 0, 8, "0,1,2"), 1, 8, "next_state_mismatch",
                    "next-state column 8 (progression) disagrees with the state of line 2"),
     "missing_end": (lambda L: L[:4] + L[5:], 4, None, "missing_end_of_game", "should be an 8-column end-of-game"),
+    # int() reads these as the following state's values; the state columns refuse them, so do the next-state ones
+    "next_state_plus": (lambda L: _set(L, 0, 8, "+" + L[0].split("\t")[8]), 1, 8, "not_integer",
+                        "next progression (column 8) should be decimal integers separated by commas, found '+0'"),
+    "next_state_full_width": (lambda L: _set(L, 1, 6, L[1].split("\t")[6].replace("2", "\uff12", 1)), 2, 6,
+                              "not_integer", "next sparse (column 6) should be decimal integers"),
+    "next_state_space": (lambda L: _set(L, 0, 7, L[0].split("\t")[7].replace(",", ", ", 1)), 1, 7, "not_integer",
+                         "next numeric (column 7) should be decimal integers separated by commas, found ' 0'"),
+    "next_state_range": (lambda L: _set(L, 1, 9, L[1].split("\t")[9] + ",546"), 2, 9, "out_of_range",
+                         "next candidates (column 9) has value 546; each should be in [0, 546)"),
     "game_reappears": (lambda L: L[:20] + L[40:] + L[20:40] if len(L) >= 60 else None, None, 0, "game_reappears",
                        "reappears after other games"),
 }

@@ -61,15 +61,17 @@ def ref_line(line: str) -> dict:
     if not re.fullmatch(r"[0-9a-fA-F]{32}", cols[0]):
         found.append(("bad_game_id", 0, 0))
     lists = [("sparse", 1), ("numeric", 2), ("progression", 3), ("candidates", 4)]
+    if len(cols) in (10, 12):  # the next state: the same rules as the state columns (values not kept)
+        lists += [("next " + name, c + 5) for name, c in lists]
     if len(cols) == 8:
         lists += [("round_summary", 6), ("results", 7)]
     elif len(cols) == 12:
         lists += [("round_summary", 10), ("results", 11)]
     for name, c in lists:
-        rule, detail, values = ref_list(cols[c], SPECS[name])
+        rule, detail, values = ref_list(cols[c], SPECS[name.removeprefix("next ")])
         if rule:
             found.append((rule, c, detail))
-        else:
+        elif not name.startswith("next "):
             out[name] = values
     if INT.fullmatch(cols[5]):
         action = int(cols[5])
@@ -113,7 +115,10 @@ def check_block(lines: list[str]) -> None:
 VALID = game_lines(gid(7), rounds=(3, 2)) + game_lines(gid(8), rounds=(1,))
 EDGES = ["0", "-1", "-0", "28", "29", "509", "510", "545", "546", "2164", "2165",
          str(2**31 - 1), str(2**31), str(-(2**31)), str(-(2**31) - 1), "9" * 18, "9" * 19]
-ALPHABET = st.sampled_from(list("0123456789") * 4 + list(",,,--x \x00\x7f\x1f") + ["99999", "9" * 19])
+#: Tokens Python's int() takes but the format does not: a sign, full-width digits, odd spaces, underscores.
+LOOKALIKES = ["+1", "+0", "\uff11", "\uff10\uff15", " 7", "7 ", "\u30007", "\xa07", "1_0", "\u0661"]
+ALPHABET = st.sampled_from(list("0123456789") * 4 + list(",,,--x \x00\x7f\x1f") + ["99999", "9" * 19]
+                           + LOOKALIKES)
 
 
 @st.composite
@@ -140,6 +145,74 @@ def mutated(draw):
     elif how == "grow":  # more values than the list may hold (or than an exact length)
         cols[c] = ",".join([cols[c]] * draw(st.integers(2, 6)))
     return "\t".join(cols)
+
+
+#: Lines of VALID followed by a line of the same episode: their next state is that line's state.
+WITH_NEXT = [r for r in range(len(VALID) - 1) if len(VALID[r].split("\t")) in (10, 12)
+             and VALID[r].split("\t")[6:10] == VALID[r + 1].split("\t")[1:5]]
+
+
+@st.composite
+def mutated_next_state(draw):
+    """VALID with one next-state token changed, alone or together with the following line's state.
+
+    Together, the next state still equals the following state byte for byte
+    (the path where the tokenizer does not scan it); alone, it differs.
+    """
+    lines = list(VALID)
+    r = draw(st.sampled_from(WITH_NEXT))
+    j = draw(st.integers(0, 3))
+    cols = lines[r].split("\t")
+    tokens = cols[6 + j].split(",")
+    k = draw(st.integers(0, len(tokens) - 1))
+    how = draw(st.sampled_from(["lookalike", "lookalike", "junk", "edge", "grow", "empty"]))
+    if how == "lookalike":  # a token equal to the original as an int() would read it
+        t = tokens[k]
+        tokens[k] = draw(st.sampled_from(["+" + t, " " + t, t + " ", "\u3000" + t, "0" + t,
+                                          "".join(chr(0xFF10 + int(d)) for d in t)]))
+    elif how == "junk":
+        tokens[k] = "".join(draw(st.lists(ALPHABET, min_size=0, max_size=4)))
+    elif how == "edge":
+        tokens[k] = draw(st.sampled_from(EDGES))
+    elif how == "grow":
+        tokens = tokens * draw(st.integers(2, 6))
+    else:
+        tokens = [""]
+    cols[6 + j] = ",".join(tokens)
+    lines[r] = "\t".join(cols)
+    if draw(st.booleans()):  # the following line's state the same: equal bytes, both malformed
+        nxt = lines[r + 1].split("\t")
+        nxt[1 + j] = cols[6 + j]
+        lines[r + 1] = "\t".join(nxt)
+    return lines
+
+
+@settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
+@given(mutated_next_state(), st.integers(0, len(VALID)))
+def test_next_state_columns_take_exactly_the_state_columns_tokens(lines, cut):
+    check_block(lines)
+    check_block(lines[:cut])  # also when the line with the next state ends the block
+    check_block(lines[cut:])
+
+
+@pytest.mark.parametrize("lookalike", [
+    lambda t: "+" + t, lambda t: " " + t, lambda t: t + " ", lambda t: "\u3000" + t, lambda t: "0_" + t,
+    lambda t: "".join(chr(0xFF10 + int(d)) for d in t),  # full-width digits
+], ids=["plus", "space", "trailing_space", "ideographic_space", "underscore", "full_width"])
+@pytest.mark.parametrize("column", [6, 7, 8, 9])
+def test_a_next_state_token_int_reads_as_equal_is_refused(lookalike, column):
+    """int() reads these as the following state's value; the state columns refuse them, so must these."""
+    lines = list(VALID)
+    r = WITH_NEXT[0]
+    cols = lines[r].split("\t")
+    tokens = cols[column].split(",")
+    assert int(lookalike(tokens[-1])) == int(tokens[-1])
+    tokens[-1] = lookalike(tokens[-1])
+    cols[column] = ",".join(tokens)
+    lines[r] = "\t".join(cols)
+    tok = tokenize("".join(line + "\n" for line in lines).encode())
+    assert (RULES.get(int(tok.code[r])), int(tok.column[r])) == ("not_integer", column)
+    check_block(lines)
 
 
 def test_valid_lines_agree_with_the_reference():
@@ -241,18 +314,42 @@ def test_odd_bytes_in_a_next_state_equal_to_the_following_state(insert, code, no
     assert (RULES.get(int(tok.code[0])) == "bad_encoding") == (code == "bad_encoding")
 
 
+HEAD_LOWS = [0, 5, 7, 23, 39, 55, 71, 75, 78]
+HEAD_COUNTS = [5, 2, 16, 16, 16, 16, 4, 3, 4]
+
+
+@st.composite
+def sparse_rows(draw):
+    """Sparse rows whose head mostly fits, with later ids mostly >= 82 (sometimes one below: a second id)."""
+    head = [draw(st.integers(lo, lo + c - 1)) if draw(st.integers(0, 9)) else draw(st.integers(0, 600))
+            for lo, c in zip(HEAD_LOWS, HEAD_COUNTS)]
+    rest = draw(st.lists(st.integers(82, 509) | st.integers(0, 81), min_size=1, max_size=20))
+    return head + rest + [510] * (29 - len(head) - len(rest))
+
+
 @settings(deadline=None)
-@given(st.lists(st.lists(st.integers(0, 600), min_size=11, max_size=11), min_size=1, max_size=20), st.data())
+@given(st.lists(sparse_rows(), min_size=1, max_size=20), st.data())
 def test_sparse_head_against_a_loop(rows, data):
+    """A row passes only if its head is in range and no later id is below 82 (one id of each kind)."""
     from rewardlab.sources._tokenizer import sparse_head
 
-    lows = np.array([0, 5, 7, 23, 39, 55, 71, 75, 78])
-    counts = np.array([5, 2, 16, 16, 16, 16, 4, 3, 4])
-    sparse = np.array([r + [510] * 18 for r in rows], dtype=np.int16)
+    lows, counts = np.array(HEAD_LOWS), np.array(HEAD_COUNTS)
+    sparse = np.array(rows, dtype=np.int16)
     ok = np.array(data.draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows))), dtype=bool)
     head, every = sparse_head(sparse, ok, lows, counts, 82)
-    fits = [all(lows[p] <= r[p] < lows[p] + counts[p] for p in range(9)) and r[9] >= 82 for r in rows]
+    fits = [all(lows[p] <= r[p] < lows[p] + counts[p] for p in range(9)) and all(v >= 82 for v in r[9:])
+            for r in rows]
     assert every == all(f for f, o in zip(fits, ok) if o)
     for r, row in enumerate(rows):
         if fits[r]:
             assert head[r].tolist() == [row[p] - lows[p] for p in range(9)]
+
+
+def test_a_second_seat_id_after_the_head_fails_the_head_check():
+    """Two seat ids (the second after the head): the fast check must not pass it, whatever else is in the block."""
+    from rewardlab.sources._tokenizer import sparse_head
+
+    row = [2, 6, 7 + 9, 23 + 10, 39 + 11, 55 + 12, 71, 75, 78, 87, 72, 340] + [510] * 17
+    head, every = sparse_head(np.array([row], dtype=np.int16), np.ones(1, dtype=bool), np.array(HEAD_LOWS),
+                              np.array(HEAD_COUNTS), 82)
+    assert not every

@@ -7,7 +7,10 @@ their own: a line is first taken to have 10 columns whose next state equals
 the following line's state, and one byte comparison with the following line
 confirms it (the same comparison the next-state rule needs).  Lines where it
 does not hold (end of a round or a game, a wrong column count, a next state
-that differs) have their tail scanned and are settled again.  Line ends come
+that differs) have their tail scanned and are settled again.  A next state
+takes exactly the tokens a state takes: where its bytes equal the following
+line's state it has that line's list errors (5 columns on), else a pass after
+the kernel parses it on its own (:func:`_next_state_pass`).  Line ends come
 from a separate word-wise pass (:func:`line_ends`), which the loader runs
 while the workers parse.
 
@@ -180,10 +183,13 @@ def tokenize(data, ends: np.ndarray | None = None, *, skip: int = 0) -> Tokens:
         ends = line_ends(data, skip)
     tokens = Tokens(ends.size)
     if tokens.n:
-        _tokenize_kernel(_aligned(data), skip, ends, tokens.start, tokens.end, tokens.kind, tokens.code,
+        buf = _aligned(data)
+        _tokenize_kernel(buf, skip, ends, tokens.start, tokens.end, tokens.kind, tokens.code,
                          tokens.column, tokens.detail, tokens.non_ascii, tokens.same_game, tokens.next_mismatch,
                          tokens.sparse, tokens.numeric, tokens.progression, tokens.candidates,
                          tokens.round_summary, tokens.results, tokens.lengths, tokens.action)
+        _next_state_pass(buf, tokens.start, tokens.end, tokens.kind, tokens.code, tokens.column, tokens.detail,
+                         tokens.next_mismatch)
     return tokens
 
 
@@ -502,6 +508,40 @@ def _settle(buf, size, row, tail, end, odd, gid_ok, lerr, lcol, lval, act_ok, ac
 
 
 @njit(nogil=True, cache=True)
+def _next_state_error(buf, a, size, s_sparse, s_numeric, s_progression, s_candidates):
+    """Check the four next-state columns starting at ``buf[a]`` with the state columns' list rules.
+
+    Returns (error code, file column 6-9, detail) of the first column that
+    breaks a rule, (0, -1, 0) if none.  The values go to one-row scratch arrays.
+    """
+    i = a - 1
+    for j in range(4):
+        if j == 0:
+            i, rc, rv, _, _ = _list(buf, i + 1, size, s_sparse, 0, sparse_spec)
+        elif j == 1:
+            i, rc, rv, _, _ = _list(buf, i + 1, size, s_numeric, 0, numeric_spec)
+        elif j == 2:
+            i, rc, rv, _, _ = _list(buf, i + 1, size, s_progression, 0, progression_spec)
+        else:
+            i, rc, rv, _, _ = _list(buf, i + 1, size, s_candidates, 0, candidates_spec)
+        if rc != 0:
+            return rc, 6 + j, rv
+    return 0, -1, 0
+
+
+@njit(nogil=True, cache=True)
+def _next_state_rule(row, rc, rcol, rv, code, column, detail):
+    """Record a next-state list error for ``row`` unless an earlier rule already holds it.
+
+    List errors come in column order (1-4, 6-9, then round summary and
+    results), all before the action's rules; the whole-line and game-id rules
+    come first.
+    """
+    if rc != 0 and (code[row] == 0 or column[row] == 5 or column[row] >= 10):
+        code[row], column[row], detail[row] = rc, rcol, rv
+
+
+@njit(nogil=True, cache=True)
 def _tokenize_kernel(buf, skip, ends, start, end, kind, code, column, detail, non_ascii, same_game, next_mismatch,
                      sparse, numeric, progression, candidates, round_summary, results, lengths, action):
     """Parse every line; see :class:`Tokens` for what is filled.
@@ -625,6 +665,44 @@ def _tokenize_kernel(buf, skip, ends, start, end, kind, code, column, detail, no
 
 
 @njit(nogil=True, cache=True)
+def _next_state_pass(buf, start, end, kind, code, column, detail, next_mismatch):
+    """Check the next-state columns (6-9) of every 10- and 12-column line with the state columns' list rules.
+
+    Runs after the kernel, so its loop stays as it was.  Where a line's next
+    state equals the following line's state byte for byte (``next_mismatch``
+    -1 there), its tokens are that line's: its first list error in columns
+    1-4, moved 5 columns on.  Other next states (different bytes, the last
+    line of the data, a following line whose state errors are hidden behind a
+    whole-line or game-id error) are parsed on their own.
+    """
+    n = start.shape[0]
+    size = buf.shape[0]
+    s_sparse = np.empty((1, sparse_spec[0]), dtype=np.int16)
+    s_numeric = np.empty((1, numeric_spec[0]), dtype=np.int32)
+    s_progression = np.empty((1, progression_spec[0]), dtype=np.int16)
+    s_candidates = np.empty((1, candidates_spec[0]), dtype=np.int16)
+    for r in range(n):
+        if kind[r] != 10 and kind[r] != 12:
+            continue
+        if r + 1 < n and next_mismatch[r + 1] == -1:
+            c = column[r + 1]
+            if 1 <= c <= 4:
+                _next_state_rule(r, code[r + 1], c + 5, detail[r + 1], code, column, detail)
+                continue
+            if code[r + 1] == 0 or c >= 5:  # no list error in its state columns
+                continue
+        # parse on its own: the next state starts after the line's sixth TAB
+        p = start[r]
+        tabs = 0
+        while tabs < 6:
+            if buf[p] == _TAB:
+                tabs += 1
+            p += 1
+        rc, rcol, rv = _next_state_error(buf, p, size, s_sparse, s_numeric, s_progression, s_candidates)
+        _next_state_rule(r, rc, rcol, rv, code, column, detail)
+
+
+@njit(nogil=True, cache=True)
 def game_rounds(key, starts):
     """Dense rank of ``key`` within each game: the game-wide round index of every row.
 
@@ -647,7 +725,8 @@ def sparse_head(sparse, ok, lows, counts, min_next):
     """The identifiers at the head of each sparse vector, and whether every ok row has them there.
 
     Position ``p`` should hold an id in ``[lows[p], lows[p] + counts[p])``
-    and position ``len(lows)`` an id ``>= min_next``.  Shapes: ``sparse``
+    and every later position an id ``>= min_next`` (so with disjoint ranges
+    below ``min_next`` a passing row holds exactly one id of each range).  Shapes: ``sparse``
     (n, 29), ``ok`` (n,), ``lows``/``counts`` (k,); returns ((n, k) uint8 of
     ``sparse[:, p] - lows[p]``, True if every ok row passes).
     """
@@ -655,8 +734,12 @@ def sparse_head(sparse, ok, lows, counts, min_next):
     k = lows.shape[0]
     out = np.empty((n, k), dtype=np.uint8)
     every = True
+    width = sparse.shape[1]
     for r in range(n):
-        fits = sparse[r, k] >= min_next
+        low = min_next
+        for p in range(k, width):
+            low = min(low, np.int64(sparse[r, p]))
+        fits = low >= min_next
         for p in range(k):
             v = np.int64(sparse[r, p]) - lows[p]
             fits = fits and 0 <= v < counts[p]

@@ -14,14 +14,16 @@ with NumPy on whole columns.
 
 Errors name the file, the 1-based line, the 0-based column and the rule.
 With ``on_error="skip"`` malformed lines are dropped together with the
-episodes they break, counted by reason, and kept verbatim (in the returned
-report and, if asked, in a side file), so nothing is lost.
+episodes they break (only whole episodes are kept, see
+:func:`_skip_episodes`), counted by reason, and kept byte for byte (in the
+returned report and, if asked, in a side file), so nothing is lost.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import zlib
 import gzip
 import bz2
@@ -87,8 +89,9 @@ class LoadResult:
         The loaded transitions (schema :data:`rewardlab.schema.FRAME_SCHEMA`).
     skipped : polars.DataFrame
         One row per skipped line: ``file``, ``line``, ``column``, ``reason``,
-        ``message`` and ``text`` (the line verbatim).  Empty unless
-        ``on_error="skip"``.
+        ``message``, ``text`` (the line decoded, for reading) and ``raw`` (its
+        bytes as in the file, without the ``\\n``; a CR of a CRLF line end
+        stays).  Empty unless ``on_error="skip"``.
     skipped_path : Path or None
         The side file the skipped lines were written to, if any.
 
@@ -119,6 +122,7 @@ _SKIPPED_SCHEMA = {
     "reason": pl.String,
     "message": pl.String,
     "text": pl.String,
+    "raw": pl.Binary,
 }
 
 
@@ -277,17 +281,24 @@ class _Block:
     data: bytes | None  # the block's text (dropped once it is no longer needed)
     start: np.ndarray | None  # byte offsets of each line in ``data``
     end: np.ndarray | None
+    #: The block as read with its line offsets, when ``data`` is a cleaned copy (CRLF line ends made LF).
+    raw: tuple | None = None
 
     def line_text(self, r: int) -> str:
-        """Line ``r`` of the block, verbatim (without its line end)."""
+        """Line ``r`` of the block as parsed (without its line end), decoded for messages."""
         return bytes(self.data[self.start[r]:self.end[r]]).decode("utf-8", "replace")
+
+    def line_bytes(self, r: int) -> bytes:
+        """Line ``r`` of the block byte for byte as in the file, without its ``\\n`` (a CR before it stays)."""
+        data, start, end = self.raw if self.raw is not None else (self.data, self.start, self.end)
+        return bytes(data[start[r]:end[r]])
 
     def columns(self, r: int) -> list[str]:
         """The TAB-separated columns of line ``r``."""
         return self.line_text(r).split("\t")
 
     def drop_text(self) -> None:
-        self.data = self.start = self.end = None
+        self.data = self.start = self.end = self.raw = None
 
 
 #: File column of each parsed list, by its name (round summary and results move with the line kind).
@@ -300,8 +311,11 @@ def _parse_block(data, skip_bytes: int, ends: np.ndarray, first_line: int, probl
 
     tok = T.tokenize(data, ends, skip=skip_bytes)
     code = tok.code
+    raw = None
     if (code == T.CODES["bad_encoding"]).any() and b"\r\n" in bytes(data[skip_bytes:]):
-        # CRLF line ends: parse again without the CRs (a lone CR stays a control character)
+        # CRLF line ends: parse again without the CRs (a lone CR stays a control character); the
+        # lines as read are kept for the skipped record (same lines, so the same line numbers)
+        raw = (data, tok.start, tok.end)
         data = bytes(data[skip_bytes:]).replace(b"\r\n", b"\n")
         tok = T.tokenize(data)
         code = tok.code
@@ -320,7 +334,7 @@ def _parse_block(data, skip_bytes: int, ends: np.ndarray, first_line: int, probl
         arrays={S.SPARSE: tok.sparse, S.NUMERIC: tok.numeric, S.PROGRESSION: tok.progression,
                 S.CANDIDATES: tok.candidates, S.ROUND_SUMMARY: tok.round_summary, S.RESULTS: tok.results},
         lengths={name: tok.lengths[:, k] for k, name in enumerate(S.LIST_LIMITS)},
-        action=tok.action, next_mismatch=tok.next_mismatch, data=data, start=tok.start, end=tok.end)
+        action=tok.action, next_mismatch=tok.next_mismatch, data=data, start=tok.start, end=tok.end, raw=raw)
     block.game_id = _game_ids(block)
     if code.any():
         _report_codes(block, tok, problems)
@@ -351,11 +365,15 @@ def _report_codes(block: _Block, tok, problems: _Problems) -> None:
     detail, column, lengths = tok.detail, tok.column, tok.lengths
     rules = {v: k for k, v in CODES.items()}
 
+    def name(r):  # columns 6-9 are the next state on 10- and 12-column lines
+        c = int(column[r])
+        return f"next {_STATE_COLUMNS[c - 6]}" if 6 <= c <= 9 and tok.kind[r] in (10, 12) else _LIST_OF_COLUMN[c]
+
     def where(r):
-        return f"{_LIST_OF_COLUMN[int(column[r])]} (column {int(column[r])})"
+        return f"{name(r)} (column {int(column[r])})"
 
     def spec(r):  # (most values, lowest, highest + 1, padding, exact count)
-        return S.LIST_LIMITS[_LIST_OF_COLUMN[int(column[r])]]
+        return S.LIST_LIMITS[name(r).removeprefix("next ")]
 
     def out_of_range_rule(r):
         _, lo, hi, _, _ = spec(r)
@@ -395,9 +413,7 @@ def _clip(value, width: int = 40) -> str:
 
 def _first_bad_token(text: str | None) -> str:
     for token in (text or "").split(","):
-        try:
-            int(token)
-        except ValueError:
+        if not _INT_TOKEN.fullmatch(token):
             return _clip(token)
     return _clip(text)
 
@@ -479,13 +495,17 @@ def _sparse_identifiers_general(sparse: np.ndarray, ok: np.ndarray, problems: _P
 # ----------------------------------------------------------------------------
 
 
+#: A list value as the tokenizer reads it (int() would also take "+1", full-width digits and spaces).
+_INT_TOKEN = re.compile(r"-?[0-9]{1,18}")
+
+
 def _split_ints(text: str | None) -> list[int] | None:
     if text is None:
         return None
-    try:
-        return [int(t) for t in text.split(",")]
-    except ValueError:
+    tokens = text.split(",")
+    if not all(_INT_TOKEN.fullmatch(t) for t in tokens):
         return None
+    return [int(t) for t in tokens]
 
 
 def _check_next_state(block: _Block, seat: np.ndarray, ok: np.ndarray, problems: _Problems):
@@ -717,29 +737,124 @@ def _read_one_file(path: Path, *, skip: bool, bar, offset: int = 0):
     if not skip:
         ep_problems.raise_first()
     else:
-        # an episode-level problem, or a skipped line next to an episode, drops the whole episode
-        broken = np.zeros(episode.max() + 1 if episode.size else 0, dtype=bool)
-        for r in ep_problems.rows:
-            broken[episode[r]] = True
-            row_problem.setdefault(int(kept_idx[r]), ep_problems.rows[r])
-        if row_problem and episode.size:
-            pos = np.searchsorted(kept_idx, np.fromiter(row_problem, dtype=np.int64))
-            before = pos - 1
-            broken[episode[before[before >= 0]]] = True
-            after = pos[pos < kept_idx.size]
-            broken[episode[after]] = True
-        drop_kept = broken[episode] if episode.size else np.zeros(0, bool)
-        for r in np.flatnonzero(drop_kept).tolist():
-            row_problem.setdefault(int(kept_idx[r]), (None, "in_broken_episode",
-                                   "the line's episode was skipped because of another line"))
-        keep = np.zeros(n_total, dtype=bool)
-        keep[kept_idx[~drop_kept]] = True
+        codes_all = gid_all.to_physical().to_numpy().astype(np.int64)
+        keep, episode = _skip_episodes(kind, seat, codes_all, bad_all, row_problem,
+                                       {int(kept_idx[r]): v for r, v in ep_problems.rows.items()},
+                                       lambda r: gid_all[r])
         kept_idx = np.flatnonzero(keep)
-        episode = episode[~drop_kept]
 
     frame = _assemble(blocks, ids_list, keep, kept_idx, episode, spath)
     skipped = _skipped_frame(spath, blocks, row_problem)
     return frame, skipped
+
+
+def _skip_episodes(kind: np.ndarray, seat: np.ndarray, codes: np.ndarray, bad: np.ndarray, row_problem: dict,
+                   episode_problems: dict, game_name: Callable[[int], str]) -> tuple[np.ndarray, np.ndarray]:
+    """Skip mode: which lines to keep, and their episode ids; every dropped line gets a reason in ``row_problem``.
+
+    Only whole episodes are kept, whatever was corrupted.  The file is cut
+    into segments that end at the 8-column end-of-game lines that passed the
+    line checks (``bad``: the lines in ``row_problem``); a clean file's
+    segments are exactly its episodes.  A segment is kept only if none of its
+    lines broke a line rule, all of them have one game id and seat, it ends
+    with such a line, and no other segment has lines of that game and seat (a
+    line corrupted into an end-of-game line splits an episode in two; two
+    lines swapped across an episode's start move its first line into the
+    segment before).  A bad line whose episode cannot be told is dropped with
+    the episodes it could belong to: a segment that starts with a bad line
+    drops the one before, and one whose end line is backed by no other line of
+    the segment (same game and seat, passed) drops the one after.  Last, a
+    game whose kept segments are interrupted by another game's (a game id that
+    reappears) is dropped whole.  ``episode_problems`` (the episode rules,
+    checked on the lines that passed) only give dropped lines their reason:
+    where a corrupted line is the cause they also flag its neighbours.
+
+    Shapes: all (n,); ``seat`` is trusted only on lines that passed.
+    Returns (keep mask (n,), episode id of each kept line).
+    """
+    n = kind.shape[0]
+    good = ~bad
+    boundary = (kind == 8) & good
+    seg = np.cumsum(boundary) - boundary  # the segment of each line (an end line closes its segment)
+    n_seg = int(seg[-1]) + 1
+    first = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])  # the first line of each segment
+    last = np.r_[first[1:] - 1, n - 1]
+    drop = np.zeros(n_seg, dtype=bool)
+    if row_problem:
+        drop[seg[np.fromiter(row_problem, dtype=np.int64)]] = True
+    drop[-1] |= not boundary[-1]  # no end-of-game line closes the file's last segment
+    g = np.flatnonzero(good)
+    key = codes[g] * 8 + np.clip(seat[g].astype(np.int64), 0, 7)
+    gs = seg[g]
+    same_seg = gs[1:] == gs[:-1]
+    drop[gs[1:][same_seg & (key[1:] != key[:-1])]] = True  # two players or games in one segment
+    game_known = np.zeros(n_seg, dtype=bool)
+    game_known[gs] = True  # at least one line passed, and all that passed have one game id
+    game_known[gs[1:][same_seg & (codes[g][1:] != codes[g][:-1])]] = False
+    # one game and seat in several segments: all of them go
+    runs = np.r_[True, (key[1:] != key[:-1]) | ~same_seg]  # the first line of each run (fewer to sort)
+    pairs = np.unique(np.stack([key[runs], gs[runs]]), axis=1)
+    split_keys, counts = np.unique(pairs[0], return_counts=True)
+    split = np.isin(pairs[0], split_keys[counts > 1])
+    for k, sg in zip(pairs[0][split].tolist(), pairs[1][split].tolist()):
+        if not drop[sg]:
+            r = int(g[np.searchsorted(gs, sg)])  # the segment's first line that passed
+            row_problem.setdefault(r, (None, "episode_not_contiguous",
+                                       f"seat {k % 8} of game {game_name(r)} also has lines elsewhere in the "
+                                       "file; one player's lines in one game should be consecutive and end "
+                                       "with one 8-column line"))
+        drop[sg] = True
+    for r, v in episode_problems.items():  # the episode rules name the cause where they apply
+        if drop[seg[r]]:
+            row_problem.setdefault(r, v)
+    cause = np.full(n_seg, -1, dtype=np.int64)  # the first line with a reason, per segment
+    rows = np.fromiter(sorted(row_problem), dtype=np.int64, count=len(row_problem))
+    cause[seg[rows[::-1]]] = rows[::-1]  # the first row of each segment wins
+    # bad lines that may belong to a neighbouring episode (from the drops so far; no cascade)
+    back = drop & bad[first]  # starts with a bad line: it may be the end of the segment before
+    back[0] = False
+    end_key = np.full(n_seg, -1, dtype=np.int64)
+    passed_end = good[last]
+    end_key[passed_end] = codes[last[passed_end]] * 8 + np.clip(seat[last[passed_end]].astype(np.int64), 0, 7)
+    not_end = g != last[gs]
+    backed = np.zeros(n_seg, dtype=bool)
+    backed[gs[not_end][key[not_end] == end_key[gs[not_end]]]] = True
+    fwd = drop & ~backed  # its end line is backed by no other line: it may be the start of the one after
+    fwd[-1] = False
+    for src, sg in [(x, x - 1) for x in np.flatnonzero(back).tolist()] + \
+            [(x, x + 1) for x in np.flatnonzero(fwd).tolist()]:
+        if not drop[sg] and cause[sg] < 0:
+            cause[sg] = cause[src]
+    drop[np.flatnonzero(back) - 1] = True
+    drop[np.flatnonzero(fwd) + 1] = True
+    # a game whose kept segments are interrupted by another game's: all of its segments go
+    known = np.flatnonzero(game_known & ~drop)
+    if known.size:
+        seg_game = np.zeros(n_seg, dtype=np.int64)
+        seg_game[gs[::-1]] = codes[g][::-1]
+        run_game = seg_game[known]
+        new_run = np.r_[True, run_game[1:] != run_game[:-1]]
+        run_start, run_games = known[new_run], run_game[new_run]
+        later = np.ones(run_games.size, dtype=bool)
+        later[np.unique(run_games, return_index=True)[1]] = False
+        because = {}
+        for sg in run_start[later].tolist():
+            r = int(first[sg])
+            because.setdefault(int(seg_game[sg]), r)
+            row_problem.setdefault(r, (0, "game_reappears",
+                                       f"game {game_name(r)} reappears after other games; a game's lines "
+                                       "should be consecutive"))
+        gone = known[np.isin(run_game, np.fromiter(because, dtype=np.int64, count=len(because)))]
+        for sg in gone.tolist():
+            cause[sg] = because[int(seg_game[sg])]
+        drop[gone] = True
+    keep = ~drop[seg]
+    for r in np.flatnonzero(~keep).tolist():
+        if r not in row_problem:
+            c = int(cause[seg[r]])
+            why = f"line {c + 1} ({row_problem[c][1]})" if c >= 0 and c in row_problem else "its structure"
+            row_problem[r] = (None, "in_broken_episode", f"the line's episode was skipped because of {why}")
+    return keep, seg[keep]
 
 
 def _assemble(blocks, ids_list, keep, kept_idx, episode, spath) -> pl.DataFrame:
@@ -800,10 +915,11 @@ def _skipped_frame(spath: str, blocks: list[_Block], row_problem: dict) -> pl.Da
         return pl.DataFrame(schema=_SKIPPED_SCHEMA)
     rows = sorted(row_problem)
     starts = [int(b.lines[0]) - 1 if b.lines.size else 0 for b in blocks]
-    texts = []
+    texts, raws = [], []
     for r in rows:
         k = int(np.searchsorted(starts, r, side="right")) - 1
-        texts.append(blocks[k].line_text(r - starts[k]))
+        raws.append(blocks[k].line_bytes(r - starts[k]))
+        texts.append(raws[-1].decode("utf-8", "replace").removesuffix("\r"))
     return pl.DataFrame({
         "file": [spath] * len(rows),
         "line": [r + 1 for r in rows],
@@ -811,6 +927,7 @@ def _skipped_frame(spath: str, blocks: list[_Block], row_problem: dict) -> pl.Da
         "reason": [row_problem[r][1] for r in rows],
         "message": [row_problem[r][2] for r in rows],
         "text": texts,
+        "raw": raws,
     }, schema=_SKIPPED_SCHEMA)
 
 
@@ -904,9 +1021,9 @@ def read_kanachan(
     result_path = None
     if skip and skipped_path is not None:
         result_path = Path(skipped_path)
-        with atomic_open(result_path, overwrite=overwrite) as f:
-            for line in skipped_df["text"].to_list():
-                f.write(line + "\n")
+        with atomic_open(result_path, "wb", overwrite=overwrite) as f:
+            for line in skipped_df["raw"].to_list():  # byte for byte, CRs and undecodable bytes included
+                f.write(line + b"\n")
     result = LoadResult(frame, skipped_df, result_path)
     if skip and skipped_df.height:
         import warnings
