@@ -155,8 +155,11 @@ def _refuse_existing(args) -> None:
     """Refuse an existing ``--out`` before any dataset is read (export_plugin checks again)."""
     from pathlib import Path
 
+    from rewardlab._io import check_not_input
     from rewardlab.errors import OutputExistsError
 
+    check_not_input(args.out, [getattr(args, "normalize_from", None), getattr(args, "measure_on", None)],
+                    name="--out")  # even with --overwrite
     if Path(args.out).exists() and not args.overwrite:
         raise OutputExistsError(args.out)
 
