@@ -475,7 +475,7 @@ def _check_episodes_once(episodes: list[tuple[Path, pl.DataFrame]]) -> None:
     """
     if len(episodes) < 2:
         return
-    keys = [pl.DataFrame({"game": e[S.GAME_ID].cast(pl.String), "seat": e[S.SEAT]}).unique()
+    keys = [pl.DataFrame({"game": e[S.GAME_ID].cast(pl.String), "seat": e[S.SEAT]}).unique(maintain_order=True)
             for _, e in episodes]
     table = pl.concat([k.with_columns(file=pl.lit(n, dtype=pl.UInt32)) for n, k in enumerate(keys)])
     shared = table.filter(pl.struct("game", "seat").is_duplicated())
@@ -624,12 +624,12 @@ def _verify_parquet(path: Path) -> pl.DataFrame:
                     raise DataFormatError(path, None, None, "null_values",
                                           f"column {name!r} has {outer or inner} null values"
                                           + ("" if outer else " inside its arrays"), hint=_HINT)
-            ids.append(pl.from_arrow(table.select([S.GAME_ID, S.SEAT])).unique())
+            ids.append(pl.from_arrow(table.select([S.GAME_ID, S.SEAT])).unique(maintain_order=True))
     except DataFormatError:
         raise
     except (OSError, ValueError) as exc:  # pyarrow's errors
         raise _damaged(path, exc) from exc
-    return pl.concat(ids).unique() if ids else pl.DataFrame(schema={S.GAME_ID: pl.String, S.SEAT: pl.UInt8})
+    return pl.concat(ids).unique(maintain_order=True) if ids else pl.DataFrame(schema={S.GAME_ID: pl.String, S.SEAT: pl.UInt8})
 
 
 def _is_binary(arrow_type) -> bool:
@@ -645,7 +645,7 @@ def _verify_ipc(path: Path) -> pl.DataFrame:
     counts += [pl.col(name).arr.explode().null_count().alias(f"inner {name}") for name in ARRAY_COLUMNS]
     try:
         nulls = lf.select(counts).collect().row(0, named=True)
-        ids = lf.select(S.GAME_ID, S.SEAT).unique().collect()
+        ids = lf.select(S.GAME_ID, S.SEAT).unique(maintain_order=True).collect()
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         raise _damaged(path, exc) from exc
     for name in S.FRAME_SCHEMA:
