@@ -566,7 +566,7 @@ def scan_dataset(paths) -> pl.LazyFrame:
     return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
 
 
-def verify_dataset(paths) -> None:
+def verify_dataset(paths, *, cached: bool = True) -> None:
     """Read every file of a dataset once and check it, without keeping the data.
 
     The checks of :func:`read_dataset`: each Parquet page's checksum (files
@@ -576,7 +576,7 @@ def verify_dataset(paths) -> None:
     :func:`scan_dataset` calls it, because Polars' own Parquet reader, which
     the lazy scan uses, does not verify page checksums.  A file verified
     once is not read again in the same process while its size, time stamp
-    and inode stay the same.
+    and inode stay the same (``cached=False`` reads it again).
 
     Raises
     ------
@@ -588,19 +588,19 @@ def verify_dataset(paths) -> None:
     >>> verify_dataset("data/sample.parquet")  # doctest: +SKIP
     """
     files, kind = dataset_files(paths)
-    _verify(files, kind, _inspect(files, kind))
+    _verify(files, kind, _inspect(files, kind), cached=cached)
 
 
 #: Files verified in this process: (real path, device, inode, size, mtime) -> its (game_id, seat) pairs.
 _VERIFIED: dict[tuple, pl.DataFrame] = {}
 
 
-def _verify(files: list[Path], kind: str, layouts: list[bool]) -> None:
+def _verify(files: list[Path], kind: str, layouts: list[bool], *, cached: bool = True) -> None:
     games = []
     for path, fsb in zip(files, layouts):
         st = path.stat()
         key = (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        if key not in _VERIFIED:
+        if key not in _VERIFIED or not cached:
             _VERIFIED[key] = _verify_parquet(path) if kind == "parquet" else _verify_ipc(path)
         games.append((path, _VERIFIED[key]))
     _check_episodes_once(games)
