@@ -79,7 +79,8 @@ def check_input(path: str | Path, *, folder: bool = False) -> os.stat_result:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise DataFormatError(path, None, None, "missing_file", "no such file", hint="Check the path.") from None
+        raise DataFormatError(path, None, None, "missing_file", "no such file",
+                              hint="Check the path.") from None
     except OSError as exc:
         raise FileAccessError(path, f"cannot be read ({exc.strerror or exc})",
                               hint="Check the path and the permissions of its folders") from None

@@ -178,8 +178,9 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
     module docstring), written with pyarrow; lz4, row groups of 65,536 rows
     (cheap lazy scans and slices), statistics on, dictionary encoding for the
     other columns only, a CRC-32 checksum in every page header (verified
-    on read, see :func:`read_dataset` and :func:`verify_dataset`).  lz4 was chosen over zstd by measurement (the 2
-    million tiled sample rows of ``python -m benchmarks loading``, 2 cores):
+    on read, see :func:`read_dataset` and :func:`verify_dataset`).  lz4
+    was chosen over zstd by measurement (the 2 million tiled sample rows of
+    ``python -m benchmarks loading``, 2 cores):
     lz4 loaded at 7-10 M rows/s with 47 bytes per row on disk, zstd at
     6.0-6.4 M rows/s with 26 bytes per row (the target is 5 M rows/s).  That
     data repeats the sample's games, so sizes on disk of real data will differ.
@@ -446,7 +447,7 @@ def _read_one(path: Path, kind: str, fsb: bool) -> pl.DataFrame:
         return pl.read_parquet(path)
     except DataFormatError:
         raise
-    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # pyarrow's errors are OSError / ValueError
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # pyarrow raises OSError / ValueError
         raise _damaged(path, exc) from exc
 
 
@@ -462,7 +463,8 @@ def _check_nulls(path: Path, frame: pl.DataFrame) -> None:
             inner = sum(chunk.to_arrow().flatten().null_count for chunk in series.get_chunks())
             if inner:
                 raise DataFormatError(path, None, None, "null_values",
-                                      f"column {name!r} has {inner} null values inside its arrays", hint=_HINT)
+                                      f"column {name!r} has {inner} null values inside its arrays",
+                                      hint=_HINT)
 
 
 def _check_episodes_once(episodes: list[tuple[Path, pl.DataFrame]]) -> None:
@@ -475,8 +477,8 @@ def _check_episodes_once(episodes: list[tuple[Path, pl.DataFrame]]) -> None:
     """
     if len(episodes) < 2:
         return
-    keys = [pl.DataFrame({"game": e[S.GAME_ID].cast(pl.String), "seat": e[S.SEAT]}).unique(maintain_order=True)
-            for _, e in episodes]
+    keys = [pl.DataFrame({"game": e[S.GAME_ID].cast(pl.String), "seat": e[S.SEAT]})
+            .unique(maintain_order=True) for _, e in episodes]
     table = pl.concat([k.with_columns(file=pl.lit(n, dtype=pl.UInt32)) for n, k in enumerate(keys)])
     shared = table.filter(pl.struct("game", "seat").is_duplicated())
     if shared.height == 0:
@@ -629,7 +631,9 @@ def _verify_parquet(path: Path) -> pl.DataFrame:
         raise
     except (OSError, ValueError) as exc:  # pyarrow's errors
         raise _damaged(path, exc) from exc
-    return pl.concat(ids).unique(maintain_order=True) if ids else pl.DataFrame(schema={S.GAME_ID: pl.String, S.SEAT: pl.UInt8})
+    if not ids:
+        return pl.DataFrame(schema={S.GAME_ID: pl.String, S.SEAT: pl.UInt8})
+    return pl.concat(ids).unique(maintain_order=True)
 
 
 def _is_binary(arrow_type) -> bool:

@@ -32,7 +32,8 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab._io import atomic_open, check_input, check_not_input, compression_of, open_compressed, progress_enabled
+from rewardlab._io import (atomic_open, check_input, check_not_input, compression_of, open_compressed,
+                           progress_enabled)
 from rewardlab.errors import (
     DataFormatError,
     OutputExistsError,
