@@ -188,6 +188,12 @@ def test_an_output_that_is_a_fifo_is_refused_even_with_overwrite(tmp_path):
     assert Path(fifo).is_fifo()
 
 
+@pytest.mark.skipif(not Path("/dev/full").is_char_device(), reason="no /dev/full here")
+def test_a_device_as_an_output_is_refused_even_with_overwrite():
+    with pytest.raises(FileAccessError, match=r"/dev/full: is a character device, not a regular file"):
+        _io.check_output("/dev/full", overwrite=True)  # atomic_path would have renamed a file over it
+
+
 def test_an_empty_output_path_is_refused(tmp_path):
     with pytest.raises(FileAccessError, match=r"'': is not a file name"):
         with atomic_path(""):
