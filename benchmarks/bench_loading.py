@@ -10,6 +10,7 @@ import polars as pl
 
 import rewardlab
 from rewardlab.dataset import write_dataset
+from rewardlab.storage import verify_dataset
 from benchmarks._data import best_time, big_text_file, tiled_frame, whole_episodes_head
 
 
@@ -79,6 +80,9 @@ def run(report) -> None:
                    big.height / t, "transitions/s", "target >= 5e6")
             t = best_time(lambda: rewardlab.scan_kanachan(out).select("seat", "results", "end_of_game").collect())
             report(f"lazy scan of 3 columns, {suffix}", big.height / t, "transitions/s")
+            t = best_time(lambda: verify_dataset(out, cached=False))
+            report(f"verification pass of a first lazy scan (checksums, nulls; once per file), {suffix}",
+                   big.height / t, "transitions/s")
     del big
 
     million = whole_episodes_head(tiled_frame(frame, 1_100_000), 1_000_000)

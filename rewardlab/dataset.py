@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab._io import atomic_path
+from rewardlab._io import atomic_path, check_not_input, check_output
 from rewardlab.mahjong import episode_outcomes
 from rewardlab.errors import ParameterError
 from rewardlab.sources.kanachan import read_kanachan, scan_kanachan
@@ -78,7 +78,9 @@ def convert(
         fast to load).
     overwrite : bool
         Replace ``out`` if it exists (otherwise
-        :class:`~rewardlab.errors.OutputExistsError`).
+        :class:`~rewardlab.errors.OutputExistsError`).  Neither ``out`` nor
+        ``skipped_path`` may name one of ``paths`` (the same file, through
+        a hard or symbolic link too), whatever ``overwrite`` says.
     on_error, skipped_path, progress
         As in :func:`rewardlab.read_kanachan`.
 
@@ -95,6 +97,13 @@ def convert(
     kind = DATASET_SUFFIXES.get(out.suffix)
     if kind is None:
         raise ParameterError("out", "should end with .parquet or .arrow", str(out))
+    sources = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    check_not_input(out, sources, name="out")  # even with overwrite
+    if skipped_path is not None:
+        check_not_input(skipped_path, sources, name="skipped_path")
+        if Path(skipped_path).resolve() == out.resolve():
+            raise ParameterError("skipped_path", "should differ from `out`", str(skipped_path))
+        check_output(skipped_path, overwrite=overwrite)  # a missing folder and the like, before parsing
     with atomic_path(out, overwrite=overwrite) as tmp:  # refuse early, before parsing
         result = read_kanachan(paths, on_error=on_error, skipped_path=skipped_path,
                                overwrite=overwrite, progress=progress)

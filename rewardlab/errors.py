@@ -450,3 +450,29 @@ class RoundTripError(RewardlabError, ValueError):
         self.roundtrip = roundtrip
         super().__init__(f"{self.path!r} was not written: the file failed its round-trip check.\n{roundtrip}\n"
                          "Please report this as a rewardlab bug; export(..., check=False) writes it unchecked.")
+# Files the system cannot read or write (issue 10, datasets and file I/O).
+# --------------------------------------------------------------------------
+
+
+class FileAccessError(RewardlabError, OSError):
+    """A file could not be read or written for a reason outside its content.
+
+    An unreadable input, an output that is a folder or whose folder is
+    missing, a full disk; names the path and what to do.
+
+    Examples
+    --------
+    >>> str(FileAccessError("out/x.parquet", "the folder out does not exist", hint="Create it first."))
+    'out/x.parquet: the folder out does not exist. Create it first.'
+    >>> isinstance(FileAccessError("x", "cannot be read"), OSError)
+    True
+    """
+
+    def __init__(self, path: str | Path, message: str, *, hint: str | None = None):
+        self.path = str(path)
+        self.message = message
+        self.hint = hint
+        super().__init__(f"{self.path}: {message}" + (f". {hint}" if hint else ""))
+
+
+__all__ += ["FileAccessError"]

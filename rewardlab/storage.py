@@ -38,12 +38,14 @@ fsb-1 True
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
+from rewardlab._io import check_input
 from rewardlab.errors import ColumnNotFoundError, DataFormatError, FrameError, ParameterError
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "layout_of",
     "read_dataset",
     "scan_dataset",
+    "verify_dataset",
     "write_dataset",
 ]
 
@@ -83,6 +86,10 @@ ARRAY_COLUMNS: dict[str, tuple[str, int]] = {
 }
 
 _HINT = "Create datasets with `rewardlab convert` (or rewardlab.dataset.write_dataset)."
+_DAMAGED_HINT = ("Its bytes are not what was written: convert the source files again (or restore "
+                 "the file from a copy) and remove the damaged one.")
+_EMPTY_HINT = ("The file is empty (a write that did not finish?): convert the source files again "
+               "and remove it.")
 
 
 def is_dataset(path: str | Path) -> bool:
@@ -102,6 +109,9 @@ def is_dataset(path: str | Path) -> bool:
 def dataset_files(paths) -> tuple[list[Path], str]:
     """The dataset files named by ``paths`` (folders expanded, sorted) and their kind.
 
+    Every file is checked with :func:`rewardlab._io.check_input` (a FIFO,
+    device or unreadable file is refused before anything opens it).
+
     Parameters
     ----------
     paths : path or sequence of paths
@@ -120,13 +130,27 @@ def dataset_files(paths) -> tuple[list[Path], str]:
     paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     files: list[Path] = []
     for p in paths:
-        if p.is_dir():
-            files.extend(sorted(q for q in p.iterdir() if q.suffix in DATASET_SUFFIXES))
-        elif not p.exists():
-            raise DataFormatError(p, None, None, "missing_file", "no such file", hint="Check the path.")
-        elif p.suffix not in DATASET_SUFFIXES:
+        if p.suffix not in DATASET_SUFFIXES and p.exists() and not p.is_dir():
             raise ParameterError("paths", "should be .parquet or .arrow datasets, or folders of them",
                                  str(p))
+        check_input(p, folder=True)
+        if p.is_dir():
+            try:
+                inside = sorted(q for q in p.iterdir() if q.suffix in DATASET_SUFFIXES)
+            except OSError as exc:
+                raise DataFormatError(p, None, None, "unreadable_folder",
+                                      f"the folder cannot be listed ({exc.strerror or exc})",
+                                      hint="Check its permissions.") from None
+            kinds = sorted({DATASET_SUFFIXES[q.suffix] for q in inside})
+            if len(kinds) > 1:
+                raise DataFormatError(p, None, None, "mixed_kinds",
+                                      "the folder holds both Parquet and Arrow files "
+                                      f"({', '.join(q.name for q in inside)}); a dataset is of one kind",
+                                      hint="If they are the same data converted twice, keep one of them; "
+                                      "otherwise put them in separate folders.")
+            for q in inside:
+                check_input(q)
+            files.extend(inside)
         else:
             files.append(p)
     if not files:
@@ -153,8 +177,10 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
     Parquet: the array columns as little-endian FixedSizeBinary (see the
     module docstring), written with pyarrow; lz4, row groups of 65,536 rows
     (cheap lazy scans and slices), statistics on, dictionary encoding for the
-    other columns only.  lz4 was chosen over zstd by measurement (the 2
-    million tiled sample rows of ``python -m benchmarks loading``, 2 cores):
+    other columns only, a CRC-32 checksum in every page header (verified
+    on read, see :func:`read_dataset` and :func:`verify_dataset`).  lz4
+    was chosen over zstd by measurement (the 2 million tiled sample rows of
+    ``python -m benchmarks loading``, 2 cores):
     lz4 loaded at 7-10 M rows/s with 47 bytes per row on disk, zstd at
     6.0-6.4 M rows/s with 26 bytes per row (the target is 5 M rows/s).  That
     data repeats the sample's games, so sizes on disk of real data will differ.
@@ -189,7 +215,7 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
     table = _to_fixed_size_binary(frame)
     scalars = [c for c in frame.columns if c not in ARRAY_COLUMNS]
     pq.write_table(table, path, compression=PARQUET_COMPRESSION, row_group_size=PARQUET_ROW_GROUP,
-                   use_dictionary=scalars, write_statistics=True)
+                   use_dictionary=scalars, write_statistics=True, write_page_checksum=True)
 
 
 def _check_frame(frame: pl.DataFrame) -> None:
@@ -253,8 +279,36 @@ def _read_schema(path: Path, pq):
     try:
         return pq.read_schema(path)
     except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
-        raise DataFormatError(path, None, None, "not_parquet", f"cannot be read as Parquet ({exc})",
-                              hint=_HINT) from exc
+        raise DataFormatError(path, None, None, "not_parquet",
+                              f"cannot be read as Parquet ({_one_line(exc)})",
+                              hint=_EMPTY_HINT if _is_empty(path) else _DAMAGED_HINT) from exc
+
+
+def _read_ipc_schema(path: Path):
+    try:
+        return pl.read_ipc_schema(path)
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+        raise DataFormatError(path, None, None, "not_arrow",
+                              f"cannot be read as an Arrow IPC file ({_one_line(exc)})",
+                              hint=_EMPTY_HINT if _is_empty(path) else _DAMAGED_HINT) from exc
+
+
+def _is_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's text on one line (pyarrow and Polars messages can span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _damaged(path: Path, exc: BaseException) -> DataFormatError:
+    return DataFormatError(path, None, None, "damaged_file",
+                           f"the file is damaged or truncated ({_one_line(exc)}); no data was loaded",
+                           hint=_DAMAGED_HINT)
 
 
 def _inspect_parquet(path: Path) -> tuple[list[str], bool]:
@@ -326,7 +380,7 @@ def _inspect(files: list[Path], kind: str) -> list[bool]:
         if kind == "parquet":
             names, fsb = _inspect_parquet(path)
         else:
-            dtypes, fsb = pl.read_ipc_schema(path), False
+            dtypes, fsb = _read_ipc_schema(path), False
             names = list(dtypes)
             _require_frame_columns(path, names, "Arrow")
             _check_dtypes(path, dtypes)
@@ -348,9 +402,15 @@ def _ordered(frame):
 def read_dataset(paths) -> pl.DataFrame:
     """Read converted datasets into one frame (files concatenated in order).
 
-    Parquet files of the FixedSizeBinary layout are read with pyarrow and
-    their array columns rebuilt without copying; other Parquet and Arrow
-    files are read by Polars.
+    Parquet files of the FixedSizeBinary layout are read with pyarrow,
+    verifying every page's checksum, and their array columns rebuilt
+    without copying; other Parquet and Arrow files are read by Polars.
+
+    Refused with a :class:`~rewardlab.errors.DataFormatError` naming the
+    file: a file that is not a dataset, empty, truncated or damaged (a page
+    whose checksum does not match), nulls in a column of the frame (inside
+    the arrays too), and an episode (game and seat) present in two files (the same data twice,
+    e.g. a copy, or one frame as ``.parquet`` and ``.arrow``).
 
     Parameters
     ----------
@@ -369,18 +429,77 @@ def read_dataset(paths) -> pl.DataFrame:
     """
     files, kind = dataset_files(paths)
     layouts = _inspect(files, kind)
-    if kind == "ipc":
-        return _ordered(pl.scan_ipc(files).collect())
-    frames = [_ordered(_read_fsb(path) if fsb else pl.read_parquet(path))
-              for path, fsb in zip(files, layouts)]
-    return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+    frames = []
+    for path, fsb in zip(files, layouts):
+        frame = _ordered(_read_one(path, kind, fsb))
+        _check_nulls(path, frame)
+        frames.append(frame)
+    _check_episodes_once([(path, frame.select(S.GAME_ID, S.SEAT)) for path, frame in zip(files, frames)])
+    return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
+
+
+def _read_one(path: Path, kind: str, fsb: bool) -> pl.DataFrame:
+    try:
+        if fsb:
+            return _read_fsb(path)
+        if kind == "ipc":
+            return pl.scan_ipc(path).collect()
+        return pl.read_parquet(path)
+    except DataFormatError:
+        raise
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # pyarrow raises OSError / ValueError
+        raise _damaged(path, exc) from exc
+
+
+def _check_nulls(path: Path, frame: pl.DataFrame) -> None:
+    """Refuse nulls in the frame's columns: whole values, and elements inside the array columns."""
+    for name in S.FRAME_SCHEMA:
+        series = frame.get_column(name)
+        outer = series.null_count()
+        if outer:
+            raise DataFormatError(path, None, None, "null_values", f"column {name!r} has {outer} null values",
+                                  hint=_HINT)
+        if name in ARRAY_COLUMNS:
+            inner = sum(chunk.to_arrow().flatten().null_count for chunk in series.get_chunks())
+            if inner:
+                raise DataFormatError(path, None, None, "null_values",
+                                      f"column {name!r} has {inner} null values inside its arrays",
+                                      hint=_HINT)
+
+
+def _check_episodes_once(episodes: list[tuple[Path, pl.DataFrame]]) -> None:
+    """Refuse an episode present in two files of one dataset: the same data is there twice.
+
+    ``episodes``: per file, a frame of its ``game_id`` and ``seat`` (any
+    number of rows per episode).  An episode is one seat's trajectory
+    through one game, which a dataset holds once; files that split a game
+    between its seats are fine.
+    """
+    if len(episodes) < 2:
+        return
+    keys = [pl.DataFrame({"game": e[S.GAME_ID].cast(pl.String), "seat": e[S.SEAT]})
+            .unique(maintain_order=True) for _, e in episodes]
+    table = pl.concat([k.with_columns(file=pl.lit(n, dtype=pl.UInt32)) for n, k in enumerate(keys)])
+    shared = table.filter(pl.struct("game", "seat").is_duplicated())
+    if shared.height == 0:
+        return
+    first = shared.row(0, named=True)  # an episode of the earliest file that has one elsewhere
+    files = shared.filter((pl.col("game") == first["game"]) & (pl.col("seat") == first["seat"]))["file"]
+    (a, _), (b, _) = episodes[files[0]], episodes[files[1]]
+    both = keys[files[1]].join(keys[files[0]], on=["game", "seat"], how="semi").height
+    raise DataFormatError(
+        b, None, None, "episode_in_two_files",
+        f"the episode of game {first['game']}, seat {first['seat']} is also in {a} ({both} of this "
+        f"file's {keys[files[1]].height} episodes are); a dataset holds each episode once, so the same "
+        "data is there twice (a copy, or one frame converted to both .parquet and .arrow)",
+        hint="Remove the duplicate file, or load the files separately.")
 
 
 def _read_fsb(path: Path) -> pl.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    table = pq.read_table(path, page_checksum_verification=True)
     columns = {}
     for name in table.column_names:
         column = table[name]
@@ -435,6 +554,7 @@ def scan_dataset(paths) -> pl.LazyFrame:
     """
     files, kind = dataset_files(paths)
     layouts = _inspect(files, kind)
+    _verify(files, kind, layouts)
     if kind == "ipc":
         return _ordered(pl.scan_ipc(files))
     groups: list[tuple[bool, list[Path]]] = []  # runs of files of one layout, in order
@@ -446,6 +566,99 @@ def scan_dataset(paths) -> pl.LazyFrame:
     frames = [_ordered(_decode_lazy(pl.scan_parquet(group)) if fsb else pl.scan_parquet(group))
               for fsb, group in groups]
     return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+
+
+def verify_dataset(paths, *, cached: bool = True) -> None:
+    """Read every file of a dataset once and check it, without keeping the data.
+
+    The checks of :func:`read_dataset`: each Parquet page's checksum (files
+    :func:`write_dataset` wrote carry one), that every page decodes, no
+    nulls in the frame's columns (inside the arrays too), no episode (game and seat) in two
+    files.  Reads one row group (Parquet) at a time, so memory stays small.
+    :func:`scan_dataset` calls it, because Polars' own Parquet reader, which
+    the lazy scan uses, does not verify page checksums.  A file verified
+    once is not read again in the same process while its size, time stamp
+    and inode stay the same (``cached=False`` reads it again).
+
+    Raises
+    ------
+    DataFormatError
+        Naming the file, as :func:`read_dataset` does.
+
+    Examples
+    --------
+    >>> verify_dataset("data/sample.parquet")  # doctest: +SKIP
+    """
+    files, kind = dataset_files(paths)
+    _verify(files, kind, _inspect(files, kind), cached=cached)
+
+
+#: Files verified in this process: (real path, device, inode, size, mtime) -> its (game_id, seat) pairs.
+_VERIFIED: dict[tuple, pl.DataFrame] = {}
+
+
+def _verify(files: list[Path], kind: str, layouts: list[bool], *, cached: bool = True) -> None:
+    games = []
+    for path, fsb in zip(files, layouts):
+        st = path.stat()
+        key = (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key not in _VERIFIED or not cached:
+            _VERIFIED[key] = _verify_parquet(path) if kind == "parquet" else _verify_ipc(path)
+        games.append((path, _VERIFIED[key]))
+    _check_episodes_once(games)
+
+
+def _verify_parquet(path: Path) -> pl.DataFrame:
+    """Read a Parquet file a row group at a time (checksums verified); return its episodes."""
+    import pyarrow.parquet as pq
+
+    ids = []
+    try:
+        reader = pq.ParquetFile(path, page_checksum_verification=True)
+        for k in range(reader.num_row_groups):
+            table = reader.read_row_group(k)
+            for name in S.FRAME_SCHEMA:
+                column = table[name]
+                outer = column.null_count
+                inner = 0 if outer or name not in ARRAY_COLUMNS or _is_binary(column.type) else sum(
+                    chunk.flatten().null_count for chunk in column.chunks)
+                if outer or inner:
+                    raise DataFormatError(path, None, None, "null_values",
+                                          f"column {name!r} has {outer or inner} null values"
+                                          + ("" if outer else " inside its arrays"), hint=_HINT)
+            ids.append(pl.from_arrow(table.select([S.GAME_ID, S.SEAT])).unique(maintain_order=True))
+    except DataFormatError:
+        raise
+    except (OSError, ValueError) as exc:  # pyarrow's errors
+        raise _damaged(path, exc) from exc
+    if not ids:
+        return pl.DataFrame(schema={S.GAME_ID: pl.String, S.SEAT: pl.UInt8})
+    return pl.concat(ids).unique(maintain_order=True)
+
+
+def _is_binary(arrow_type) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_fixed_size_binary(arrow_type)
+
+
+def _verify_ipc(path: Path) -> pl.DataFrame:
+    """Read an Arrow IPC file (no checksums in the format): it decodes, no nulls; return its episodes."""
+    lf = pl.scan_ipc(path)
+    counts = [pl.col(name).null_count().alias(f"outer {name}") for name in S.FRAME_SCHEMA]
+    counts += [pl.col(name).arr.explode().null_count().alias(f"inner {name}") for name in ARRAY_COLUMNS]
+    try:
+        nulls = lf.select(counts).collect().row(0, named=True)
+        ids = lf.select(S.GAME_ID, S.SEAT).unique(maintain_order=True).collect()
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+        raise _damaged(path, exc) from exc
+    for name in S.FRAME_SCHEMA:
+        outer, inner = nulls[f"outer {name}"], nulls.get(f"inner {name}", 0) - nulls[f"outer {name}"]
+        if outer or inner:
+            raise DataFormatError(path, None, None, "null_values",
+                                  f"column {name!r} has {outer or inner} null values"
+                                  + ("" if outer else " inside its arrays"), hint=_HINT)
+    return ids
 
 
 def _decode_lazy(lf: pl.LazyFrame) -> pl.LazyFrame:

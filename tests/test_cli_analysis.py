@@ -79,3 +79,19 @@ def test_plot_refuses_to_overwrite_and_checks_the_suffix(paths, tmp_path, capsys
     assert "`--out` should end with an image suffix" in capsys.readouterr().err
     assert main(["plot", str(table), "--out", str(tmp_path / "r.png"), "--kind", "by-rank"]) == 2
     assert "ranking analysis needs the column" in capsys.readouterr().err
+
+
+def test_a_damaged_rewards_table_is_one_error_line(paths, tmp_path, capsys):
+    table, _ = paths
+    damaged = tmp_path / "damaged.parquet"
+    data = bytearray(table.read_bytes())
+    third = len(data) // 3
+    data[third:third + 2000] = b"\xab" * 2000  # pages of a plain Polars table (no checksums) that fail to decode
+    damaged.write_bytes(bytes(data))
+    for argv in (["stats", str(damaged)], ["plot", str(damaged), "--out", str(tmp_path / "f.png")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"rewardlab {argv[0]}: error: {damaged}: could not be read (")
+        assert "[rule: unreadable] Write the rewards table again with `rewardlab apply`." in err
+        assert err.count("\n") == 1
+    assert not (tmp_path / "f.png").exists()

@@ -112,11 +112,12 @@ def test_several_files_and_a_folder_concatenate(tmp_path, sample_frame, layout):
 
 
 def test_a_folder_of_both_parquet_layouts(tmp_path, sample_frame):
-    a, b = _split_at_a_game(sample_frame)
+    a, rest = _split_at_a_game(sample_frame)
+    b, c = _split_at_a_game(rest)
     _write("plain-parquet", a, tmp_path / "1.parquet")
     _write("parquet", b, tmp_path / "2.parquet")
-    _write("parquet", a, tmp_path / "3.parquet")
-    want = pl.concat([a, b, a])
+    _write("parquet", c, tmp_path / "3.parquet")
+    want = pl.concat([a, b, c])
     _assert_frame(rewardlab.load_kanachan(tmp_path), want)
     _assert_frame(rewardlab.scan_kanachan(tmp_path).collect(), want)
 

@@ -1,8 +1,9 @@
 """The ``rewardlab`` command line: thin fronts over the library's functions.
 
 Each module in this package registers its subcommands; errors of the
-:class:`~rewardlab.errors.RewardlabError` family are printed as one clear
-message with exit status 2 (no traceback), anything else propagates.
+:class:`~rewardlab.errors.RewardlabError` family, and any ``OSError`` (a file
+problem; its text names the path), are printed as one clear message with
+exit status 2 (no traceback); anything else propagates.
 
 Examples
 --------
@@ -64,3 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: plug-in child processes are already stopped
         print(f"rewardlab {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a file problem no check named: still one line (with the path), no traceback
+        print(f"rewardlab {args.command}: error: {exc}", file=sys.stderr)
+        return 2

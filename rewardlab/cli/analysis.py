@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 
@@ -45,10 +46,35 @@ def register(sub) -> None:
 
 
 def _data(args):
+    from pathlib import Path
+
+    from rewardlab._io import check_input
     from rewardlab.stats import _lazy
 
+    for path in map(Path, args.data):  # FIFOs, devices, unreadable files: refused before any open
+        if check_input(path, folder=True) and path.is_dir():
+            for inside in sorted(path.glob("*.parquet")):
+                check_input(inside)
     paths = args.data if len(args.data) > 1 else args.data[0]
     return _lazy(paths)
+
+
+@contextlib.contextmanager
+def _reading(args):
+    """Turn a Parquet file that fails to decode while the command reads it into one clear error."""
+    import polars as pl
+
+    from rewardlab.errors import DataFormatError, RewardlabError
+
+    try:
+        yield
+    except RewardlabError:
+        raise
+    except (pl.exceptions.ComputeError, OSError) as exc:
+        text = " ".join(str(exc).split())
+        raise DataFormatError(", ".join(args.data), None, None, "unreadable",
+                              f"could not be read ({text})",
+                              hint="Write the rewards table again with `rewardlab apply`.") from exc
 
 
 def _clean(value):
@@ -64,11 +90,12 @@ def _stats(args) -> int:
 
     from rewardlab.stats import _names, _rewards_to_use, reward_stats
 
-    lf, source = _data(args)
-    names = _rewards_to_use(_names(lf), args.reward)
-    scopes = list(dict.fromkeys(args.scope or ["all"]))
-    rows = int(lf.select(pl.len()).collect().item())
-    results = {n: {s: reward_stats(lf, n, scope=s) for s in scopes} for n in names}
+    with _reading(args):
+        lf, source = _data(args)
+        names = _rewards_to_use(_names(lf), args.reward)
+        scopes = list(dict.fromkeys(args.scope or ["all"]))
+        rows = int(lf.select(pl.len()).collect().item())
+        results = {n: {s: reward_stats(lf, n, scope=s) for s in scopes} for n in names}
     if args.json:
         out = {"source": source, "rows": rows,
                "rewards": {n: {s: _clean(st.to_dict()) for s, st in per.items()} for n, per in results.items()}}
@@ -98,6 +125,22 @@ def _plot(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
+    from rewardlab.errors import ParameterError
+
+    if args.dpi < 1:
+        raise ParameterError("--dpi", "should be a positive integer", args.dpi)
+    from pathlib import Path
+
+    from rewardlab._io import check_not_input, check_output
+
+    out = Path(args.out)
+    check_not_input(out, args.data, name="--out", folder_suffixes=(".parquet",))
+    check_output(out, overwrite=args.overwrite)  # before any work
+    with _reading(args):
+        return _draw(args, out)
+
+
+def _draw(args, out) -> int:
     import matplotlib.pyplot as plt
 
     from rewardlab import plots
@@ -105,15 +148,6 @@ def _plot(args) -> int:
     from rewardlab.errors import ParameterError
     from rewardlab.stats import _names, _rewards_to_use
 
-    if args.dpi < 1:
-        raise ParameterError("--dpi", "should be a positive integer", args.dpi)
-    from pathlib import Path
-
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        from rewardlab.errors import OutputExistsError
-
-        raise OutputExistsError(out)
     lf, _ = _data(args)
     names = _rewards_to_use(_names(lf), args.reward)
     kind = args.kind

@@ -70,16 +70,35 @@ def _sample(args) -> int:
     return 0
 
 
+def _check_outputs(args, inputs, outputs: dict) -> None:
+    """Refuse, with the option's name, an output that is an input or another output, or cannot be written."""
+    from rewardlab._io import check_not_input, check_output
+    from rewardlab.errors import ParameterError
+
+    seen: dict[Path, str] = {}
+    for name, path in outputs.items():
+        if path is None:
+            continue
+        check_not_input(path, inputs, name=name)
+        check_output(path, overwrite=args.overwrite)
+        key = Path(path).resolve()
+        if key in seen:
+            raise ParameterError(name, f"should differ from {seen[key]}", str(path))
+        seen[key] = name
+
+
 def _convert(args) -> int:
     import warnings
 
     from rewardlab.dataset import convert
     from rewardlab.errors import SkippedLinesWarning
 
+    skipped = _skipped_path(args, args.out)
+    _check_outputs(args, args.sources, {"--out": args.out, "--skipped": skipped})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SkippedLinesWarning)
         result = convert(args.sources, args.out, overwrite=args.overwrite, on_error=args.on_error,
-                         skipped_path=_skipped_path(args, args.out))
+                         skipped_path=skipped)
     _report_skipped(result)
     print(f"wrote {result.frame.height:,} transitions to {args.out}")
     return 0
@@ -96,10 +115,11 @@ def _info(args) -> int:
     if all(is_dataset(p) for p in paths):
         data = paths
     else:
+        skipped = _skipped_path(args, str(paths[0]))
+        _check_outputs(args, paths, {"--skipped": skipped})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SkippedLinesWarning)
-            result = read_kanachan(paths, on_error=args.on_error,
-                                   skipped_path=_skipped_path(args, str(paths[0])),
+            result = read_kanachan(paths, on_error=args.on_error, skipped_path=skipped,
                                    overwrite=args.overwrite)
         _report_skipped(result)
         data = result.frame

@@ -156,8 +156,11 @@ def _refuse_existing(args) -> None:
 
     export_plugin checks again when it writes.
     """
+    from rewardlab._io import check_not_input
     from rewardlab.export import export_target
 
+    check_not_input(args.out, [getattr(args, "normalize_from", None), getattr(args, "measure_on", None)],
+                    name="--out")  # even with --overwrite
     try:
         export_target(args.out, overwrite=args.overwrite)
     except ParameterError as exc:

@@ -100,12 +100,13 @@ def _apply(args) -> int:
     import polars as pl
 
     from rewardlab import schema as S
-    from rewardlab._io import atomic_path
+    from rewardlab._io import atomic_path, check_not_input
     from rewardlab.contract import reward_scale
     from rewardlab.errors import ParameterError, RewardScaleWarning
     from rewardlab.plugins import apply_plugins, read_plugin
 
     out = Path(args.out)
+    check_not_input(out, [*args.dataset, *args.plugin], name="--out", folder_suffixes=(".parquet", ".arrow"))
     if args.batch_mode == "episodes" and args.batch_size is not None:
         raise ParameterError("--batch-size", "does not apply to --batch-mode episodes (one whole "
                              "episode per call)", args.batch_size,

@@ -34,7 +34,8 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab._io import atomic_open, compression_of, open_compressed, progress_enabled
+from rewardlab._io import (atomic_open, check_input, check_not_input, compression_of, open_compressed,
+                           progress_enabled)
 from rewardlab.errors import (
     DataFormatError,
     OutputExistsError,
@@ -202,6 +203,7 @@ def _iter_blocks(path: Path, bar, offset: int = 0) -> Iterable[tuple[bytes | mem
         raise DataFormatError(path, None, None, "not_a_file", "is a folder, not an annotation file",
                               hint="Name the files (e.g. sorted(Path(folder).glob('*.tsv.gz'))); only "
                               "folders of converted datasets are read whole.")
+    check_input(path)  # a FIFO or device (opening it could block) or an unreadable file
     if compression_of(path) is None:
         yield from _mapped_blocks(path, bar, offset)
         return
@@ -999,6 +1001,7 @@ def read_kanachan(
     if any(is_dataset(p) for p in files):
         raise ParameterError("paths", "should be all annotation files or all Parquet datasets",
                              [str(p) for p in files])
+    check_not_input(skipped_path, files, name="skipped_path")  # even with overwrite
     if skipped_path is not None and Path(skipped_path).exists() and not overwrite:
         raise OutputExistsError(skipped_path)  # before any work
     skip = on_error == "skip"
