@@ -229,13 +229,13 @@ def _stack_of(pid: int, dump) -> str:
         os.kill(pid, signal.SIGUSR1)
     except ProcessLookupError:
         return ""
-    deadline = time.monotonic() + 1.0
+    deadline = time.monotonic() + 5.0  # the child may wait for a core on a busy machine
     text = last = b""
     while time.monotonic() < deadline:
         time.sleep(0.05)
         dump.seek(0)
         text = dump.read()
-        if text and text == last:  # written and no longer growing
+        if b"File " in text and text.endswith(b"\n") and text == last:  # written, no longer growing
             break
         last = text
     return text.decode("utf-8", "replace").strip()

@@ -209,6 +209,7 @@ class _KanachanLines(torch.utils.data.IterableDataset):
         return gen()
 
 
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")  # 3 workers on 2 cores: fine here
 @pytest.mark.parametrize("n_rows,batch_size,workers", [(23, 4, 2), (10, 3, 3), (9, 16, 2), (7, 2, 0)])
 def test_dataloader_mode_matches_pytorchs_own_dataloader(n_rows, batch_size, workers):
     """The plan equals the batches a real torch DataLoader gives over kanachan's line split."""

@@ -253,7 +253,7 @@ def test_sparse_or_subclassed_reward_is_refused(tmp_path, small_frame, code, rul
 
 
 def test_hang_is_stopped_by_timeout_with_the_plugins_own_stack(tmp_path, small_frame):
-    path = body(tmp_path, "slow", "while True:\n    pass\n")
+    path = body(tmp_path, "slow", "while True: pass\n")  # one line: the frame is on line 5
     start = time.monotonic()
     report = check_plugin(small_frame, path, batch_sizes=(5,), timeout=1.5, progress=False)
     assert time.monotonic() - start < 30
