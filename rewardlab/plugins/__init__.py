@@ -1,0 +1,38 @@
+"""Reward plug-ins: load them as kanachan does, apply them to a frame, check the contract.
+
+A reward plug-in is a Python file defining ``get_reward(data, contiguous)``
+(``shared/seeds/000_*.txt``).  A plug-in is code: it runs only when the user
+names its file; rewardlab never scans a folder and executes what it finds.
+
+* :func:`load_plugin` reads the file, compiles it under its real file name
+  (tracebacks show the plug-in's own lines) and executes it in a fresh
+  namespace holding the names kanachan's trainer has in scope
+  (:mod:`rewardlab.trainer_scope`), as kanachan ``exec``-s the text into its
+  training module.
+* Plug-ins run in a child process by default (:mod:`rewardlab.isolation`):
+  a plug-in that exits, hangs past ``timeout`` or kills its process is
+  reported as failing, with what it was doing, never as a pass.
+* :func:`apply_plugins` calls each plug-in on the frame's transitions in a
+  batch mode (:mod:`rewardlab.batch_modes`), checks the contract after every
+  call (:mod:`rewardlab.contract`) and adds ``reward_<name>`` (Float64) and
+  ``done_<name>`` (Boolean) columns.
+* :func:`check_plugin` runs the contract checks in every batch mode with two
+  batch sizes and reports whether the rewards depend on how the data was cut.
+
+Examples
+--------
+>>> import rewardlab
+>>> frame = rewardlab.load_kanachan("data/sample.tsv.gz", progress=False)  # doctest: +SKIP
+>>> frame = rewardlab.apply_plugins(frame, "data/plugins/rank_top.py")  # doctest: +SKIP
+>>> print(rewardlab.check_plugin(frame, "data/plugins/rank_top.py"))  # doctest: +SKIP
+"""
+
+from rewardlab.plugins.apply import REWARD_DTYPES, apply_plugins
+from rewardlab.plugins.check import CHECK_BATCH_SIZES, CheckReport, Difference, RunSummary, check_plugin
+from rewardlab.plugins.loading import Plugin, load_plugin, read_plugin, safe_repr
+
+__all__ = [
+    "Plugin", "load_plugin", "read_plugin", "safe_repr",
+    "apply_plugins", "REWARD_DTYPES",
+    "check_plugin", "CheckReport", "RunSummary", "Difference", "CHECK_BATCH_SIZES",
+]

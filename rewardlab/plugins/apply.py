@@ -1,0 +1,206 @@
+"""Apply reward plug-ins to a frame as kanachan's training programs call them.
+
+Examples
+--------
+>>> from rewardlab.plugins import apply_plugins
+>>> out = apply_plugins(frame, "data/plugins/rank_top.py")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import polars as pl
+
+from rewardlab import isolation
+from rewardlab import schema as S
+from rewardlab.batch_modes import (
+    BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_contiguous, check_num_workers,
+    episode_ends, mode_setting, plan_batches,
+)
+from rewardlab.batching import CONVENTIONS, FrameArrays
+from rewardlab.contract import RewardScale, reward_scale
+from rewardlab.errors import ParameterError, RewardScaleWarning, check_choice
+from rewardlab.plugins.execution import (
+    check_cancel, check_frame, check_int, check_isolation, execute, failed_plugin, failure_error,
+    load_items, plugin_items, progress_bar, raise_first,
+)
+from rewardlab.plugins.loading import Plugin
+from rewardlab.runner import Locator, resolve, run_plugins
+
+__all__ = ["apply_plugins", "REWARD_DTYPES"]
+
+#: Polars dtype of a reward column, by the dtype the plug-in returned (what kanachan keeps).
+REWARD_DTYPES = {"float16": pl.Float16, "float32": pl.Float32, "float64": pl.Float64}
+
+
+def apply_plugins(
+    frame: pl.DataFrame,
+    plugins,
+    *,
+    batch_mode: str = "episodes",
+    batch_size: int | None = None,
+    seed: int = 0,
+    contiguous: bool | None = None,
+    num_workers: int = DEFAULT_NUM_WORKERS,
+    convention: str = "offline",
+    strict: bool = False,
+    isolate: bool | None = None,
+    timeout: float | None = None,
+    cancel=None,
+    progress: bool | None = None,
+) -> pl.DataFrame:
+    """Run reward plug-ins over a frame the way kanachan's training programs call them.
+
+    Every call gets a fresh TensorDict of its batch (see :mod:`rewardlab.runner`),
+    under ``torch.no_grad()``, with ``("next", "done")`` equal to
+    ``end_of_game``; the contract is checked after every call.  Each plug-in
+    works on its own copy of the data, so none sees another's writes.
+    Results stream into preallocated arrays (memory bounded by the batches).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        The common frame (episode order, complete episodes).
+    plugins : Plugin, path, or sequence of them
+        Paths are loaded with :func:`load_plugin` (in the child process when
+        ``isolate``).  Names must be distinct.
+    batch_mode : {"episodes", "sequential", "dataloader", "fragments", "shuffled"}
+        How transitions are cut into calls, and which kanachan setting that
+        reproduces (:mod:`rewardlab.batch_modes`).
+    batch_size : int or None
+        Rows per call in ``sequential``, ``dataloader`` and ``shuffled``,
+        fragment length in ``fragments``; ignored by ``episodes``.  None
+        takes the mode's default (:data:`rewardlab.batch_modes.DEFAULT_BATCH_SIZES`).
+    seed : int
+        Seed of ``shuffled``.
+    contiguous : bool or None
+        The flag ``episodes`` passes (kanachan's ``contiguous_training_data``);
+        None is kanachan's default, False.  The other modes always pass False.
+    num_workers : int
+        DataLoader workers of ``dataloader`` (default 2, as ``cql/train.py`` on CUDA).
+    convention : {"offline", "simulation"}
+        Build the TensorDicts as kanachan's offline loaders do, or as its
+        simulator does (:data:`rewardlab.batching.CONVENTIONS`).
+    strict : bool
+        Compare IN fields exactly with a pristine copy after every call
+        (catches any write, costs a copy of each chunk) instead of watching
+        torch's version counters (free, misses writes through ``.numpy()``
+        or ``.data``; see :mod:`rewardlab.runner`).
+    isolate : bool or None
+        Run the plug-ins (and load the ones given as paths) in a child
+        process, so an exit, crash or hang cannot take this process with it;
+        None (default) isolates where the platform can fork.
+    timeout : float or None
+        Seconds before an isolated run is stopped (None: no limit).
+    cancel : callable or None
+        Polled while an isolated run works (e.g. ``token.is_set`` of a
+        ``threading.Event`` set by a UI); once it returns True the child
+        process is stopped and :class:`~rewardlab.errors.PluginRunCancelled`
+        raised (in-process runs check it between plug-ins only).
+    progress : bool or None
+        Progress bar; None shows one on an interactive terminal or in Jupyter.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``frame`` with ``reward_<name>`` and ``done_<name>`` (Boolean) per
+        plug-in; columns of the same names are replaced.  A reward column
+        has the dtype the plug-in returned (Float16, Float32 or Float64:
+        what kanachan's trainer receives).
+
+    Raises
+    ------
+    PluginLoadError
+        A plug-in file failed to load (also: its code ended the process).
+    PluginRuntimeError
+        A plug-in raised (its traceback), ended its process or ran out of
+        time (:class:`~rewardlab.errors.PluginTimeoutError`): the batch (mode,
+        index, rows) and the batch's first transition with its ``file:line``.
+    ContractError
+        A plug-in broke the contract (reward missing, wrong type, shape, dtype
+        or device, non-finite; IN field changed; done not bool, wrong shape,
+        or an episode's last step not done), with the batch and first offending row.
+    ParameterError
+        Bad arguments, duplicate plug-in names.
+
+    Warns
+    -----
+    RewardScaleWarning
+        A plug-in's rewards over the whole run are far from mean 0 / std 1
+        (see :class:`rewardlab.contract.RewardScale`).
+
+    Examples
+    --------
+    >>> frame = rewardlab.load_kanachan("data/sample.tsv.gz", progress=False)  # doctest: +SKIP
+    >>> out = apply_plugins(frame, ["data/plugins/rank_top.py", "data/plugins/raw_points.py"],
+    ...                     batch_mode="dataloader", batch_size=256)  # doctest: +SKIP
+    >>> out.select("reward_rank_top", "done_rank_top").describe()  # doctest: +SKIP
+    """
+    frame = check_frame(frame)
+    check_choice("batch_mode", batch_mode, BATCH_MODES)
+    check_choice("convention", convention, CONVENTIONS)
+    if batch_size is not None:
+        batch_size = check_int("batch_size", batch_size, 1)
+    size = DEFAULT_BATCH_SIZES[batch_mode] if batch_size is None else batch_size
+    size = None if batch_mode == "episodes" else size
+    seed = check_int("seed", seed, 0)
+    contiguous = check_contiguous(batch_mode, contiguous)
+    num_workers = check_num_workers(num_workers)
+    if not isinstance(strict, bool):
+        raise ParameterError("strict", "should be True or False", strict)
+    isolate, timeout = check_isolation(isolate, timeout)
+    cancel = check_cancel(cancel)
+    items = plugin_items(plugins)
+    arrays = FrameArrays(frame)
+    ends = episode_ends(arrays.end_of_game)
+    setting = mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers)
+    bar = progress_bar(progress, arrays.n * len(items), f"apply_plugins ({batch_mode})")
+
+    def job(status, send):
+        loaded = load_items(items, status)
+        for plugin in loaded:
+            send(plugin.portable())
+        outcomes = run_plugins(
+            arrays, None, loaded,
+            plan_batches(batch_mode, ends, batch_size=size or 1, seed=seed, contiguous=contiguous,
+                         num_workers=num_workers),
+            mode=batch_mode, batch_size=size, strict=strict, collect=False,
+            bar=None if isolate else bar, convention=convention, setting=setting, status=status,
+            interrupts_are_plugins=isolate)
+        for outcome in outcomes:
+            outcome.plugin = outcome.plugin.portable()
+        return outcomes
+
+    try:
+        result, loaded = execute(job, isolate=isolate, timeout=timeout, bar=bar, cancel=cancel,
+                                  name=items[0][1])
+    finally:
+        if bar is not None:
+            bar.close()
+    if isinstance(result, isolation.ChildFailure):
+        if len(loaded) < len(items):
+            _, name, path = items[len(loaded)]
+            raise failure_error(result, name, path, loading=True)
+        name, path, _ = failed_plugin(result, items)
+        raise failure_error(result, name, path, loading=False)
+    outcomes = result
+    for outcome, loaded_plugin, (item, _, _) in zip(outcomes, loaded, items):
+        outcome.plugin = item if isinstance(item, Plugin) else loaded_plugin
+    raise_first(resolve(outcomes, Locator(frame)))
+    columns = []
+    for outcome in outcomes:
+        scale = reward_scale(outcome.rewards, outcome.dones)
+        if arrays.n and scale.far:
+            warnings.warn(RewardScaleWarning(_scale_message(outcome.plugin, scale)), stacklevel=2)
+        dtype = REWARD_DTYPES[outcome.reward_dtype or "float64"]
+        columns.append(pl.Series(S.reward_column(outcome.plugin.name), outcome.rewards,
+                                 dtype=pl.Float64).cast(dtype))
+        columns.append(pl.Series(S.done_column(outcome.plugin.name), outcome.dones, dtype=pl.Boolean))
+    return frame.with_columns(columns)
+
+
+def _scale_message(plugin: Plugin, scale: RewardScale) -> str:
+    return (f"plug-in {plugin.name!r} ({plugin.path}): rewards are far from the mean 0 / std 1 "
+            f"the contract asks for: {scale}. Normalize them, e.g. (reward - MEAN) / STD with "
+            "constants computed from the training data in advance.")
