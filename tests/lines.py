@@ -70,3 +70,12 @@ def gid(k: int) -> str:
 def write(path, lines):
     path.write_text("".join(line + "\n" for line in lines))
     return path
+
+
+def set_column(lines, i, col, value):
+    """A copy of ``lines`` with column ``col`` of line ``i`` replaced by ``value``."""
+    cols = lines[i].split("\t")
+    cols[col] = value
+    lines = list(lines)
+    lines[i] = "\t".join(cols)
+    return lines

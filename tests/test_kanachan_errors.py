@@ -9,19 +9,13 @@ import pytest
 
 import rewardlab
 from rewardlab.errors import DataFormatError, ParameterError, SkippedLinesWarning
-from lines import game_lines, gid, write
+from lines import game_lines, gid, set_column, write
 
 
 def _lines():
     return game_lines(gid(1), rounds=(3, 2)) + game_lines(gid(2), rounds=(2, 2))
 
 
-def _set(lines, i, col, value):
-    cols = lines[i].split("\t")
-    cols[col] = value
-    lines = list(lines)
-    lines[i] = "\t".join(cols)
-    return lines
 
 
 def _load_error(tmp_path, lines) -> DataFormatError:
@@ -39,29 +33,29 @@ CASES = {
     "column_count": (lambda L: L[:3] + ["\t".join(L[3].split("\t")[:9])] + L[4:], 4, None, "column_count",
                      "expected 8, 10 or 12 TAB-separated columns, found 9"),
     "empty_line": (lambda L: L[:2] + [""] + L[2:], 3, None, "column_count", "(empty line)"),
-    "not_integer": (lambda L: _set(L, 1, 3, "0,12,x7"), 2, 3, "not_integer", "'x7'"),
-    "bad_game_id": (lambda L: _set(L, 0, 0, "not-a-uuid"), 1, 0, "bad_game_id", "'not-a-uuid'"),
-    "out_of_range": (lambda L: _set(L, 2, 4, "1,2,546"), 3, 4, "out_of_range", "value 546"),
-    "too_many_ids": (lambda L: _set(L, 1, 4, ",".join(str(i) for i in range(33))), 2, 4, "too_many_ids",
+    "not_integer": (lambda L: set_column(L, 1, 3, "0,12,x7"), 2, 3, "not_integer", "'x7'"),
+    "bad_game_id": (lambda L: set_column(L, 0, 0, "not-a-uuid"), 1, 0, "bad_game_id", "'not-a-uuid'"),
+    "out_of_range": (lambda L: set_column(L, 2, 4, "1,2,546"), 3, 4, "out_of_range", "value 546"),
+    "too_many_ids": (lambda L: set_column(L, 1, 4, ",".join(str(i) for i in range(33))), 2, 4, "too_many_ids",
                      "has 33 values; at most 32"),
-    "numeric_length": (lambda L: _set(L, 1, 2, "0,0,25000"), 2, 2, "wrong_length", "exactly 6 values, found 3"),
-    "bad_action": (lambda L: _set(L, 1, 5, "9"), 2, 5, "bad_action", "action 9 is not an index into the 4"),
-    "negative_action": (lambda L: _set(L, 1, 5, "-1"), 2, 5, "bad_action", "action -1"),
-    "results_length": (lambda L: _set(L, 4, 7, "1,2,3"), 5, 7, "wrong_length", "exactly 8 values"),
-    "summary_range": (lambda L: _set(L, 4, 6, "29"), 5, 6, "out_of_range", "in [0, 29)"),
-    "missing_seat": (lambda L: _set(L, 0, 1, L[0].split("\t")[1].replace(",71,", ",")), 1, 1, "sparse_layout",
+    "numeric_length": (lambda L: set_column(L, 1, 2, "0,0,25000"), 2, 2, "wrong_length", "exactly 6 values, found 3"),
+    "bad_action": (lambda L: set_column(L, 1, 5, "9"), 2, 5, "bad_action", "action 9 is not an index into the 4"),
+    "negative_action": (lambda L: set_column(L, 1, 5, "-1"), 2, 5, "bad_action", "action -1"),
+    "results_length": (lambda L: set_column(L, 4, 7, "1,2,3"), 5, 7, "wrong_length", "exactly 8 values"),
+    "summary_range": (lambda L: set_column(L, 4, 6, "29"), 5, 6, "out_of_range", "in [0, 29)"),
+    "missing_seat": (lambda L: set_column(L, 0, 1, L[0].split("\t")[1].replace(",71,", ",")), 1, 1, "sparse_layout",
                      "exactly one seat id in [71, 74], found 0"),
-    "next_state": (lambda L: _set(L, 0, 8, "0,1,2"), 1, 8, "next_state_mismatch",
+    "next_state": (lambda L: set_column(L, 0, 8, "0,1,2"), 1, 8, "next_state_mismatch",
                    "next-state column 8 (progression) disagrees with the state of line 2"),
     "missing_end": (lambda L: L[:4] + L[5:], 4, None, "missing_end_of_game", "should be an 8-column end-of-game"),
     # int() reads these as the following state's values; the state columns refuse them, so do the next-state ones
-    "next_state_plus": (lambda L: _set(L, 0, 8, "+" + L[0].split("\t")[8]), 1, 8, "not_integer",
+    "next_state_plus": (lambda L: set_column(L, 0, 8, "+" + L[0].split("\t")[8]), 1, 8, "not_integer",
                         "next progression (column 8) should be decimal integers separated by commas, found '+0'"),
-    "next_state_full_width": (lambda L: _set(L, 1, 6, L[1].split("\t")[6].replace("2", "\uff12", 1)), 2, 6,
+    "next_state_full_width": (lambda L: set_column(L, 1, 6, L[1].split("\t")[6].replace("2", "\uff12", 1)), 2, 6,
                               "not_integer", "next sparse (column 6) should be decimal integers"),
-    "next_state_space": (lambda L: _set(L, 0, 7, L[0].split("\t")[7].replace(",", ", ", 1)), 1, 7, "not_integer",
+    "next_state_space": (lambda L: set_column(L, 0, 7, L[0].split("\t")[7].replace(",", ", ", 1)), 1, 7, "not_integer",
                          "next numeric (column 7) should be decimal integers separated by commas, found ' 0'"),
-    "next_state_range": (lambda L: _set(L, 1, 9, L[1].split("\t")[9] + ",546"), 2, 9, "out_of_range",
+    "next_state_range": (lambda L: set_column(L, 1, 9, L[1].split("\t")[9] + ",546"), 2, 9, "out_of_range",
                          "next candidates (column 9) has value 546; each should be in [0, 546)"),
     "game_reappears": (lambda L: L[:20] + L[40:] + L[20:40] if len(L) >= 60 else None, None, 0, "game_reappears",
                        "reappears after other games"),
@@ -154,7 +148,7 @@ def test_skip_mode_across_blocks_keeps_every_line(monkeypatch, tmp_path):
     from rewardlab.sources import kanachan
 
     lines = game_lines(gid(1), rounds=(3, 2)) + game_lines(gid(2), rounds=(2, 2)) + game_lines(gid(3))
-    lines = _set(lines, 25, 5, "9")
+    lines = set_column(lines, 25, 5, "9")
     lines[30] = "garbage"
     path = write(tmp_path / "x.tsv", lines)
     monkeypatch.setattr(kanachan, "CHUNK_BYTES", 700)
@@ -180,7 +174,7 @@ def test_skip_mode_counts_keeps_and_loads_the_rest(tmp_path):
     good = game_lines(gid(1), rounds=(3, 2))
     broken = game_lines(gid(2), rounds=(2, 2))
     tail = game_lines(gid(3), rounds=(1,))
-    broken = _set(broken, 1, 5, "9")  # bad action in seat 0's episode of game 2
+    broken = set_column(broken, 1, 5, "9")  # bad action in seat 0's episode of game 2
     lines = good + broken + tail
     path = write(tmp_path / "mixed.tsv", lines)
     side = tmp_path / "skipped.txt"
@@ -224,7 +218,7 @@ def test_on_error_is_validated(tmp_path):
 
 
 def test_side_file_is_not_overwritten(tmp_path):
-    lines = _set(_lines(), 1, 5, "9")
+    lines = set_column(_lines(), 1, 5, "9")
     path = write(tmp_path / "x.tsv", lines)
     side = tmp_path / "side.txt"
     side.write_text("old")

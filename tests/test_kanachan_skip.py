@@ -10,18 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rewardlab
-from rewardlab.errors import DataFormatError, SkippedLinesWarning
-from lines import game_lines, gid, write
+from rewardlab.errors import DataFormatError
+from lines import game_lines, gid, set_column, write
 
 pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.errors.SkippedLinesWarning")
 
 
-def _set(lines, i, col, value):
-    cols = lines[i].split("\t")
-    cols[col] = value
-    lines = list(lines)
-    lines[i] = "\t".join(cols)
-    return lines
 
 
 def _seat_token(sparse: str, seat: int) -> str:
@@ -64,11 +58,11 @@ def test_one_valid_looking_corruption_drops_exactly_its_episode(tmp_path, where,
     ep = episodes[5]  # game 2, seat 1
     row = {"first": ep[0], "middle": ep[len(ep) // 2], "end": ep[-1]}[where] - 1
     if how == "game_id_of_next_game":
-        lines = _set(lines, row, 0, gid(3))
+        lines = set_column(lines, row, 0, gid(3))
     elif how == "game_id_new":
-        lines = _set(lines, row, 0, gid(99))
+        lines = set_column(lines, row, 0, gid(99))
     else:
-        lines = _set(lines, row, 1, _seat_token(lines[row].split("\t")[1], 3))
+        lines = set_column(lines, row, 1, _seat_token(lines[row].split("\t")[1], 3))
     result = _skip(write(tmp_path / "x.tsv", lines))
     kept = _episodes(result.frame)
     assert all(e in episodes for e in kept)  # whole original episodes only
@@ -259,12 +253,12 @@ def _file_with_layout_errors(tmp_path):
     episodes = _original_episodes(lines)
     # a second seat id after the head, on an episode's first line (no next state compares it)
     r = episodes[3][0] - 1
-    lines = _set(lines, r, 1, lines[r].split("\t")[1] + ",73")
+    lines = set_column(lines, r, 1, lines[r].split("\t")[1] + ",73")
     # a line whose head is out of kanachan's order (fails the fast check, takes the general path)
     r2 = episodes[6][0] - 1
     cols = lines[r2].split("\t")[1].split(",")
     cols[0], cols[1] = cols[1], cols[0]
-    lines = _set(lines, r2, 1, ",".join(cols))
+    lines = set_column(lines, r2, 1, ",".join(cols))
     return write(tmp_path / "layout.tsv", lines), episodes[3][0]
 
 
@@ -286,8 +280,8 @@ def test_skip_mode_results_do_not_depend_on_the_block_size(monkeypatch, tmp_path
     path, _ = _file_with_layout_errors(tmp_path)
     lines = [x.decode() for x in sample_head[0]]  # the sample-like file too, with a few corruptions
     n = len(lines)
-    lines = _set(lines, 5, 5, "99")
-    lines = _set(lines, n // 2, 1, lines[n // 2].split("\t")[1] + ",72")
+    lines = set_column(lines, 5, 5, "99")
+    lines = set_column(lines, n // 2, 1, lines[n // 2].split("\t")[1] + ",72")
     lines[n - 20] = lines[n - 20] + "\tx"
     other = write(tmp_path / "sample.tsv", lines)
     for p in (path, other):

@@ -42,6 +42,7 @@ from rewardlab import schema as S
 from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError
 
 __all__ = [
+    "affine_extremes",
     "Provenance",
     "PreparedFrame",
     "RewardFamily",
@@ -874,6 +875,23 @@ def provenance_field():
     """
     return dataclasses.field(default=Provenance(), metadata={
         "doc": "Where mean and std came from (default, typed, seed recipe, or a dataset)."})
+
+
+def affine_extremes(offset: float, divisor: float, what: str) -> list[tuple[float, str, str, float]]:
+    """``(raw, where, parameter, value)`` of ``(x - offset) / divisor`` at the lowest and highest Int32 ``x``.
+
+    Computed in float64, as an exported file computes it; the parameter blamed
+    is ``offset`` when it is itself out of range, else ``divisor``.
+
+    Examples
+    --------
+    >>> affine_extremes(0, 1, "a final score")[0][:2]
+    (-2147483648.0, 'a final score of -2147483648')
+    """
+    name, value = ("offset", offset) if not abs(offset) <= REWARD_LIMIT else ("divisor", divisor)
+    with np.errstate(all="ignore"):
+        return [(float((np.float64(x) - np.float64(offset)) / np.float64(divisor)), f"{what} of {x}",
+                 name, value) for x in SCORE_RANGE]
 
 
 def validate_normalization(params) -> None:

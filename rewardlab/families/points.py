@@ -26,8 +26,7 @@ import torch
 
 from rewardlab.errors import ParameterError
 from rewardlab.families.base import (
-    REWARD_LIMIT,
-    SCORE_RANGE,
+    affine_extremes,
     end_of_game_export_body,
     PreparedFrame,
     Provenance,
@@ -111,10 +110,7 @@ class PointsParams:
         >>> PointsParams(offset=0, divisor=1).raw_extremes()[0][:2]
         (-2147483648.0, 'a final score of -2147483648')
         """
-        name, value = ("offset", self.offset) if not abs(self.offset) <= REWARD_LIMIT else ("divisor", self.divisor)
-        with np.errstate(all="ignore"):
-            return [(float((np.float64(x) - np.float64(self.offset)) / np.float64(self.divisor)),
-                     f"a final score of {x}", name, value) for x in SCORE_RANGE]
+        return affine_extremes(self.offset, self.divisor, "a final score")
 
 
 @dataclasses.dataclass(frozen=True)

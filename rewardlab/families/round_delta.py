@@ -27,8 +27,7 @@ import numpy as np
 import torch
 
 from rewardlab.families.base import (
-    REWARD_LIMIT,
-    SCORE_RANGE,
+    affine_extremes,
     SCOPE_ROUND,
     PreparedFrame,
     Provenance,
@@ -97,10 +96,7 @@ class RoundDeltaParams:
         >>> RoundDeltaParams(offset=0, divisor=1).raw_extremes()[0][:2]
         (-2147483648.0, 'a round delta of -2147483648')
         """
-        name, value = ("offset", self.offset) if not abs(self.offset) <= REWARD_LIMIT else ("divisor", self.divisor)
-        with np.errstate(all="ignore"):
-            return [(float((np.float64(x) - np.float64(self.offset)) / np.float64(self.divisor)),
-                     f"a round delta of {x}", name, value) for x in SCORE_RANGE]
+        return affine_extremes(self.offset, self.divisor, "a round delta")
 
 
 @dataclasses.dataclass(frozen=True)
