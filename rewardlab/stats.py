@@ -60,7 +60,8 @@ from rewardlab import schema as S
 from rewardlab.errors import (
     ColumnNotFoundError, FrameError, ParameterError, check_choice, check_finite, check_positive,
 )
-from rewardlab.storage import layout_of, scan_dataset
+from rewardlab._io import check_input
+from rewardlab.storage import layout_of, scan_dataset, verify_table
 
 __all__ = [
     "SCOPES",
@@ -236,6 +237,7 @@ def _lazy(data) -> tuple[pl.LazyFrame, str | None]:
         elif p.suffix == ".parquet":
             if not p.exists():
                 raise ParameterError("data", "should name existing files", str(p))
+            check_input(p)  # a FIFO would block the reader
             targets.append(p)
         else:
             from rewardlab.dataset import as_lazy
@@ -247,6 +249,8 @@ def _lazy(data) -> tuple[pl.LazyFrame, str | None]:
     _check_same_columns(targets)
     if any(layout_of(t) is not None for t in targets):  # converted datasets: decode their array columns
         return scan_dataset(targets), ", ".join(map(str, paths))
+    for t in targets:  # Polars does not verify page checksums: a flipped bit is an error, not a value
+        verify_table(t)
     return pl.scan_parquet(targets), ", ".join(map(str, paths))
 
 

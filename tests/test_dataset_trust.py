@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
@@ -254,3 +255,18 @@ def test_info_on_a_damaged_dataset_is_one_line(tmp_path, sample_frame, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"rewardlab info: error: {path}: the file is damaged or truncated")
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_rewards_table_carries_page_checksums_and_stats_verifies_them(tmp_path, small_frame, capsys):
+    """`rewardlab apply` writes its rewards table with page checksums; `stats` refuses a flipped bit."""
+    data = _write(small_frame, tmp_path / "d.parquet")
+    out = tmp_path / "rewards.parquet"
+    plugin = str(Path(__file__).resolve().parents[1] / "data" / "plugins" / "round_delta.py")
+    assert main(["apply", str(data), "--plugin", plugin, "--out", str(out)]) == 0
+    assert main(["stats", str(out)]) == 0
+    capsys.readouterr()
+    _flip_a_bit_in_a_data_page(out, "reward_round_delta")
+    assert main(["stats", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rewardlab stats: error: {out}: the file is damaged or truncated")
+    assert "run `rewardlab apply` again" in err and err.count("\n") == 1 and "Traceback" not in err

@@ -104,6 +104,7 @@ def _apply(args) -> int:
     from rewardlab.contract import reward_scale
     from rewardlab.errors import ParameterError, RewardScaleWarning
     from rewardlab.plugins import apply_plugins, read_plugin
+    from rewardlab.storage import write_table
 
     out = Path(args.out)
     check_not_input(out, [*args.dataset, *args.plugin], name="--out", folder_suffixes=(".parquet", ".arrow"))
@@ -128,7 +129,7 @@ def _apply(args) -> int:
         columns = [c for c in S.KEY_COLUMNS + S.REWARDS_TABLE_CONTEXT if c in result.columns]
         for name in names:
             columns += [S.reward_column(name), S.done_column(name)]
-        result.select(columns).write_parquet(tmp, compression="zstd", statistics=True)
+        write_table(result.select(columns), tmp)  # a checksum in every page
     print(f"wrote {result.height:,} transitions x {len(names)} plug-in(s) to {out}")
     for name in names:
         rewards = result[S.reward_column(name)]
