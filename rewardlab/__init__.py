@@ -10,74 +10,74 @@ Examples
 >>> import rewardlab
 >>> frame = rewardlab.load_kanachan("data/sample.tsv.gz")  # doctest: +SKIP
 >>> td = rewardlab.to_tensordict(frame, rows=slice(0, 64))  # doctest: +SKIP
+
+Importing :mod:`rewardlab` is cheap: the public names below are imported from
+their modules on first use (PEP 562), so ``import rewardlab.errors`` or the
+command line's ``--help`` do not load torch.
 """
 
+from __future__ import annotations
+
+import importlib
+
 from rewardlab._version import __version__
-from rewardlab import errors, schema
-from rewardlab.batching import FrameArrays, to_tensordict
-from rewardlab.dataset import DatasetSummary, convert, summarize
-from rewardlab.mahjong import episode_outcomes, ranks_from_scores
-from rewardlab.sources.kanachan import LoadResult, load_kanachan, read_kanachan, scan_kanachan
 
-__all__ = [
-    "__version__", "errors", "schema",
-    "FrameArrays", "to_tensordict",
-    "DatasetSummary", "convert", "summarize",
-    "episode_outcomes", "ranks_from_scores",
-    "LoadResult", "load_kanachan", "read_kanachan", "scan_kanachan",
-]
+#: Submodules available as attributes of the package.
+_SUBMODULES = ("errors", "schema", "families", "schedules")
 
-# Each section below belongs to one area; add its imports and extend __all__ there.
-# --- plug-ins ---
-from rewardlab.plugins import CheckReport, Plugin, apply_plugins, check_plugin, load_plugin
+#: Where each public name lives: ``{module: names}``.
+_EXPORTS = {
+    "rewardlab.batching": ("FrameArrays", "to_tensordict"),
+    "rewardlab.dataset": ("DatasetSummary", "convert", "summarize"),
+    "rewardlab.mahjong": ("episode_outcomes", "ranks_from_scores"),
+    "rewardlab.sources.kanachan": (
+        "LoadResult", "load_kanachan", "read_kanachan", "scan_kanachan",
+    ),
+    "rewardlab.plugins": ("CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin"),
+    "rewardlab.stats": (
+        "SCOPES", "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
+        "normalization_constants", "reward_moments", "reward_stats",
+    ),
+    "rewardlab.returns": ("episode_returns", "gae", "reward_to_go"),
+    "rewardlab.normalizers": (
+        "gymnasium_normalize_reward", "normalization_summary", "normalized_rewards",
+        "sb3_normalize_reward",
+    ),
+    "rewardlab.ranking": (
+        "RankTable", "affine_equivalence", "bootstrap_rank_ci", "expected_reward",
+        "reward_by_rank", "stable_rank",
+    ),
+    "rewardlab.compare": (
+        "compare_rewards", "episode_return_table", "most_disagreeing_episodes",
+        "step_difference",
+    ),
+    "rewardlab.plots": (
+        "plot_correlation_heatmap", "plot_normalization", "plot_return_distribution",
+        "plot_return_scatter", "plot_reward_by_rank", "plot_reward_distribution",
+    ),
+    "rewardlab.families": (
+        "Points", "PointsParams", "PreparedFrame", "Provenance", "Ranking", "RankingParams",
+        "RankingPoints", "RankingPointsParams", "RewardFamily", "RoundDelta",
+        "RoundDeltaParams", "check_seed_normalization", "prepare_frame",
+    ),
+    "rewardlab.schedules": ("ExplorerSchedule", "KanachanEpsilonGreedy"),
+    "rewardlab.export": ("export_plugin", "render_plugin"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ += ["CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin"]
-# --- analysis ---
-from rewardlab.stats import (
-    SCOPES, Moments, NormalizationConstants, RewardStats, describe_rewards, normalization_constants,
-    reward_moments, reward_stats,
-)
-from rewardlab.returns import episode_returns, gae, reward_to_go
-from rewardlab.normalizers import (
-    gymnasium_normalize_reward, normalization_summary, normalized_rewards, sb3_normalize_reward,
-)
-from rewardlab.ranking import (
-    RankTable, affine_equivalence, bootstrap_rank_ci, expected_reward, reward_by_rank, stable_rank,
-)
-from rewardlab.compare import (
-    compare_rewards, episode_return_table, most_disagreeing_episodes, step_difference,
-)
-from rewardlab.plots import (
-    plot_correlation_heatmap, plot_normalization, plot_return_distribution, plot_return_scatter,
-    plot_reward_by_rank, plot_reward_distribution,
-)
+__all__ = ["__version__", *_SUBMODULES, *_HOME]
 
-__all__ += [
-    "SCOPES", "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
-    "normalization_constants", "reward_moments", "reward_stats",
-    "episode_returns", "gae", "reward_to_go",
-    "gymnasium_normalize_reward", "normalization_summary", "normalized_rewards", "sb3_normalize_reward",
-    "RankTable", "affine_equivalence", "bootstrap_rank_ci", "expected_reward", "reward_by_rank",
-    "stable_rank",
-    "compare_rewards", "episode_return_table", "most_disagreeing_episodes", "step_difference",
-    "plot_correlation_heatmap", "plot_normalization", "plot_return_distribution", "plot_return_scatter",
-    "plot_reward_by_rank", "plot_reward_distribution",
-]
-# --- families, schedules, export ---
-from rewardlab import families, schedules
-from rewardlab.families import (
-    Points, PointsParams, PreparedFrame, Provenance, Ranking, RankingParams, RankingPoints,
-    RankingPointsParams, RewardFamily, RoundDelta, RoundDeltaParams, check_seed_normalization,
-    prepare_frame,
-)
-from rewardlab.schedules import ExplorerSchedule, KanachanEpsilonGreedy
-from rewardlab.export import export_plugin, render_plugin
 
-__all__ += [
-    "families", "schedules",
-    "Points", "PointsParams", "PreparedFrame", "Provenance", "Ranking", "RankingParams", "RankingPoints",
-    "RankingPointsParams", "RewardFamily", "RoundDelta", "RoundDeltaParams", "check_seed_normalization",
-    "prepare_frame",
-    "ExplorerSchedule", "KanachanEpsilonGreedy",
-    "export_plugin", "render_plugin",
-]
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        value = importlib.import_module(f"rewardlab.{name}")
+    elif name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name]), name)
+    else:
+        raise AttributeError(f"module 'rewardlab' has no attribute {name!r}")
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -67,6 +67,7 @@ __all__ = [
     "CONTIGUOUS",
     "DEFAULT_BATCH_SIZES",
     "DEFAULT_NUM_WORKERS",
+    "CHECK_BATCH_SIZES",
     "MODE_SETTINGS",
     "episode_ends",
     "plan_episodes",
@@ -92,6 +93,9 @@ CONTIGUOUS = {"episodes": False, "sequential": False, "dataloader": False, "frag
 #: fixed cost per call is then negligible), fragments short enough to cut most episodes.
 DEFAULT_BATCH_SIZES = {"episodes": None, "sequential": 8192, "dataloader": 8192, "fragments": 64,
                        "shuffled": 8192}
+
+#: The two batch sizes ``check_plugin`` tries in every mode but ``episodes``.
+CHECK_BATCH_SIZES = (64, 2048)
 
 #: ``num_workers`` of the ``dataloader`` mode when none is given: what kanachan's
 #: ``cql/train.py`` uses (and requires) on CUDA.

@@ -31,18 +31,8 @@ from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError, ch
 
 __all__ = ["FrameArrays", "to_tensordict", "TENSORDICT_KEYS", "CONVENTIONS"]
 
-#: How kanachan builds the TensorDict a plug-in receives:
-#:
-#: ``offline``
-#:     its offline data loader and episode replay buffer, from annotation
-#:     files: ``end_of_round`` is False on a game's last step, ``round_summary``
-#:     and ``results`` as the file gives them.
-#: ``simulation``
-#:     its self-play simulator (``kanachan/training/core/rl/simulation.py``):
-#:     ``end_of_round`` is True on every round's last step *including* the
-#:     game's last, ``round_summary`` is all padding, ``results`` as in the
-#:     files (the round's deltas and scores at a round's end, zeros elsewhere).
-CONVENTIONS = ("offline", "simulation")
+#: How kanachan builds the TensorDict (see :data:`rewardlab.schema.CONVENTIONS`).
+CONVENTIONS = S.CONVENTIONS
 
 #: Every key of the TensorDict a plug-in receives, in kanachan's layout.
 TENSORDICT_KEYS = (

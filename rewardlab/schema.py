@@ -233,3 +233,16 @@ def reward_names(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
     """
     cols = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
     return [c[len(REWARD_PREFIX):] for c in cols if c.startswith(REWARD_PREFIX)]
+
+#: How kanachan builds the TensorDict a plug-in receives:
+#:
+#: ``offline``
+#:     its offline data loader and episode replay buffer, from annotation
+#:     files: ``end_of_round`` is False on a game's last step, ``round_summary``
+#:     and ``results`` as the file gives them.
+#: ``simulation``
+#:     its self-play simulator (``kanachan/training/core/rl/simulation.py``):
+#:     ``end_of_round`` is True on every round's last step *including* the
+#:     game's last, ``round_summary`` is all padding, ``results`` as in the
+#:     files (the round's deltas and scores at a round's end, zeros elsewhere).
+CONVENTIONS = ("offline", "simulation")

@@ -45,10 +45,23 @@ def test_import_rewardlab_does_not_need_ipywidgets():
         "    return real(name, *a, **k)\n"
         "builtins.__import__ = guard\n"
         "import rewardlab, rewardlab.cli\n"
+        "[getattr(rewardlab, name) for name in rewardlab.__all__]  # every public name, imported\n"
         "assert 'ipywidgets' not in sys.modules\n"
         "assert 'matplotlib.pyplot' not in sys.modules\n"
         "print('ok')\n"
     )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_import_rewardlab_is_cheap_until_a_name_is_used():
+    code = ("import sys, rewardlab, rewardlab.errors\n"
+            "assert 'torch' not in sys.modules and 'rewardlab.batching' not in sys.modules\n"
+            "rewardlab.to_tensordict\n"
+            "assert 'torch' in sys.modules\n"
+            "assert sorted(dir(rewardlab)) == sorted(set(dir(rewardlab)))\n"
+            "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"

@@ -25,9 +25,8 @@ def _add_isolation(p) -> None:
 
 
 def register(sub) -> None:
-    from rewardlab.batch_modes import BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS
-    from rewardlab.batching import CONVENTIONS
-    from rewardlab.plugins import CHECK_BATCH_SIZES
+    from rewardlab.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS
+    from rewardlab.schema import CONVENTIONS
 
     sizes = ", ".join(f"{m} {s}" for m, s in DEFAULT_BATCH_SIZES.items() if s)
     p = sub.add_parser(

@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 
 from rewardlab import isolation
-from rewardlab.batch_modes import BATCH_MODES, DEFAULT_NUM_WORKERS, check_num_workers, episode_ends, \
-    mode_setting, plan_batches
+from rewardlab.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_num_workers, \
+    episode_ends, mode_setting, plan_batches
 from rewardlab.batching import FrameArrays
 from rewardlab.contract import RewardScale, compare_outputs, float16_precision, reward_scale
 from rewardlab.errors import ParameterError, PluginRunCancelled
@@ -30,10 +30,6 @@ from rewardlab.runner import Locator, RunOutcome, resolve, run_plugins
 from rewardlab.trainer_scope import TRAINER_NAMES, UNAVAILABLE
 
 __all__ = ["check_plugin", "CheckReport", "RunSummary", "Difference", "CHECK_BATCH_SIZES"]
-
-#: The two batch sizes :func:`check_plugin` tries in every mode but ``episodes``.
-CHECK_BATCH_SIZES = (64, 2048)
-
 
 @dataclasses.dataclass(frozen=True)
 class RunSummary:
