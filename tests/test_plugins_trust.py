@@ -347,3 +347,14 @@ def test_cancel_stops_a_running_check_at_once(tmp_path, small_frame):
     assert time.monotonic() - start < 10 and len(asked) > 1
     with pytest.raises(ValueError, match="`cancel` should be a callable"):
         apply_plugins(small_frame, path, cancel=True, progress=False)
+
+
+def test_a_crash_of_the_process_fails_the_check_and_says_where(tmp_path, small_frame):
+    path = body(tmp_path, "segv", "import ctypes\nctypes.string_at(0)\n")  # a segmentation fault
+    report = check_plugin(small_frame, path, batch_sizes=(5,), progress=False)
+    assert not report.ok
+    text = str(report)
+    assert ("stopped: the plug-in ended its process (killed by SIGSEGV) during the run episodes, so no "
+            "further run was made (see below)") in text
+    assert "ended rewardlab's child process (killed by SIGSEGV) while running plug-in 'segv' on batch 0" in text
+    assert text.endswith("result: FAIL")

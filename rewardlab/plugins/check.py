@@ -432,8 +432,11 @@ def check_plugin(
     if isinstance(result, isolation.ChildFailure):
         cfg = configs[len(outcomes)]
         error = failure_error(result, name, path, loading=False)
-        stopped = (f"{error.message}; the run {_label(cfg, num_workers)} and the ones after it "
-                   "were not made")
+        how = (f"ran out of time ({result.detail})" if result.how == "timeout" else
+               f"ended its process ({result.detail})" if result.how in ("exit", "signal") else
+               "failed in its process")
+        stopped = (f"the plug-in {how} during the run {_label(cfg, num_workers)}, so no further run "
+                   "was made (see below)")
         outcome = RunOutcome(report_plugin, cfg.mode, cfg.batch_size, np.full(arrays.n, np.nan),
                              arrays.end_of_game.copy(), error=error,
                              contiguous=cfg.contiguous if cfg.mode == "episodes" else None,
