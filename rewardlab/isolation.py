@@ -34,6 +34,7 @@ import faulthandler
 import mmap
 import os
 import pickle
+import resource
 import select
 import signal
 import struct
@@ -178,6 +179,7 @@ def _child(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int) -> No
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         faulthandler.register(signal.SIGUSR1, file=dump_fd, all_threads=False)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing plug-in leaves no core file
         try:
             import torch
 
