@@ -67,6 +67,19 @@ def test_import_rewardlab_is_cheap_until_a_name_is_used():
     assert out.stdout.strip() == "ok"
 
 
+def test_the_command_line_parser_does_not_import_torch():
+    """`rewardlab --help` and `info` start fast: torch loads only in commands that run plug-ins."""
+    code = ("import sys\n"
+            "from rewardlab.cli import build_parser\n"
+            "build_parser()\n"
+            "import rewardlab.dataset, rewardlab.sources.kanachan  # what `info` needs\n"
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('rewardlab'))\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_python_dash_m_rewardlab_shows_help():
     out = subprocess.run([sys.executable, "-m", "rewardlab", "--help"], capture_output=True, text=True)
     assert out.returncode == 0

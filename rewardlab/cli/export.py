@@ -85,13 +85,13 @@ def register(sub) -> None:
 
 
 def _ranking_presets() -> list[str]:
-    from rewardlab.families.presets import preset_names
+    from rewardlab.families.preset_values import preset_names  # plain data: no torch for --help
 
     return preset_names("ranking")
 
 
 def _presets(family: str) -> list[str]:
-    from rewardlab.families.presets import preset_names
+    from rewardlab.families.preset_values import preset_names
 
     return preset_names(family)
 

@@ -22,35 +22,46 @@ Examples
 >>> fam = Ranking.from_preset("top_two")
 >>> prepared = fam.prepare("data/sample.tsv.gz")  # doctest: +SKIP
 >>> reward, done = fam.with_params(vector=(1, 0.5, -0.5, -1)).evaluate(prepared)  # doctest: +SKIP
+
+The names below are imported from their modules on first use (PEP 562), so
+``rewardlab.families.preset_values`` (plain data) loads without torch.
 """
 
-from rewardlab.families.base import (
-    PreparedFrame,
-    Provenance,
-    RewardFamily,
-    field_hints,
-    population_constants,
-    prepare_frame,
-)
-from rewardlab.families.points import POINTS_PRESETS, Points, PointsParams
-from rewardlab.families.presets import FAMILIES, all_presets, family_class, preset_names, ranking_preset
-from rewardlab.families.ranking import (
-    RANKING_PRESETS,
-    Ranking,
-    RankingParams,
-    SeedNormalizationCheck,
-    check_seed_normalization,
-    seed_constants,
-)
-from rewardlab.families.ranking_points import RANKING_POINTS_PRESETS, RankingPoints, RankingPointsParams
-from rewardlab.families.round_delta import ROUND_DELTA_PRESETS, RoundDelta, RoundDeltaParams
+from __future__ import annotations
 
-__all__ = [
-    "PreparedFrame", "Provenance", "RewardFamily", "field_hints", "population_constants", "prepare_frame",
-    "Ranking", "RankingParams", "RANKING_PRESETS", "SeedNormalizationCheck", "check_seed_normalization",
-    "seed_constants",
-    "Points", "PointsParams", "POINTS_PRESETS",
-    "RankingPoints", "RankingPointsParams", "RANKING_POINTS_PRESETS",
-    "RoundDelta", "RoundDeltaParams", "ROUND_DELTA_PRESETS",
-    "FAMILIES", "all_presets", "family_class", "preset_names", "ranking_preset",
-]
+import importlib
+
+#: Where each public name lives: ``{module: names}``.
+_EXPORTS = {
+    "rewardlab.families.base": (
+        "PreparedFrame", "Provenance", "RewardFamily", "field_hints", "population_constants",
+        "prepare_frame",
+    ),
+    "rewardlab.families.ranking": (
+        "Ranking", "RankingParams", "SeedNormalizationCheck", "check_seed_normalization",
+        "seed_constants",
+    ),
+    "rewardlab.families.points": ("Points", "PointsParams"),
+    "rewardlab.families.ranking_points": ("RankingPoints", "RankingPointsParams"),
+    "rewardlab.families.round_delta": ("RoundDelta", "RoundDeltaParams"),
+    "rewardlab.families.preset_values": (
+        "RANKING_PRESETS", "POINTS_PRESETS", "RANKING_POINTS_PRESETS", "ROUND_DELTA_PRESETS",
+        "preset_names",
+    ),
+    "rewardlab.families.presets": ("FAMILIES", "all_presets", "family_class", "ranking_preset"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'rewardlab.families' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

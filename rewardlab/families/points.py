@@ -39,15 +39,11 @@ from rewardlab.families.base import (
     std_field,
     validate_normalization,
 )
+from rewardlab.families.preset_values import POINTS_PRESETS
 
 __all__ = ["PointsParams", "Points", "POINTS_PRESETS", "check_divisor"]
 
 #: Offsets and divisors by name.
-POINTS_PRESETS: dict[str, dict] = {
-    "raw": {"offset": 0.0, "divisor": 1.0},
-    "thousands": {"offset": 25000.0, "divisor": 1000.0},
-    "return_30000": {"offset": 30000.0, "divisor": 1000.0},
-}
 
 
 def check_divisor(name: str, value) -> float:

@@ -22,6 +22,7 @@ from rewardlab.families.points import Points
 from rewardlab.families.ranking import Ranking
 from rewardlab.families.ranking_points import RankingPoints
 from rewardlab.families.round_delta import RoundDelta
+from rewardlab.families.preset_values import preset_names
 
 __all__ = ["FAMILIES", "family_class", "preset_names", "ranking_preset", "all_presets"]
 
@@ -29,9 +30,6 @@ __all__ = ["FAMILIES", "family_class", "preset_names", "ranking_preset", "all_pr
 FAMILIES: dict[str, type[RewardFamily]] = {
     cls.name: cls for cls in (Ranking, Points, RankingPoints, RoundDelta)
 }
-
-assert not set(Ranking.presets) & set(RankingPoints.presets), "ranking preset names must be unique"
-
 
 def family_class(name: str) -> type[RewardFamily]:
     """The family class called ``name`` (``ranking``, ``points``, ``ranking_points``, ``round_delta``).
@@ -45,21 +43,6 @@ def family_class(name: str) -> type[RewardFamily]:
     if key not in FAMILIES:
         raise ParameterError("family", "should be one of " + ", ".join(FAMILIES), name)
     return FAMILIES[key]
-
-
-def preset_names(family: str) -> list[str]:
-    """Preset names of a family; for ``"ranking"`` also the ranking + points presets.
-
-    Examples
-    --------
-    >>> preset_names("points")
-    ['raw', 'thousands', 'return_30000']
-    """
-    cls = family_class(family)
-    names = list(cls.presets)
-    if cls is Ranking:
-        names += list(RankingPoints.presets)
-    return names
 
 
 def ranking_preset(name: str) -> RewardFamily:

@@ -55,20 +55,12 @@ from rewardlab.families.base import (
     std_field,
     validate_normalization,
 )
+from rewardlab.families.preset_values import RANKING_PRESETS
 
 __all__ = ["RankingParams", "Ranking", "RANKING_PRESETS", "SeedNormalizationCheck",
            "check_seed_normalization", "seed_constants"]
 
 #: Rank vectors by name (the seed's examples first).
-RANKING_PRESETS: dict[str, dict] = {
-    "top": {"vector": (1.0, -1.0, -1.0, -1.0)},
-    "top_two": {"vector": (1.0, 1.0, -1.0, -1.0)},
-    "tenhou_tokujo_6dan": {"vector": (75.0, 30.0, 0.0, -120.0)},
-    "mahjongsoul_throne_celestial": {"vector": (1.0, 0.4, -0.4, -1.0)},
-    "tenhou_houou_7dan": {"vector": (90.0, 45.0, 0.0, -135.0)},
-    "avoid_last": {"vector": (0.0, 0.0, 0.0, -1.0)},
-    "linear": {"vector": (3.0, 1.0, -1.0, -3.0)},
-}
 
 VECTOR_DOC = "Raw reward by final rank: entry k is the reward for finishing k-th (0 = top)."
 

@@ -38,15 +38,12 @@ from rewardlab.families.base import (
     std_field,
     validate_normalization,
 )
+from rewardlab.families.preset_values import RANKING_POINTS_PRESETS
 from rewardlab.families.ranking import VECTOR_DOC
 
 __all__ = ["RankingPointsParams", "RankingPoints", "RANKING_POINTS_PRESETS"]
 
 #: The seed's ranking + points examples.
-RANKING_POINTS_PRESETS: dict[str, dict] = {
-    "mahjongsoul_jade_saint3": {"vector": (135.0, 65.0, -5.0, -255.0), "offset": 25000, "divisor": 1000},
-    "mleague": {"vector": (500.0, 100.0, -100.0, -300.0), "offset": 30000, "divisor": 100},
-}
 
 _LIMIT = 1 << 31  # scores are int32; integers stay exact in int64 and float64
 

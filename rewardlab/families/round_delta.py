@@ -40,15 +40,12 @@ from rewardlab.families.base import (
     std_field,
     validate_normalization,
 )
+from rewardlab.families.preset_values import ROUND_DELTA_PRESETS
 from rewardlab.families.points import check_divisor
 
 __all__ = ["RoundDeltaParams", "RoundDelta", "ROUND_DELTA_PRESETS"]
 
 #: Offsets and divisors by name.
-ROUND_DELTA_PRESETS: dict[str, dict] = {
-    "raw": {"offset": 0.0, "divisor": 1.0},
-    "thousands": {"offset": 0.0, "divisor": 1000.0},
-}
 
 
 @dataclasses.dataclass(frozen=True)
