@@ -35,6 +35,13 @@ def test_every_dependency_is_pinned_exactly():
     assert "torch==2.13.0" in reqs
 
 
+def run_ok(code: str) -> None:
+    """Run ``code`` in a fresh interpreter (imports start from nothing); it must print ``ok``."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_import_rewardlab_does_not_need_ipywidgets():
     code = (
         "import sys, builtins\n"
@@ -50,9 +57,7 @@ def test_import_rewardlab_does_not_need_ipywidgets():
         "assert 'matplotlib.pyplot' not in sys.modules\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    run_ok(code)
 
 
 def test_import_rewardlab_is_cheap_until_a_name_is_used():
@@ -62,9 +67,7 @@ def test_import_rewardlab_is_cheap_until_a_name_is_used():
             "assert 'torch' in sys.modules\n"
             "assert sorted(dir(rewardlab)) == sorted(set(dir(rewardlab)))\n"
             "print('ok')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    run_ok(code)
 
 
 def test_the_command_line_parser_does_not_import_torch():
@@ -75,9 +78,7 @@ def test_the_command_line_parser_does_not_import_torch():
             "import rewardlab.dataset, rewardlab.sources.kanachan  # what `info` needs\n"
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('rewardlab'))\n"
             "print('ok')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    run_ok(code)
 
 
 def test_python_dash_m_rewardlab_shows_help():
