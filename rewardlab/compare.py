@@ -33,7 +33,7 @@ import polars as pl
 
 from rewardlab import schema as S
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_choice
-from rewardlab.stats import _game_end_expr, _lazy, _names, _resolve_reward, _rewards_to_use
+from rewardlab.stats import game_end_expr, lazy_table, column_names, resolve_reward, rewards_to_use
 
 __all__ = [
     "rankdata",
@@ -165,11 +165,11 @@ def episode_return_table(data, rewards=None) -> pl.DataFrame:
     >>> episode_return_table(f).select("a", "b").rows()
     [(3.0, 1.0), (3.0, 0.0)]
     """
-    lf, _ = _lazy(data)
-    names = _names(lf)
-    use = _rewards_to_use(names, rewards)
+    lf, _ = lazy_table(data)
+    names = column_names(lf)
+    use = rewards_to_use(names, rewards)
     keys = [k for k in (S.GAME_ID, S.SEAT) if k in names]
-    episode = _game_end_expr(names).shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias("episode")
+    episode = game_end_expr(names).shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias("episode")
     return (
         lf.select(episode, *keys, *[pl.col(S.reward_column(n)).cast(pl.Float64).alias(n) for n in use])
         .group_by("episode")
@@ -310,9 +310,9 @@ def most_disagreeing_episodes(data, a: str, b: str, *, k: int = 10) -> pl.DataFr
     if _is_returns_table(data):
         table = _returns_table(data, [a, b])
     else:
-        lf, _ = _lazy(data)
-        names = _names(lf)
-        a, b = _resolve_reward(names, a), _resolve_reward(names, b)
+        lf, _ = lazy_table(data)
+        names = column_names(lf)
+        a, b = resolve_reward(names, a), resolve_reward(names, b)
         table = episode_return_table(lf, [a, b])
 
     def z(col: str) -> pl.Expr:
@@ -396,10 +396,10 @@ def step_difference(data, a: str, b: str) -> StepDifference:
     --------
     >>> step_difference(frame, "top", "points").fraction_different  # doctest: +SKIP
     """
-    lf, _ = _lazy(data)
-    names = _names(lf)
-    a = _resolve_reward(names, a)
-    b = _resolve_reward(names, b)
+    lf, _ = lazy_table(data)
+    names = column_names(lf)
+    a = resolve_reward(names, a)
+    b = resolve_reward(names, b)
     if a == b:
         raise ParameterError("b", "should differ from `a`", b)
     ra = pl.col(S.reward_column(a)).cast(pl.Float64)

@@ -225,6 +225,15 @@ def _read_message(fd: int):
     return None if data is None else pickle.loads(data)
 
 
+def _kill(pid: int) -> None:
+    """Kill the child and reap it (no zombie left behind)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
 def _stack_of(pid: int, dump) -> str:
     """Ask a hung child for its Python stack (faulthandler on SIGUSR1), then read it."""
     try:
@@ -325,14 +334,12 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
                 final = message
                 break
             if cancel is not None and cancel():
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+                _kill(pid)
                 pid = None
                 return ChildFailure("cancelled", "cancelled", status.text)
             if deadline is not None and time.monotonic() >= deadline:
                 stack = _stack_of(pid, dump)
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+                _kill(pid)
                 pid = None
                 detail = f"{timeout:g} s"
                 return ChildFailure("timeout", detail, status.text, stack)
@@ -348,11 +355,7 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
         return ChildFailure("raised", final[2], status.text)
     finally:
         if pid is not None:  # interrupted (Ctrl-C) or failed while waiting: no orphan left behind
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+            _kill(pid)
         os.close(read_fd)
         dump.close()
         status.close()

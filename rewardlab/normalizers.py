@@ -54,8 +54,8 @@ import polars as pl
 
 from rewardlab import schema as S
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
-from rewardlab.returns import _array, linear_scan
-from rewardlab.stats import NormalizationConstants, _boundary_expr, _lazy, _names, _resolve_reward
+from rewardlab.returns import as_array, linear_scan
+from rewardlab.stats import NormalizationConstants, boundary_expr, lazy_table, column_names, resolve_reward
 
 __all__ = [
     "RMS_PRIOR_COUNT",
@@ -129,7 +129,7 @@ def running_mean_var(values, *, prior_count: float = RMS_PRIOR_COUNT) -> tuple[n
     (array([2., 2.]), array([0., 0.]))
     """
     c0 = check_positive("prior_count", prior_count)
-    x = _array(values, "values")
+    x = as_array(values, "values")
     if x.size == 0:
         return np.zeros(0), np.zeros(0)
     n = np.arange(1, x.size + 1, dtype=np.float64)
@@ -150,8 +150,8 @@ def running_mean_var(values, *, prior_count: float = RMS_PRIOR_COUNT) -> tuple[n
 def _check_common(reward, flags, flags_name: str, gamma: float, epsilon: float):
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
     epsilon = check_positive("epsilon", epsilon)
-    r = _array(reward, "reward")
-    f = _array(flags, flags_name, dtype=bool, length=r.shape[0])
+    r = as_array(reward, "reward")
+    f = as_array(flags, flags_name, dtype=bool, length=r.shape[0])
     return r, f, gamma, epsilon
 
 
@@ -273,9 +273,9 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
     >>> normalized_rewards(f, "a").columns
     ['raw', 'gymnasium', 'sb3', 'sb3_clipped']
     """
-    lf, _ = _lazy(data)
-    names = _names(lf)
-    name = _resolve_reward(names, reward)
+    lf, _ = lazy_table(data)
+    names = column_names(lf)
+    name = resolve_reward(names, reward)
     done = S.done_column(name)
     if done not in names:
         raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
@@ -283,7 +283,7 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
         raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
                              type(constants).__name__)
     exprs = [pl.col(S.reward_column(name)).cast(pl.Float64).alias("raw"),
-             _boundary_expr(names, done).alias("boundary")]
+             boundary_expr(names, done).alias("boundary")]
     if constants is not None:
         exprs.append(_in_scope_expr(names, name, constants.scope).alias("in_scope"))
     df = lf.select(exprs).collect()
@@ -299,18 +299,18 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
 
 
 def _in_scope_expr(names, name: str, scope: str) -> pl.Expr:
-    from rewardlab.stats import _need
+    from rewardlab.stats import need_column
 
     if scope == "all":
         return pl.lit(True)
     if scope == "nonzero":
         return pl.col(S.reward_column(name)) != 0
     if scope == "end_of_game":
-        _need(names, S.END_OF_GAME, "scope 'end_of_game'")
+        need_column(names, S.END_OF_GAME, "scope 'end_of_game'")
         return pl.col(S.END_OF_GAME)
     if scope == "end_of_round":
-        _need(names, S.END_OF_ROUND, "scope 'end_of_round'")
-        _need(names, S.END_OF_GAME, "scope 'end_of_round'")
+        need_column(names, S.END_OF_ROUND, "scope 'end_of_round'")
+        need_column(names, S.END_OF_GAME, "scope 'end_of_round'")
         return pl.col(S.END_OF_ROUND) | pl.col(S.END_OF_GAME)
     raise ParameterError("constants", "should have a per-step scope to be applied step by step "
                          "(not 'episode_return')", scope)

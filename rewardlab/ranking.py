@@ -45,7 +45,7 @@ import polars as pl
 from rewardlab import schema as S
 from rewardlab.errors import FrameError, ParameterError, check_choice, check_finite, check_in_range
 from rewardlab.mahjong import ranks_from_scores
-from rewardlab.stats import Moments, _lazy, _names, _need, _rewards_to_use
+from rewardlab.stats import Moments, lazy_table, column_names, need_column, rewards_to_use
 
 __all__ = [
     "RankTable",
@@ -354,10 +354,10 @@ class RankTable:
         --------
         >>> table = RankTable.from_frame(rewardlab.load_kanachan("data/sample.tsv.gz"))  # doctest: +SKIP
         """
-        lf, _ = _lazy(data)
-        names = _names(lf)
+        lf, _ = lazy_table(data)
+        names = column_names(lf)
         for col in (S.END_OF_GAME, S.RESULTS, S.SEAT):
-            _need(names, col, "ranking analysis")
+            need_column(names, col, "ranking analysis")
         game_expr = pl.col(S.GAME) if S.GAME in names else (
             (pl.col(S.GAME_ID) != pl.col(S.GAME_ID).shift(1)).fill_null(True).cum_sum()
             if S.GAME_ID in names else pl.lit(0))
@@ -560,9 +560,9 @@ def reward_by_rank(data, rewards=None, *, table: RankTable | None = None, confid
     --------
     >>> reward_by_rank(frame, "top").select("rank", "mean")  # doctest: +SKIP
     """
-    lf, _ = _lazy(data)
-    names = _names(lf)
-    use = _rewards_to_use(names, rewards)
+    lf, _ = lazy_table(data)
+    names = column_names(lf)
+    use = rewards_to_use(names, rewards)
     if table is None:
         table = RankTable.from_frame(lf)
     elif not isinstance(table, RankTable):

@@ -45,9 +45,10 @@ import torch
 
 from rewardlab import schema as S
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_in_range
-from rewardlab.stats import _boundary_expr, _game_end_expr, _lazy, _names, _resolve_reward
+from rewardlab.stats import boundary_expr, game_end_expr, lazy_table, column_names, resolve_reward
 
 __all__ = [
+    "as_array",
     "linear_scan",
     "segment_ids",
     "segment_returns",
@@ -64,7 +65,14 @@ __all__ = [
 # --------------------------------------------------------------------------
 
 
-def _array(x, name: str, *, dtype=np.float64, length: int | None = None) -> np.ndarray:
+def as_array(x, name: str, *, dtype=np.float64, length: int | None = None) -> np.ndarray:
+    """``x`` (array-like or tensor, shape ``[T]`` or ``[T, 1]``) as a 1-D array of ``dtype``; ``name`` for messages.
+
+    Examples
+    --------
+    >>> as_array([[1.0], [2.0]], "reward")
+    array([1., 2.])
+    """
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().numpy()
     arr = np.asarray(x)
@@ -124,8 +132,8 @@ def linear_scan(coef, offset, *, reverse: bool = True):
     >>> linear_scan(np.array([0.0, 0.5, 0.5]), np.array([1.0, 2.0, 4.0]), reverse=False)
     array([1.  , 2.5 , 5.25])
     """
-    b = _array(offset, "offset")
-    a = _array(coef, "coef", length=b.shape[0])
+    b = as_array(offset, "offset")
+    a = as_array(coef, "coef", length=b.shape[0])
     if not reverse:
         return _like(offset, _reverse_scan(a[::-1], b[::-1])[::-1].copy())
     return _like(offset, _reverse_scan(a, b))
@@ -169,7 +177,7 @@ def segment_ids(done):
     >>> segment_ids(np.array([False, True, False, True, False]))
     array([0, 0, 1, 1, 2])
     """
-    d = _array(done, "done", dtype=bool)
+    d = as_array(done, "done", dtype=bool)
     ids = np.zeros(d.shape[0], dtype=np.int64)
     if d.shape[0] > 1:
         np.cumsum(d[:-1], out=ids[1:])
@@ -197,8 +205,8 @@ def segment_returns(reward, done):
     >>> segment_returns(np.array([1.0, 2.0, 4.0]), np.array([False, True, True]))
     (array([3., 4.]), array([2, 1]))
     """
-    r = _array(reward, "reward")
-    d = _array(done, "done", dtype=bool, length=r.shape[0])
+    r = as_array(reward, "reward")
+    d = as_array(done, "done", dtype=bool, length=r.shape[0])
     if r.shape[0] == 0:
         return _like(reward, np.zeros(0)), _like(reward, np.zeros(0, dtype=np.int64))
     ends = np.flatnonzero(d)
@@ -231,8 +239,8 @@ def discounted_reward_to_go(reward, done, *, gamma: float):
     array([0.81, 0.9 , 1.  ])
     """
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
-    r = _array(reward, "reward")
-    d = _array(done, "done", dtype=bool, length=r.shape[0])
+    r = as_array(reward, "reward")
+    d = as_array(done, "done", dtype=bool, length=r.shape[0])
     return _like(reward, _reverse_scan(gamma * (~d), r))
 
 
@@ -272,12 +280,12 @@ def generalized_advantage_estimate(reward, value, next_value, done, *, terminate
     """
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
     lmbda = check_in_range("lmbda", lmbda, 0.0, 1.0)
-    r = _array(reward, "reward")
+    r = as_array(reward, "reward")
     n = r.shape[0]
-    v = _array(value, "value", length=n)
-    nv = _array(next_value, "next_value", length=n)
-    d = _array(done, "done", dtype=bool, length=n)
-    term = d if terminated is None else _array(terminated, "terminated", dtype=bool, length=n)
+    v = as_array(value, "value", length=n)
+    nv = as_array(next_value, "next_value", length=n)
+    d = as_array(done, "done", dtype=bool, length=n)
+    term = d if terminated is None else as_array(terminated, "terminated", dtype=bool, length=n)
     delta = r + gamma * np.where(term, 0.0, nv) - v
     adv = _reverse_scan(gamma * lmbda * (~d), delta)
     return _like(reward, adv), _like(reward, adv + v)
@@ -289,9 +297,9 @@ def generalized_advantage_estimate(reward, value, next_value, done, *, terminate
 
 
 def _reward_and_boundary(data, reward: str, extra: tuple = ()) -> tuple[str, pl.DataFrame]:
-    lf, _ = _lazy(data)
-    names = _names(lf)
-    name = _resolve_reward(names, reward)
+    lf, _ = lazy_table(data)
+    names = column_names(lf)
+    name = resolve_reward(names, reward)
     done = S.done_column(name)
     if done not in names:
         raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
@@ -299,7 +307,7 @@ def _reward_and_boundary(data, reward: str, extra: tuple = ()) -> tuple[str, pl.
     df = lf.select(
         *keys,
         pl.col(S.reward_column(name)).cast(pl.Float64).alias("reward"),
-        _boundary_expr(names, done).alias("boundary"),
+        boundary_expr(names, done).alias("boundary"),
         *extra,
     ).collect()
     return name, df
@@ -405,8 +413,8 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
     """
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
     lmbda = check_in_range("lmbda", lmbda, 0.0, 1.0)
-    lf, _ = _lazy(data)
-    names = _names(lf)
+    lf, _ = lazy_table(data)
+    names = column_names(lf)
     for col, what in ((value, "value"), (terminated, "terminated")):
         if col is None:
             continue
@@ -414,9 +422,9 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
             raise ParameterError(what, "should be a column name", col)
         if col not in names:
             raise ColumnNotFoundError(col, names)
-    name = _resolve_reward(names, reward)
+    name = resolve_reward(names, reward)
     term_expr = pl.col(terminated if terminated is not None else S.done_column(name))
-    term_expr = term_expr | _game_end_expr(names)
+    term_expr = term_expr | game_end_expr(names)
     extra = (pl.col(value).cast(pl.Float64).alias("value"), term_expr.alias("terminated"))
     _, df = _reward_and_boundary(lf, name, extra)
     v = df["value"].to_numpy()

@@ -493,7 +493,7 @@ def run_plugins(
                            convention=convention) for p in plugins]
     runs = [_Run(o, collect) for o in outcomes]
     first_index = 0
-    context = _Context(arrays, mode, convention, setting, strict, bar, status, interrupts_are_plugins)
+    context = _Context(arrays, mode, convention, setting, bar, status, interrupts_are_plugins)
     copies = _Copies()
     stopped = False
     with torch.no_grad():
@@ -554,7 +554,6 @@ class _Context:
     mode: str
     convention: str
     setting: str | None
-    strict: bool
     bar: object
     status: object
     interrupts_are_plugins: bool

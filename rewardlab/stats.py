@@ -74,6 +74,14 @@ __all__ = [
     "describe_rewards",
     "normalization_constants",
     "scope_values",
+    # building blocks the other analysis modules share
+    "lazy_table",
+    "column_names",
+    "resolve_reward",
+    "rewards_to_use",
+    "need_column",
+    "game_end_expr",
+    "boundary_expr",
 ]
 
 #: The scopes every statistic accepts (see the module docstring).
@@ -217,8 +225,17 @@ def _json_number(v):
 # --------------------------------------------------------------------------
 
 
-def _lazy(data) -> tuple[pl.LazyFrame, str | None]:
-    """A LazyFrame and, when ``data`` was a path, its description."""
+def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
+    """A LazyFrame of ``data`` (a frame, a lazy frame, or Parquet / dataset paths) and, for paths, their description.
+
+    Paths are checked first (a FIFO is refused, rewards tables' page checksums are verified).
+
+    Examples
+    --------
+    >>> lf, where = lazy_table(pl.DataFrame({"reward_a": [0.0]}))
+    >>> where is None
+    True
+    """
     if isinstance(data, pl.LazyFrame):
         return data, None
     if isinstance(data, pl.DataFrame):
@@ -270,11 +287,18 @@ def _check_same_columns(targets: list[Path]) -> None:
                 "(`rewardlab apply DATASET --plugin A --plugin B ...`).")
 
 
-def _names(lf: pl.LazyFrame) -> list[str]:
+def column_names(lf: pl.LazyFrame) -> list[str]:
+    """The column names of a LazyFrame (its schema; no data is read).
+
+    Examples
+    --------
+    >>> column_names(pl.LazyFrame({"a": [1], "b": [2]}))
+    ['a', 'b']
+    """
     return lf.collect_schema().names()
 
 
-def _resolve_reward(names: Sequence[str], reward: str) -> str:
+def resolve_reward(names: Sequence[str], reward: str) -> str:
     """The plug-in name for ``reward`` (a name like ``"top"`` or a column like ``"reward_top"``)."""
     if not isinstance(reward, str):
         raise ParameterError("reward", "should be a reward name such as 'top'", reward)
@@ -287,7 +311,14 @@ def _resolve_reward(names: Sequence[str], reward: str) -> str:
                                                                        "`rewardlab apply` first)"])
 
 
-def _rewards_to_use(names: Sequence[str], rewards) -> list[str]:
+def rewards_to_use(names: Sequence[str], rewards) -> list[str]:
+    """The plug-in names to analyse: ``rewards`` resolved (:func:`resolve_reward`), or every ``reward_*`` column.
+
+    Examples
+    --------
+    >>> rewards_to_use(["seat", "reward_a", "reward_b"], None)
+    ['a', 'b']
+    """
     if rewards is None:
         found = [c[len(S.REWARD_PREFIX):] for c in names if c.startswith(S.REWARD_PREFIX)]
         if not found:
@@ -296,10 +327,16 @@ def _rewards_to_use(names: Sequence[str], rewards) -> list[str]:
         return found
     if isinstance(rewards, str):
         rewards = [rewards]
-    return [_resolve_reward(names, r) for r in rewards]
+    return [resolve_reward(names, r) for r in rewards]
 
 
-def _need(names: Sequence[str], column: str, why: str) -> None:
+def need_column(names: Sequence[str], column: str, why: str) -> None:
+    """Raise :class:`~rewardlab.errors.FrameError` (saying what needs it) when ``column`` is missing.
+
+    Examples
+    --------
+    >>> need_column(["seat"], "seat", "the by-rank table")
+    """
     if column not in names:
         raise FrameError(
             f"{why} needs the column {column!r}, which the data lacks",
@@ -307,7 +344,7 @@ def _need(names: Sequence[str], column: str, why: str) -> None:
             "or join the rewards table to the dataset on game_id, seat, step")
 
 
-def _game_end_expr(names: Sequence[str]) -> pl.Expr:
+def game_end_expr(names: Sequence[str]) -> pl.Expr:
     """True on the last step of each player's game, as far as the data tells.
 
     ``end_of_game`` when present; otherwise a change of ``(game_id, seat)`` to
@@ -323,13 +360,13 @@ def _game_end_expr(names: Sequence[str]) -> pl.Expr:
     return last.alias("_game_end")
 
 
-def _boundary_expr(names: Sequence[str], done: str) -> pl.Expr:
+def boundary_expr(names: Sequence[str], done: str) -> pl.Expr:
     """True on the last step of each trajectory: at ``done`` and at the end of each player's game.
 
     A trajectory never runs across a player's game (the next row belongs to
-    another player); see :func:`_game_end_expr`.
+    another player); see :func:`game_end_expr`.
     """
-    return (pl.col(done) | _game_end_expr(names)).alias("_boundary")
+    return (pl.col(done) | game_end_expr(names)).alias("_boundary")
 
 
 def _episode_id_expr(boundary: pl.Expr) -> pl.Expr:
@@ -342,7 +379,7 @@ def _check_scope(scope: str) -> str:
 
 def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str) -> pl.LazyFrame:
     """A lazy frame with one Float64 column ``value``: the values of ``reward`` in ``scope``."""
-    names = _names(lf)
+    names = column_names(lf)
     col = S.REWARD_PREFIX + name
     value = pl.col(col).cast(pl.Float64).alias(_VALUE)
     if scope == "all":
@@ -350,18 +387,18 @@ def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str) -> pl.LazyFrame:
     if scope == "nonzero":
         return lf.select(value).filter(pl.col(_VALUE) != 0)
     if scope == "end_of_game":
-        _need(names, S.END_OF_GAME, "scope 'end_of_game'")
+        need_column(names, S.END_OF_GAME, "scope 'end_of_game'")
         return lf.filter(pl.col(S.END_OF_GAME)).select(value)
     if scope == "end_of_round":
-        _need(names, S.END_OF_ROUND, "scope 'end_of_round'")
-        _need(names, S.END_OF_GAME, "scope 'end_of_round'")
+        need_column(names, S.END_OF_ROUND, "scope 'end_of_round'")
+        need_column(names, S.END_OF_GAME, "scope 'end_of_round'")
         return lf.filter(pl.col(S.END_OF_ROUND) | pl.col(S.END_OF_GAME)).select(value)
     # episode_return
     done = S.DONE_PREFIX + name
     if done not in names:
         raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
     return (
-        lf.select(value, _episode_id_expr(_boundary_expr(names, done)))
+        lf.select(value, _episode_id_expr(boundary_expr(names, done)))
         .group_by("_episode")
         .agg(pl.col(_VALUE).sum())
         .sort("_episode")
@@ -393,8 +430,8 @@ def scope_values(data, reward: str, *, scope: str = "all") -> np.ndarray:
     array([3., 4.])
     """
     _check_scope(scope)
-    lf, _ = _lazy(data)
-    name = _resolve_reward(_names(lf), reward)
+    lf, _ = lazy_table(data)
+    name = resolve_reward(column_names(lf), reward)
     sl = _scope_lazy(lf, name, scope)
     return sl.collect()[_VALUE].to_numpy().astype(np.float64, copy=False)
 
@@ -459,8 +496,8 @@ def reward_moments(data, reward: str, *, scope: str = "all") -> Moments:
     >>> m.mean, m.std  # doctest: +SKIP
     """
     _check_scope(scope)
-    lf, _ = _lazy(data)
-    name = _resolve_reward(_names(lf), reward)
+    lf, _ = lazy_table(data)
+    name = resolve_reward(column_names(lf), reward)
     return _moments_of_lazy(_scope_lazy(lf, name, scope), what=f"reward {name!r}")[0]
 
 
@@ -580,8 +617,8 @@ def reward_stats(
     if constants is not None and not isinstance(constants, NormalizationConstants):
         raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
                              type(constants).__name__)
-    lf, _ = _lazy(data)
-    name = _resolve_reward(_names(lf), reward)
+    lf, _ = lazy_table(data)
+    name = resolve_reward(column_names(lf), reward)
     sl = _scope_lazy(lf, name, scope)
     if constants is not None:
         sl = sl.select(((pl.col(_VALUE) - constants.mean) / constants.std).alias(_VALUE))
@@ -637,8 +674,8 @@ def describe_rewards(
     >>> describe_rewards(f, quantiles=(0.5,)).select("reward", "mean", "q0.5").rows()
     [('a', 0.5, 0.5), ('b', 2.0, 2.0)]
     """
-    lf, _ = _lazy(data)
-    names = _rewards_to_use(_names(lf), rewards)
+    lf, _ = lazy_table(data)
+    names = rewards_to_use(column_names(lf), rewards)
     scopes = [_check_scope(s) for s in scopes]
     qs = _check_quantiles(quantiles)
     rows = []
@@ -790,8 +827,8 @@ def normalization_constants(data, reward: str, *, scope: str = "all") -> Normali
     (2.0, 1.0, 2, 2)
     """
     _check_scope(scope)
-    lf, source = _lazy(data)
-    name = _resolve_reward(_names(lf), reward)
+    lf, source = lazy_table(data)
+    name = resolve_reward(column_names(lf), reward)
     values = scope_values(lf, name, scope=scope)
     if not np.all(np.isfinite(values)):
         raise FrameError(f"reward {name!r} has {int((~np.isfinite(values)).sum())} non-finite values "

@@ -49,14 +49,14 @@ def _data(args):
     from pathlib import Path
 
     from rewardlab._io import check_input
-    from rewardlab.stats import _lazy
+    from rewardlab.stats import lazy_table
 
     for path in map(Path, args.data):  # FIFOs, devices, unreadable files: refused before any open
         if check_input(path, folder=True) and path.is_dir():
             for inside in sorted(path.glob("*.parquet")):
                 check_input(inside)
     paths = args.data if len(args.data) > 1 else args.data[0]
-    return _lazy(paths)
+    return lazy_table(paths)
 
 
 @contextlib.contextmanager
@@ -88,11 +88,11 @@ def _clean(value):
 def _stats(args) -> int:
     import polars as pl
 
-    from rewardlab.stats import _names, _rewards_to_use, reward_stats
+    from rewardlab.stats import column_names, rewards_to_use, reward_stats
 
     with _reading(args):
         lf, source = _data(args)
-        names = _rewards_to_use(_names(lf), args.reward)
+        names = rewards_to_use(column_names(lf), args.reward)
         scopes = list(dict.fromkeys(args.scope or ["all"]))
         rows = int(lf.select(pl.len()).collect().item())
         results = {n: {s: reward_stats(lf, n, scope=s) for s in scopes} for n in names}
@@ -146,10 +146,10 @@ def _draw(args, out) -> int:
     from rewardlab import plots
     from rewardlab._io import atomic_path
     from rewardlab.errors import ParameterError
-    from rewardlab.stats import _names, _rewards_to_use
+    from rewardlab.stats import column_names, rewards_to_use
 
     lf, _ = _data(args)
-    names = _rewards_to_use(_names(lf), args.reward)
+    names = rewards_to_use(column_names(lf), args.reward)
     kind = args.kind
     drawn = names  # the rewards the figure shows (scatter: two, normalization: one)
     if kind in ("hist", "ecdf"):

@@ -182,7 +182,7 @@ def apply_plugins(
         if len(loaded) < len(items):
             _, name, path = items[len(loaded)]
             raise failure_error(result, name, path, loading=True)
-        name, path, _ = failed_plugin(result, items)
+        name, path = failed_plugin(result, items)
         raise failure_error(result, name, path, loading=False)
     outcomes = result
     for outcome, loaded_plugin, (item, _, _) in zip(outcomes, loaded, items):

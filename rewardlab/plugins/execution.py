@@ -142,7 +142,7 @@ def execute(job, *, isolate: bool, timeout: float | None, bar, cancel, name: str
     return result, parts
 
 
-_DOING = re.compile(r"^(?:loading )?plug-in '([A-Za-z_][A-Za-z0-9_]*)'")
+_DOING = re.compile(r"^plug-in '([A-Za-z_][A-Za-z0-9_]*)'")
 
 
 def failure_error(failure: isolation.ChildFailure, name: str, path, *, loading: bool):
@@ -160,18 +160,16 @@ def failure_error(failure: isolation.ChildFailure, name: str, path, *, loading: 
     return (PluginLoadError if loading else PluginRuntimeError)(name, path, text)
 
 
-def failed_plugin(failure: isolation.ChildFailure, items: list) -> tuple[str, object, bool]:
-    """``(name, path, loading)`` of the plug-in a failed child was loading or running.
+def failed_plugin(failure: isolation.ChildFailure, items: list) -> tuple[str, object]:
+    """``(name, path)`` of the plug-in a failed child was running (the first when it cannot tell).
 
-    The child loads the files in order and says which plug-in it calls
-    (:class:`~rewardlab.isolation.ChildStatus`); ``items`` are
-    :func:`plugin_items`.
+    The child says which plug-in it calls (:class:`~rewardlab.isolation.ChildStatus`);
+    ``items`` are :func:`plugin_items`.
     """
     match = _DOING.match(failure.doing)
-    loading = failure.doing.startswith("loading ")
     name = match.group(1) if match else items[0][1]
     path = next((p for _, n, p in items if n == name), items[0][2])
-    return name, path, loading
+    return name, path
 
 
 def raise_first(outcomes: list) -> None:
