@@ -176,7 +176,7 @@ def _prepare(path):
 
 
 def _report(family, path, prepared, dataset: str | None) -> None:
-    from rewardlab.families.base import _SCOPE_WORDS, population_constants
+    from rewardlab.families.base import SCOPE_WORDS, population_constants
 
     print(f"wrote {path}")
     print(f"  {family.describe()}")
@@ -189,7 +189,7 @@ def _report(family, path, prepared, dataset: str | None) -> None:
         mean, std = population_constants(values)
         mean = 0.0 if abs(mean) < 5e-5 else mean  # do not print -0.0000
         print(f"  on {dataset}: the written rewards have mean {mean:.4f} and population std {std:.4f} "
-              f"over {values.size:,} {_SCOPE_WORDS[family.scope]}")
+              f"over {values.size:,} {SCOPE_WORDS[family.scope]}")
 
 
 def _export_ranking(args) -> int:

@@ -43,6 +43,10 @@ from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError
 
 __all__ = [
     "affine_extremes",
+    "SCOPE_WORDS",
+    "td_seat",
+    "td_ranks",
+    "td_game_rows",
     "Provenance",
     "PreparedFrame",
     "RewardFamily",
@@ -58,7 +62,7 @@ __all__ = [
 #: Scopes: the rows a family rewards (and computes normalization constants over).
 SCOPE_GAME = "end_of_game"
 SCOPE_ROUND = "end_of_round"  # end_of_round | end_of_game (as rewardlab.stats' scope)
-_SCOPE_WORDS = {SCOPE_GAME: "end-of-game steps", SCOPE_ROUND: "end-of-round and end-of-game steps"}
+SCOPE_WORDS = {SCOPE_GAME: "end-of-game steps", SCOPE_ROUND: "end-of-round and end-of-game steps"}
 
 #: Largest magnitude a family's raw or normalized reward may reach: far beyond any useful reward,
 #: and small enough that means, variances and expected rewards over 10**12 steps stay finite
@@ -280,7 +284,7 @@ class Provenance:
         if self.rows is not None:
             parts.append(f"{self.rows:,} rows")
         if self.steps is not None:
-            parts.append(f"{self.steps:,} {_SCOPE_WORDS.get(self.scope, 'steps')}")
+            parts.append(f"{self.steps:,} {SCOPE_WORDS.get(self.scope, 'steps')}")
         if self.fingerprint:
             parts.append(f"fingerprint {self.fingerprint}")
         text = ", ".join(parts)
@@ -473,7 +477,14 @@ def population_constants(values: np.ndarray) -> tuple[float, float]:
 # ---------------------------------------------------------------------------
 
 
-def _td_seat(data, rows: torch.Tensor) -> torch.Tensor:
+def td_seat(data, rows: torch.Tensor) -> torch.Tensor:
+    """The acting player's seat (``sparse[:, 6] - 71``) on ``rows`` of a batch; ``[R] -> [R]`` int64.
+
+    Examples
+    --------
+    >>> td_seat(batch, rows)  # doctest: +SKIP
+    tensor([0, 3])
+    """
     seat = data["sparse"][rows, S.SEAT_POSITION].to(torch.int64) - S.SEAT_OFFSET
     if bool(((seat < 0) | (seat > 3)).any()):
         raise FrameError("sparse[:, 6] - 71 should be a seat 0-3 on the rows a reward is given "
@@ -481,8 +492,14 @@ def _td_seat(data, rows: torch.Tensor) -> torch.Tensor:
     return seat
 
 
-def _td_ranks(scores: torch.Tensor, seat: torch.Tensor) -> torch.Tensor:
-    """Ranks, kanachan's rule: ``#{j < seat: s_j >= s} + #{j > seat: s_j > s}``; ``[G, 4], [G] -> [G]``."""
+def td_ranks(scores: torch.Tensor, seat: torch.Tensor) -> torch.Tensor:
+    """Ranks, kanachan's rule: ``#{j < seat: s_j >= s} + #{j > seat: s_j > s}``; ``[G, 4], [G] -> [G]``.
+
+    Examples
+    --------
+    >>> td_ranks(torch.tensor([[100, 300, 300, 0]]), torch.tensor([2])).tolist()
+    [1]
+    """
     own = scores.gather(1, seat.unsqueeze(1))
     seats = torch.arange(4).unsqueeze(0)
     mine = seat.unsqueeze(1)
@@ -490,11 +507,16 @@ def _td_ranks(scores: torch.Tensor, seat: torch.Tensor) -> torch.Tensor:
     return higher.sum(1)
 
 
-def _td_game_rows(data):
-    """``(end_of_game, rows, seat, final scores [G, 4] int64)`` of a batch."""
+def td_game_rows(data):
+    """``(end_of_game, rows, seat, final scores [G, 4] int64)`` of a batch.
+
+    Examples
+    --------
+    >>> end_of_game, rows, seat, scores = td_game_rows(batch)  # doctest: +SKIP
+    """
     end_of_game = data["next", "end_of_game"]
     rows = end_of_game.nonzero().squeeze(1)
-    seat = _td_seat(data, rows)
+    seat = td_seat(data, rows)
     scores = data["next", "results"][rows, 4:8].to(torch.int64)
     return end_of_game, rows, seat, scores
 

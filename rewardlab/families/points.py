@@ -31,7 +31,7 @@ from rewardlab.families.base import (
     PreparedFrame,
     Provenance,
     RewardFamily,
-    _td_game_rows,
+    td_game_rows,
     check_real,
     mean_field,
     param_field,
@@ -136,7 +136,7 @@ class Points(RewardFamily):
 
     def _raw_td(self, data):
         p = self.params
-        end_of_game, rows, seat, scores = _td_game_rows(data)
+        end_of_game, rows, seat, scores = td_game_rows(data)
         score = scores.gather(1, seat.unsqueeze(1)).squeeze(1)
         raw = (score.to(torch.float64) - p.offset) / p.divisor
         return rows, raw, end_of_game.clone()

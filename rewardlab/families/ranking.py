@@ -44,8 +44,8 @@ from rewardlab.families.base import (
     PreparedFrame,
     Provenance,
     RewardFamily,
-    _td_game_rows,
-    _td_ranks,
+    td_game_rows,
+    td_ranks,
     check_vector,
     mean_field,
     param_field,
@@ -157,8 +157,8 @@ class Ranking(RewardFamily):
         return np.asarray(self.params.vector, dtype=np.float64)[prepared.rank]
 
     def _raw_td(self, data):
-        end_of_game, rows, seat, scores = _td_game_rows(data)
-        rank = _td_ranks(scores, seat)
+        end_of_game, rows, seat, scores = td_game_rows(data)
+        rank = td_ranks(scores, seat)
         raw = torch.tensor(self.params.vector, dtype=torch.float64)[rank]
         return rows, raw, end_of_game.clone()
 

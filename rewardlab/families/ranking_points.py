@@ -27,8 +27,8 @@ from rewardlab.families.base import (
     PreparedFrame,
     Provenance,
     RewardFamily,
-    _td_game_rows,
-    _td_ranks,
+    td_game_rows,
+    td_ranks,
     SCORE_RANGE,
     check_int,
     check_vector,
@@ -138,8 +138,8 @@ class RankingPoints(RewardFamily):
 
     def _raw_td(self, data):
         p = self.params
-        end_of_game, rows, seat, scores = _td_game_rows(data)
-        rank = _td_ranks(scores, seat)
+        end_of_game, rows, seat, scores = td_game_rows(data)
+        rank = td_ranks(scores, seat)
         score = scores.gather(1, seat.unsqueeze(1)).squeeze(1)
         points = torch.div(score - p.offset, p.divisor, rounding_mode="floor")
         raw = torch.tensor(p.vector, dtype=torch.float64)[rank] + points.to(torch.float64)

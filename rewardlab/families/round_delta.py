@@ -32,7 +32,7 @@ from rewardlab.families.base import (
     PreparedFrame,
     Provenance,
     RewardFamily,
-    _td_seat,
+    td_seat,
     check_real,
     mean_field,
     param_field,
@@ -137,7 +137,7 @@ def get_reward(data, contiguous):
         p = self.params
         done = data["next", "end_of_round"] | data["next", "end_of_game"]
         rows = done.nonzero().squeeze(1)
-        seat = _td_seat(data, rows)
+        seat = td_seat(data, rows)
         deltas = data["next", "results"][rows, 0:4].to(torch.int64)
         delta = deltas.gather(1, seat.unsqueeze(1)).squeeze(1)
         raw = (delta.to(torch.float64) - p.offset) / p.divisor
