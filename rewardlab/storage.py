@@ -307,10 +307,18 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _damaged(path: Path, exc: BaseException) -> DataFormatError:
+def _damaged(path: Path, exc: BaseException, *, hint: str = _DAMAGED_HINT) -> DataFormatError:
     return DataFormatError(path, None, None, "damaged_file",
                            f"the file is damaged or truncated ({_one_line(exc)}); no data was loaded",
-                           hint=_DAMAGED_HINT)
+                           hint=hint)
+
+
+def _nulls(path: Path, name: str, outer: int, inner: int) -> None:
+    """Refuse ``outer`` null values of column ``name``, or ``inner`` ones inside its arrays."""
+    if outer or inner:
+        raise DataFormatError(path, None, None, "null_values",
+                              f"column {name!r} has {outer or inner} null values"
+                              + ("" if outer else " inside its arrays"), hint=_HINT)
 
 
 def _inspect_parquet(path: Path) -> tuple[list[str], bool]:
@@ -458,15 +466,9 @@ def _check_nulls(path: Path, frame: pl.DataFrame) -> None:
     for name in S.FRAME_SCHEMA:
         series = frame.get_column(name)
         outer = series.null_count()
-        if outer:
-            raise DataFormatError(path, None, None, "null_values", f"column {name!r} has {outer} null values",
-                                  hint=_HINT)
-        if name in ARRAY_COLUMNS:
-            inner = sum(chunk.to_arrow().flatten().null_count for chunk in series.get_chunks())
-            if inner:
-                raise DataFormatError(path, None, None, "null_values",
-                                      f"column {name!r} has {inner} null values inside its arrays",
-                                      hint=_HINT)
+        inner = 0 if outer or name not in ARRAY_COLUMNS else sum(
+            chunk.to_arrow().flatten().null_count for chunk in series.get_chunks())
+        _nulls(path, name, outer, inner)
 
 
 def _check_episodes_once(episodes: list[tuple[Path, pl.DataFrame]]) -> None:
@@ -520,9 +522,7 @@ def _fixed_size_list(chunk, dtype: np.dtype, width: int, path: Path, name: str):
     """A FixedSizeBinary chunk as a fixed-size list of ``dtype`` (no copy on little-endian hosts)."""
     import pyarrow as pa
 
-    if chunk.null_count:
-        raise DataFormatError(path, None, None, "null_values",
-                              f"column {name!r} has {chunk.null_count} null values", hint=_HINT)
+    _nulls(path, name, chunk.null_count, 0)
     n = len(chunk) * width
     data = chunk.buffers()[1]
     values = (np.frombuffer(data, dtype=dtype, count=n, offset=chunk.offset * width * dtype.itemsize)
@@ -536,7 +536,10 @@ def scan_dataset(paths) -> pl.LazyFrame:
 
     Filters and projections are pushed into the scan: only the columns
     selected are read and decoded (``bin.reinterpret`` for the array columns
-    of the FixedSizeBinary layout).
+    of the FixedSizeBinary layout).  Before the first scan of a file in a
+    process, :func:`verify_dataset` reads the whole file once (page
+    checksums, nulls, episodes in two files), since Polars' scan verifies
+    nothing; that costs about one eager load per file, once.
 
     Parameters
     ----------
@@ -556,7 +559,7 @@ def scan_dataset(paths) -> pl.LazyFrame:
     """
     files, kind = dataset_files(paths)
     layouts = _inspect(files, kind)
-    _verify(files, kind, layouts)
+    _verify(files, kind)
     if kind == "ipc":
         return _ordered(pl.scan_ipc(files))
     groups: list[tuple[bool, list[Path]]] = []  # runs of files of one layout, in order
@@ -592,18 +595,32 @@ def verify_dataset(paths, *, cached: bool = True) -> None:
     >>> verify_dataset("data/sample.parquet")  # doctest: +SKIP
     """
     files, kind = dataset_files(paths)
-    _verify(files, kind, _inspect(files, kind), cached=cached)
+    _inspect(files, kind)
+    _verify(files, kind, cached=cached)
 
 
 #: Files verified in this process: (real path, device, inode, size, mtime) -> its (game_id, seat) pairs.
 _VERIFIED: dict[tuple, pl.DataFrame] = {}
 
 
-def _verify(files: list[Path], kind: str, layouts: list[bool], *, cached: bool = True) -> None:
+def _identity(path: Path) -> tuple:
+    st = path.stat()
+    return (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _row_groups(path: Path):
+    """The Parquet file's row groups, read one at a time with page checksums verified."""
+    import pyarrow.parquet as pq
+
+    reader = pq.ParquetFile(path, page_checksum_verification=True)
+    for k in range(reader.num_row_groups):
+        yield reader.read_row_group(k)
+
+
+def _verify(files: list[Path], kind: str, *, cached: bool = True) -> None:
     games = []
-    for path, fsb in zip(files, layouts):
-        st = path.stat()
-        key = (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    for path in files:
+        key = _identity(path)
         if key not in _VERIFIED or not cached:
             _VERIFIED[key] = _verify_parquet(path) if kind == "parquet" else _verify_ipc(path)
         games.append((path, _VERIFIED[key]))
@@ -612,22 +629,17 @@ def _verify(files: list[Path], kind: str, layouts: list[bool], *, cached: bool =
 
 def _verify_parquet(path: Path) -> pl.DataFrame:
     """Read a Parquet file a row group at a time (checksums verified); return its episodes."""
-    import pyarrow.parquet as pq
+    import pyarrow as pa
 
     ids = []
     try:
-        reader = pq.ParquetFile(path, page_checksum_verification=True)
-        for k in range(reader.num_row_groups):
-            table = reader.read_row_group(k)
+        for table in _row_groups(path):
             for name in S.FRAME_SCHEMA:
                 column = table[name]
                 outer = column.null_count
-                inner = 0 if outer or name not in ARRAY_COLUMNS or _is_binary(column.type) else sum(
-                    chunk.flatten().null_count for chunk in column.chunks)
-                if outer or inner:
-                    raise DataFormatError(path, None, None, "null_values",
-                                          f"column {name!r} has {outer or inner} null values"
-                                          + ("" if outer else " inside its arrays"), hint=_HINT)
+                inner = 0 if outer or name not in ARRAY_COLUMNS or pa.types.is_fixed_size_binary(
+                    column.type) else sum(chunk.flatten().null_count for chunk in column.chunks)
+                _nulls(path, name, outer, inner)
             ids.append(pl.from_arrow(table.select([S.GAME_ID, S.SEAT])).unique(maintain_order=True))
     except DataFormatError:
         raise
@@ -672,24 +684,21 @@ def verify_table(path: str | Path) -> None:
     --------
     >>> verify_table("rewards.parquet")  # doctest: +SKIP
     """
-    import pyarrow.parquet as pq
-
     path = Path(path)
+    key = _identity(path)
+    if key in _VERIFIED_TABLES:
+        return
     try:
-        reader = pq.ParquetFile(path, page_checksum_verification=True)
-        for k in range(reader.num_row_groups):
-            reader.read_row_group(k)
+        for _ in _row_groups(path):
+            pass
     except (OSError, ValueError) as exc:  # pyarrow's errors
-        raise DataFormatError(path, None, None, "damaged_file",
-                              f"the file is damaged or truncated ({_one_line(exc)}); no data was loaded",
-                              hint="Its bytes are not what was written: write it again (for a rewards "
-                              "table, run `rewardlab apply` again) and remove the damaged one.") from exc
+        raise _damaged(path, exc, hint="Its bytes are not what was written: write it again (for a "
+                       "rewards table, run `rewardlab apply` again) and remove the damaged one.") from exc
+    _VERIFIED_TABLES.add(key)
 
 
-def _is_binary(arrow_type) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_fixed_size_binary(arrow_type)
+#: Tables :func:`verify_table` verified in this process, by file identity (path, inode, size, mtime).
+_VERIFIED_TABLES: set[tuple] = set()
 
 
 def _verify_ipc(path: Path) -> pl.DataFrame:
@@ -702,12 +711,9 @@ def _verify_ipc(path: Path) -> pl.DataFrame:
         ids = lf.select(S.GAME_ID, S.SEAT).unique(maintain_order=True).collect()
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
         raise _damaged(path, exc) from exc
-    for name in S.FRAME_SCHEMA:
-        outer, inner = nulls[f"outer {name}"], nulls.get(f"inner {name}", 0) - nulls[f"outer {name}"]
-        if outer or inner:
-            raise DataFormatError(path, None, None, "null_values",
-                                  f"column {name!r} has {outer or inner} null values"
-                                  + ("" if outer else " inside its arrays"), hint=_HINT)
+    for name in S.FRAME_SCHEMA:  # an exploded null array counts once more: take the outer ones off
+        outer = nulls[f"outer {name}"]
+        _nulls(path, name, outer, nulls.get(f"inner {name}", 0) - outer)
     return ids
 
 
