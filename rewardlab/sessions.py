@@ -58,7 +58,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import os
 import re
 import tempfile
 import threading
@@ -545,11 +544,10 @@ def _base_columns(frame: pl.DataFrame) -> pl.DataFrame:
 #: Rows of whole games that :func:`roundtrip_check` runs check-plugin on (every batch mode);
 #: every row is compared bit for bit in one fast batch mode.
 CHECK_ROWS = 20_000
-#: How the exported file is applied for the bit-for-bit comparison, and in chunks of how many rows
-#: (whole episodes; between chunks progress is reported and cancelling takes effect).
+#: How the exported file is applied for the bit-for-bit comparison (one run in a child process,
+#: which a cancel stops at once).
 COMPARE_MODE = "sequential"
 COMPARE_BATCH_SIZE = 8192
-COMPARE_CHUNK_ROWS = 131_072
 #: Cost of a check-plugin row relative to a compared row, for the progress fraction: check-plugin runs
 #: the file seven times or more (every mode, small batches, strict IN-field checks), measured at about
 #: 60x per row on 10**6 transitions (benchmarks/bench_export.py).
@@ -685,15 +683,6 @@ def sample_whole_games(frame: pl.DataFrame, prepared, rows: int) -> tuple[np.nda
     return positions, int(pick.size), games
 
 
-def _chunk_stops(episode_ends: np.ndarray, n: int, size: int) -> np.ndarray:
-    """Chunk ends (exclusive) at episode ends, about ``size`` rows apart, the last one ``n``."""
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    wanted = np.arange(size, n, size)
-    at = np.minimum(np.searchsorted(episode_ends, wanted), episode_ends.size - 1)
-    return np.unique(np.concatenate([episode_ends[at], [n]])).astype(np.int64)
-
-
 def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=None, expected=None,
                     check_rows: int = CHECK_ROWS, progress=None, cancel: CancelToken | None = None) -> RoundTrip:
     """Load a plug-in file, compare it with ``family`` bit for bit on every row, and run check-plugin.
@@ -755,24 +744,20 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
     checked = n if positions is None else int(positions.size)
     total = n + _CHECK_COST * checked or 1
 
-    file_reward = np.empty(n, dtype=np.float64)
-    file_done = np.empty(n, dtype=bool)
-    first_warning: dict = {}
-    start = 0
     say(0.0, f"comparing the file with rewardlab bit for bit on {n:,} transitions")
-    for stop in _chunk_stops(prepared.game_rows + 1, n, COMPARE_CHUNK_ROWS):
-        token.check(path, "the bit-for-bit comparison")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RewardlabWarning)
-            part = apply_plugins(frame.slice(start, stop - start), plugin, batch_mode=COMPARE_MODE,
-                                 batch_size=COMPARE_BATCH_SIZE, progress=False)
-        for w in caught:
-            if issubclass(w.category, RewardlabWarning):
-                first_warning.setdefault(w.category, str(w.message))
-        file_reward[start:stop] = part[S.reward_column(plugin.name)].to_numpy()
-        file_done[start:stop] = part[S.done_column(plugin.name)].to_numpy()
-        start = int(stop)
-        say(start / total, f"compared {start:,} of {n:,} transitions bit for bit")
+    token.check(path, "the bit-for-bit comparison")
+    with warnings.catch_warnings(record=True) as caught:  # one run: warnings cover every row
+        warnings.simplefilter("always", RewardlabWarning)
+        try:  # a cancel stops the run's child process at once
+            applied = apply_plugins(frame, plugin, batch_mode=COMPARE_MODE, batch_size=COMPARE_BATCH_SIZE,
+                                    cancel=lambda: token.cancelled, progress=False)
+        except PluginRunCancelled:
+            token.check(path, "the bit-for-bit comparison")
+            raise
+    found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
+    file_reward = applied[S.reward_column(plugin.name)].cast(pl.Float64).to_numpy()
+    file_done = applied[S.done_column(plugin.name)].to_numpy()
+    say(n / total, f"compared {n:,} transitions bit for bit")
     token.check(path, "check-plugin")
     what = f"all {n:,} transitions" if positions is None else \
         f"{checked:,} transitions ({sampled:,} whole games of {games:,})"
@@ -792,7 +777,7 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
         rows=int(n), rewards_differing=int(differing.sum()),
         dones_differing=int((file_done != lib_done).sum()),
         max_abs_difference=float(np.nanmax(diff[differing])) if differing.any() else 0.0,
-        report=report, warnings=tuple(first_warning.values()),
+        report=report, warnings=found,
         checked_rows=checked, checked_games=sampled, games=games)
 
 
