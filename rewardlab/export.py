@@ -37,9 +37,9 @@ import math
 import os
 from pathlib import Path
 
-from rewardlab._io import atomic_open
+from rewardlab._io import atomic_open, check_output
 from rewardlab._version import __version__
-from rewardlab.errors import ExportWriteError, OutputExistsError, ParameterError, RewardlabError
+from rewardlab.errors import ExportWriteError, FileAccessError, OutputExistsError, ParameterError, RewardlabError
 from rewardlab.families.base import EXPORT_HELPERS, RewardFamily, check_reward_range
 from rewardlab.families.presets import FAMILIES
 
@@ -312,9 +312,10 @@ def export_target(path, *, overwrite: bool) -> Path:
     """Validate a file path typed by the user, before any work: the :class:`Path` to write.
 
     Refused, with messages that echo the text as typed: an empty path, a
-    folder (or a name ending in ``/``), something that is not a regular
-    file, a path inside a file, and an existing file without ``overwrite``.
-    ``~`` stands for the home folder.
+    folder (or a name ending in ``/``), and whatever
+    :func:`rewardlab._io.check_output` refuses (not a regular file, a path
+    inside a file, a folder that does not exist or is not writable, an
+    existing file without ``overwrite``).  ``~`` stands for the home folder.
 
     Raises
     ------
@@ -336,17 +337,13 @@ def export_target(path, *, overwrite: bool) -> Path:
     if text.endswith(("/", os.sep)) or target.is_dir():
         raise ParameterError("path", "should name a file, not a folder", str(path),
                              hint=f"Add a file name, e.g. {os.path.join(text, 'my_reward.py')!r}.")
-    if target.exists() and not target.is_file():
-        raise ParameterError("path", "should name a regular file (it names a pipe, device or socket)",
-                             str(path), hint="Choose another path.")
-    for parent in target.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ParameterError("path", f"should be inside a folder, but {str(parent)!r} is a file",
-                                     str(path), hint="Choose another path.")
-            break
-    if target.exists() and not overwrite:
-        raise OutputExistsError(str(path))
+    try:  # the rules every output follows: a regular file, in an existing, writable folder
+        check_output(target, overwrite=overwrite)
+    except OutputExistsError:
+        raise OutputExistsError(str(path)) from None
+    except FileAccessError as exc:
+        raise ParameterError("path", f"cannot be written: {exc.message}", str(path),
+                             hint=exc.hint and exc.hint.rstrip(".") + ".") from None
     return target
 
 

@@ -646,7 +646,7 @@ def test_export_path_errors_name_the_path_as_typed(small_frame, tmp_path, monkey
     for typed, message in [
         ("", "`path` should name the file to write; it is empty. Received ''."),
         (str(tmp_path), f"`path` should name a file, not a folder. Received {str(tmp_path)!r}."),
-        (str(tmp_path / "f.txt" / "r.py"), f"`path` should be inside a folder, but {str(tmp_path / 'f.txt')!r}"),
+        (str(tmp_path / "f.txt" / "r.py"), f"`path` cannot be written: {tmp_path / 'f.txt'} is a file, not a folder"),
     ]:
         for overwrite in (False, True):
             with pytest.raises(ParameterError) as err:
@@ -654,7 +654,7 @@ def test_export_path_errors_name_the_path_as_typed(small_frame, tmp_path, monkey
             assert message in str(err.value)
     fifo = tmp_path / "pipe.py"
     os.mkfifo(fifo)
-    with pytest.raises(ParameterError, match="should name a regular file"):
+    with pytest.raises(ParameterError, match="is a FIFO \\(named pipe\\), not a regular file"):
         s.export(fifo, overwrite=True)
 
     def denied(*args, **kwargs):

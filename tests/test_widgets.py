@@ -228,8 +228,11 @@ def test_export_button_errors_show_a_message_and_reenable(small_frame, tmp_path,
         ("   ", True, "`path` should name the file to write; it is empty. Received '   '."),
         (str(folder), False, f"`path` should name a file, not a folder. Received {str(folder)!r}."),
         (str(folder) + "/", True, f"`path` should name a file, not a folder. Received {str(folder) + '/'!r}."),
-        (str(a_file / "r.py"), True, f"`path` should be inside a folder, but {str(a_file)!r} is a file. "
+        (str(a_file / "r.py"), True, f"`path` cannot be written: {a_file} is a file, not a folder. "
          f"Received {str(a_file / 'r.py')!r}."),
+        # found before the round trip runs, not when the file is written
+        (str(tmp_path / "typo" / "r.py"), False, f"`path` cannot be written: the folder {tmp_path / 'typo'} "
+         f"does not exist. Received {str(tmp_path / 'typo' / 'r.py')!r}. Create it first"),
         (str(existing), False, f"{existing} already exists; pass overwrite=True"),
     ]
     for typed, overwrite, message in cases:
@@ -244,6 +247,7 @@ def test_export_button_errors_show_a_message_and_reenable(small_frame, tmp_path,
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("rewardlab.export.atomic_open", no_space)
+    (tmp_path / "full").mkdir()
     tuner.export_path.value, tuner.overwrite.value = str(tmp_path / "full" / "r.py"), False
     tuner.export_button.click()
     assert (f"cannot write {str(tmp_path / 'full' / 'r.py')!r}: No space left on device. Nothing was written"
