@@ -661,6 +661,8 @@ def test_export_path_errors_name_the_path_as_typed(small_frame, tmp_path, monkey
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr("rewardlab.export.atomic_open", denied)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ro").mkdir()  # a folder that exists (a missing one is refused before any work)
     with pytest.raises(ExportWriteError, match=r"^cannot write 'ro/r\.py': Permission denied\. Nothing was written"):
         s.export("ro/r.py")
     with pytest.raises(ExportWriteError, match="cannot write"):
