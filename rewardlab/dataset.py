@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab._io import atomic_path, check_not_input, check_output
+from rewardlab._io import atomic_path, check_not_input
 from rewardlab.mahjong import episode_outcomes
 from rewardlab.errors import ParameterError
 from rewardlab.sources.kanachan import read_kanachan, scan_kanachan
@@ -97,13 +97,9 @@ def convert(
     kind = DATASET_SUFFIXES.get(out.suffix)
     if kind is None:
         raise ParameterError("out", "should end with .parquet or .arrow", str(out))
-    sources = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    check_not_input(out, sources, name="out")  # even with overwrite
-    if skipped_path is not None:
-        check_not_input(skipped_path, sources, name="skipped_path")
-        if Path(skipped_path).resolve() == out.resolve():
-            raise ParameterError("skipped_path", "should differ from `out`", str(skipped_path))
-        check_output(skipped_path, overwrite=overwrite)  # a missing folder and the like, before parsing
+    check_not_input(out, paths, name="out")  # even with overwrite
+    if skipped_path is not None and Path(skipped_path).resolve() == out.resolve():
+        raise ParameterError("skipped_path", "should differ from `out`", str(skipped_path))
     with atomic_path(out, overwrite=overwrite) as tmp:  # refuse early, before parsing
         result = read_kanachan(paths, on_error=on_error, skipped_path=skipped_path,
                                overwrite=overwrite, progress=progress)

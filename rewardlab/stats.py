@@ -249,12 +249,13 @@ def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
                              "files", type(data).__name__)
     targets: list[Path] = []
     for p in paths:
+        check_input(p, folder=True)  # FIFOs, devices, unreadable files: refused before any open
         if p.is_dir():
-            targets.extend(sorted(p.glob("*.parquet")))
+            inside = sorted(p.glob("*.parquet"))
+            for q in inside:
+                check_input(q)
+            targets.extend(inside)
         elif p.suffix == ".parquet":
-            if not p.exists():
-                raise ParameterError("data", "should name existing files", str(p))
-            check_input(p)  # a FIFO would block the reader
             targets.append(p)
         else:
             from rewardlab.dataset import as_lazy

@@ -34,11 +34,10 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab._io import (atomic_open, check_input, check_not_input, compression_of, open_compressed,
-                           progress_enabled)
+from rewardlab._io import (atomic_open, check_input, check_not_input, check_output, compression_of,
+                           open_compressed, progress_enabled)
 from rewardlab.errors import (
     DataFormatError,
-    OutputExistsError,
     ParameterError,
     SkippedLinesWarning,
     check_choice,
@@ -1002,8 +1001,8 @@ def read_kanachan(
         raise ParameterError("paths", "should be all annotation files or all Parquet datasets",
                              [str(p) for p in files])
     check_not_input(skipped_path, files, name="skipped_path")  # even with overwrite
-    if skipped_path is not None and Path(skipped_path).exists() and not overwrite:
-        raise OutputExistsError(skipped_path)  # before any work
+    if skipped_path is not None:
+        check_output(skipped_path, overwrite=overwrite)  # before any work
     skip = on_error == "skip"
     frames, skipped = [], []
     total = sum(p.stat().st_size for p in files if p.exists())
