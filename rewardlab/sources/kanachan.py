@@ -730,15 +730,13 @@ def _read_one_file(path: Path, *, skip: bool, bar, offset: int = 0):
     seat = np.concatenate([ids["seat"] for ids, _ in ids_list]).astype(np.int64)
     gid_all = pl.concat([b.game_id for b in blocks])
     kept_idx = np.flatnonzero(keep)
-    gid_kept = gid_all.filter(pl.Series(keep)) if not keep.all() else gid_all
-    codes = gid_kept.to_physical().to_numpy().astype(np.int64)
+    codes_all = gid_all.to_physical().to_numpy().astype(np.int64)  # game ids as numbers, once
     ep_problems = _Problems(spath, lambda r: int(kept_idx[r]) + 1, skip)
-    episode = _episode_checks(codes, seat[kept_idx], kind[kept_idx], ep_problems,
-                              lambda r: gid_kept[r])
+    episode = _episode_checks(codes_all[kept_idx], seat[kept_idx], kind[kept_idx], ep_problems,
+                              lambda r: gid_all[int(kept_idx[r])])
     if not skip:
         ep_problems.raise_first()
     else:
-        codes_all = gid_all.to_physical().to_numpy().astype(np.int64)
         keep, episode = _skip_episodes(kind, seat, codes_all, bad_all, row_problem,
                                        {int(kept_idx[r]): v for r, v in ep_problems.rows.items()},
                                        lambda r: gid_all[r])
