@@ -76,7 +76,7 @@ from rewardlab.errors import (
     ExportCancelled, FrameError, ParameterError, PluginRunCancelled, RewardlabError, RewardlabWarning,
     RoundTripError, check_choice, check_in_range, check_positive,
 )
-from rewardlab.export import export_target, render_plugin, write_text
+from rewardlab.export import check_constants_fit, export_target, render_plugin, write_text
 from rewardlab.families import (
     Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
     ranking_preset,
@@ -1081,15 +1081,15 @@ class RankingTuningSession(Session):
         --------
         >>> s.set_rank_value(0, 100.0); s.auto_constants = False  # doctest: +SKIP
         >>> s.export_blocker()  # doctest: +SKIP
-        'the constants were fitted for other parameters ...'
+        '`constants` should be fitted for the exported parameters ...'
         """
         bad = self._nonfinite(self.results)
         if bad:
             return "the results are not finite: " + "; ".join(bad)
-        if self.constants_stale and not keep_constants:
-            return (f"the constants were fitted for other parameters ({self.provenance.fitted_for}); refit them "
-                    "(“from data”, or “refit from data on every change”), or tick “keep these constants” "
-                    "to export them as they are")
+        try:  # the export's own rule, so the button and the file agree
+            check_constants_fit(self._family, keep_constants=keep_constants)
+        except ParameterError as exc:
+            return str(exc)
         return None
 
     def _build(self, params: dict, provenance):

@@ -558,7 +558,7 @@ def test_stale_constants_are_not_exported_silently(small_frame, tmp_path):
                    lambda: s.update(points=True, offset=25000, divisor=1000)):
         change()
         assert s.constants_stale and s.provenance == fitted
-        assert "fitted for other parameters" in s.export_blocker()
+        assert "`constants` should be fitted for the exported parameters" in s.export_blocker()
         with pytest.raises(ParameterError) as err:
             s.export(tmp_path / "r.py")
         assert str(err.value).startswith("`constants` should be fitted for the exported parameters (")

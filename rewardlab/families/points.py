@@ -43,9 +43,6 @@ from rewardlab.families.preset_values import POINTS_PRESETS
 
 __all__ = ["PointsParams", "Points", "POINTS_PRESETS", "check_divisor"]
 
-#: Offsets and divisors by name.
-
-
 def check_divisor(name: str, value) -> float:
     """A finite, nonzero float, else ParameterError.
 

@@ -31,6 +31,7 @@ FAMILIES: dict[str, type[RewardFamily]] = {
     cls.name: cls for cls in (Ranking, Points, RankingPoints, RoundDelta)
 }
 
+
 def family_class(name: str) -> type[RewardFamily]:
     """The family class called ``name`` (``ranking``, ``points``, ``ranking_points``, ``round_delta``).
 

@@ -60,8 +60,6 @@ from rewardlab.families.preset_values import RANKING_PRESETS
 __all__ = ["RankingParams", "Ranking", "RANKING_PRESETS", "SeedNormalizationCheck",
            "check_seed_normalization", "seed_constants"]
 
-#: Rank vectors by name (the seed's examples first).
-
 VECTOR_DOC = "Raw reward by final rank: entry k is the reward for finishing k-th (0 = top)."
 
 

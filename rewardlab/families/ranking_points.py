@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from rewardlab.families.base import (
+    SCORE_RANGE,
     end_of_game_export_body,
     PreparedFrame,
     Provenance,
@@ -43,9 +44,7 @@ from rewardlab.families.ranking import VECTOR_DOC
 
 __all__ = ["RankingPointsParams", "RankingPoints", "RANKING_POINTS_PRESETS"]
 
-#: The seed's ranking + points examples.
-
-_LIMIT = 1 << 31  # scores are int32; integers stay exact in int64 and float64
+_LIMIT = -SCORE_RANGE[0]  # 2**31: scores are int32; integers stay exact in int64 and float64
 
 
 @dataclasses.dataclass(frozen=True)

@@ -45,9 +45,6 @@ from rewardlab.families.points import check_divisor
 
 __all__ = ["RoundDeltaParams", "RoundDelta", "ROUND_DELTA_PRESETS"]
 
-#: Offsets and divisors by name.
-
-
 @dataclasses.dataclass(frozen=True)
 class RoundDeltaParams:
     """Parameters of the :class:`RoundDelta` family.
