@@ -23,7 +23,6 @@ import numpy as np
 import torch
 
 from rewardlab.families.base import (
-    SCORE_RANGE,
     end_of_game_export_body,
     PreparedFrame,
     Provenance,
