@@ -476,3 +476,36 @@ class FileAccessError(RewardlabError, OSError):
 
 
 __all__ += ["FileAccessError"]
+
+
+# --------------------------------------------------------------------------
+# Frame specs (issue 11, one core for every trajectory).
+# --------------------------------------------------------------------------
+
+
+class SpecError(FrameError):
+    """A frame does not fit its :class:`~rewardlab.core.spec.FrameSpec`, or has none.
+
+    Names the column and, where rows are at fault, the first offending row
+    (its position in the frame, 0-based), and says what to do.
+
+    Examples
+    --------
+    >>> str(SpecError("episode 'e' is not contiguous", column="e", row=7, hint="Sort by episode."))
+    "column 'e', row 7: episode 'e' is not contiguous. Sort by episode."
+    """
+
+    def __init__(self, message: str, *, column: str | None = None, row: int | None = None,
+                 hint: str | None = None):
+        self.column = column
+        self.row = row
+        where = []
+        if column is not None:
+            where.append(f"column {column!r}")
+        if row is not None:
+            where.append(f"row {row}")
+        self.message = message
+        super().__init__((", ".join(where) + ": " if where else "") + message, hint=hint)
+
+
+__all__ += ["SpecError"]

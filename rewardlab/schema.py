@@ -54,6 +54,8 @@ import re
 
 import polars as pl
 
+from rewardlab.core.spec import FrameSpec, StateColumn
+
 # --- kanachan/constants.py ---------------------------------------------------
 NUM_TYPES_OF_SPARSE_FEATURES = 510
 MAX_NUM_ACTIVE_SPARSE_FEATURES = 29
@@ -246,3 +248,25 @@ def reward_names(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
 #:     game's last, ``round_summary`` is all padding, ``results`` as in the
 #:     files (the round's deltas and scores at a round's end, zeros elsewhere).
 CONVENTIONS = ("offline", "simulation")
+
+#: The frame spec of kanachan data: a player's game is an episode, ``end_of_game``
+#: its terminal flag, ``end_of_round`` a sub-episode boundary, four state columns.
+KANACHAN_SPEC = FrameSpec(
+    name="kanachan",
+    episode=(GAME_ID, SEAT),
+    step=STEP,
+    agent=SEAT,
+    terminated=END_OF_GAME,
+    boundaries=(END_OF_ROUND,),
+    states=(
+        StateColumn(SPARSE, MAX_NUM_ACTIVE_SPARSE_FEATURES, "int16", NUM_TYPES_OF_SPARSE_FEATURES),
+        StateColumn(NUMERIC, NUM_NUMERIC_FEATURES, "int32", 0),
+        StateColumn(PROGRESSION, MAX_LENGTH_OF_PROGRESSION_FEATURES, "int16",
+                    NUM_TYPES_OF_PROGRESSION_FEATURES),
+        StateColumn(CANDIDATES, MAX_NUM_ACTION_CANDIDATES, "int16", NUM_TYPES_OF_ACTIONS),
+    ),
+    columns=(GAME, ROUND, CHANG, JU, BEN, ROOM, GAME_LENGTH, GRADES, ACTION, ROUND_SUMMARY, RESULTS,
+             SOURCE_FILE, SOURCE_LINE),
+    contract="kanachan",
+    description="kanachan annotation files: one row per action of a player in a game",
+)
