@@ -19,9 +19,34 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
-from rewardlab.errors import ColumnNotFoundError, ParameterError
+from rewardlab.errors import ParameterError, SpecError
 
-__all__ = ["ranks_from_scores", "episode_outcomes"]
+__all__ = ["ranks_from_scores", "episode_outcomes", "require_mahjong"]
+
+
+def require_mahjong(names, columns, what: str) -> None:
+    """Refuse data that lacks the mahjong columns ``what`` needs, naming every missing one.
+
+    The ranking analyses, the reward families and the outcome tables read a
+    kanachan-style frame (seats, final scores in ``results``, ``end_of_game``);
+    a frame of another source gets this error instead of a wrong answer.
+
+    Examples
+    --------
+    >>> require_mahjong(["episode", "reward_a"], ("seat", "results"), "the by-rank table")
+    Traceback (most recent call last):
+    ...
+    rewardlab.errors.SpecError: the by-rank table is a mahjong analysis and needs the columns seat, results, which the data lacks (it has episode, reward_a). Load kanachan data (rewardlab.load_kanachan); for a rewards table, pass the full frame instead (the dataset with reward columns, e.g. from apply_plugins) or join it to the dataset on game_id, seat, step
+    """
+    names = list(names)
+    missing = [c for c in columns if c not in names]
+    if missing:
+        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        raise SpecError(f"{what} is a mahjong analysis and needs the columns {', '.join(missing)}, which "
+                        f"the data lacks (it has {shown})",
+                        hint="Load kanachan data (rewardlab.load_kanachan); for a rewards table, pass the "
+                        "full frame instead (the dataset with reward columns, e.g. from apply_plugins) or "
+                        "join it to the dataset on game_id, seat, step")
 
 
 def ranks_from_scores(scores: np.ndarray, seat: np.ndarray) -> np.ndarray:
@@ -81,9 +106,7 @@ def episode_outcomes(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """
     lf = frame.lazy()
     names = lf.collect_schema().names()
-    for col in (S.GAME_ID, S.GAME, S.SEAT, S.RESULTS, S.END_OF_GAME):
-        if col not in names:
-            raise ColumnNotFoundError(col, names)
+    require_mahjong(names, (S.GAME_ID, S.GAME, S.SEAT, S.RESULTS, S.END_OF_GAME), "the outcome table")
     ends = (
         lf.filter(pl.col(S.END_OF_GAME))
         .select(S.GAME_ID, S.GAME, S.SEAT,

@@ -44,8 +44,8 @@ import polars as pl
 
 from rewardlab import schema as S
 from rewardlab.errors import FrameError, ParameterError, check_choice, check_finite, check_in_range
-from rewardlab.mahjong import ranks_from_scores
-from rewardlab.stats import Moments, lazy_table, column_names, need_column, rewards_to_use
+from rewardlab.mahjong import ranks_from_scores, require_mahjong
+from rewardlab.stats import Moments, lazy_table, column_names, rewards_to_use
 
 __all__ = [
     "RankTable",
@@ -356,8 +356,7 @@ class RankTable:
         """
         lf, _ = lazy_table(data)
         names = column_names(lf)
-        for col in (S.END_OF_GAME, S.RESULTS, S.SEAT):
-            need_column(names, col, "ranking analysis")
+        require_mahjong(names, (S.SEAT, S.RESULTS, S.END_OF_GAME), "the ranking analysis")
         game_expr = pl.col(S.GAME) if S.GAME in names else (
             (pl.col(S.GAME_ID) != pl.col(S.GAME_ID).shift(1)).fill_null(True).cum_sum()
             if S.GAME_ID in names else pl.lit(0))

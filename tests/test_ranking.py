@@ -87,8 +87,31 @@ def test_rank_table_errors(frame, table):
         table.moments(np.zeros(table.episodes), scope="nonzero")
     with pytest.raises(FrameError, match=r"last row is not the end of a game"):
         RankTable.from_frame(frame.head(10))
-    with pytest.raises(FrameError, match=r"ranking analysis needs the column 'results'"):
+    with pytest.raises(FrameError, match=r"the ranking analysis is a mahjong analysis and needs the columns "
+                       r"results, which the data lacks \(it has seat, end_of_game, reward_top\)"):
         RankTable.from_frame(frame.select("seat", "end_of_game", "reward_top"))
+
+
+def test_mahjong_analyses_refuse_a_frame_of_another_source_naming_every_missing_column():
+    """A steps table is not a mahjong frame: each mahjong-only entry point names all it lacks."""
+
+    from rewardlab.families import prepare_frame
+    from rewardlab.mahjong import episode_outcomes
+
+    steps = pl.DataFrame({"episode": [0, 0, 1], "t": [0, 1, 0], "terminated": [False, True, True],
+                          "reward_a": [1.0, 0.0, 2.0], "done_a": [False, True, True]})
+    cases = [
+        (lambda: RankTable.from_frame(steps), "the ranking analysis", "seat, results, end_of_game"),
+        (lambda: reward_by_rank(steps), "the ranking analysis", "seat, results, end_of_game"),
+        (lambda: episode_outcomes(steps), "the outcome table", "game_id, game, seat, results, end_of_game"),
+        (lambda: prepare_frame(steps), "a reward family", "sparse, results, end_of_round, end_of_game"),
+    ]
+    for call, what, missing in cases:
+        with pytest.raises(FrameError) as info:
+            call()
+        assert str(info.value).startswith(f"{what} is a mahjong analysis and needs the columns {missing}, "
+                                          "which the data lacks (it has episode, t, terminated, reward_a, "
+                                          "done_a)"), str(info.value)
 
 
 # --------------------------------------------------------------------------

@@ -39,7 +39,7 @@ import polars as pl
 import torch
 
 from rewardlab import schema as S
-from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError
+from rewardlab.errors import FrameError, ParameterError
 
 __all__ = [
     "affine_extremes",
@@ -395,14 +395,12 @@ def prepare_frame(data) -> PreparedFrame:
     >>> prepared.game_rows.size  # number of episodes  # doctest: +SKIP
     """
     from rewardlab.dataset import as_lazy
-    from rewardlab.mahjong import ranks_from_scores
+    from rewardlab.mahjong import ranks_from_scores, require_mahjong
 
     source = _describe_source(data)
     lf = as_lazy(data)
     names = lf.collect_schema().names()
-    for col in (S.SPARSE, S.RESULTS, S.END_OF_ROUND, S.END_OF_GAME):
-        if col not in names:
-            raise ColumnNotFoundError(col, names)
+    require_mahjong(names, (S.SPARSE, S.RESULTS, S.END_OF_ROUND, S.END_OF_GAME), "a reward family")
     flags = lf.select(S.END_OF_ROUND, S.END_OF_GAME).collect()
     eor = flags[S.END_OF_ROUND].to_numpy().astype(bool, copy=False)
     eog = flags[S.END_OF_GAME].to_numpy().astype(bool, copy=False)
