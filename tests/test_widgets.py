@@ -257,7 +257,7 @@ def test_export_button_errors_show_a_message_and_reenable(small_frame, tmp_path,
     def broken(*args, **kwargs):
         raise RuntimeError("something nobody expected")
 
-    monkeypatch.setattr("rewardlab.sessions.render_plugin", broken)
+    monkeypatch.setattr("rewardlab.sessions.base.render_plugin", broken)
     tuner.export_button.click()
     assert f"export of {str(tmp_path / 'full' / 'r.py')!r} failed: RuntimeError: something nobody expected" \
         in _shown(tuner)
