@@ -194,13 +194,13 @@ def lab(tmp_path, sample_path):
 def _expected_texts(frame) -> dict[str, str]:
     """What the tuner should display after the change, computed here with the same session."""
     from rewardlab.sessions import RankingTuningSession
-    from rewardlab.widgets import _fmt
+    from rewardlab.widgets import fmt
 
     session = RankingTuningSession(frame, preset="tenhou_tokujo_6dan")
     session.set_rank_value(CHANGED_RANK, CHANGED_VALUE)
     r = session.results
-    return {"mean": _fmt(r.reward_moments.mean), "std": _fmt(r.reward_moments.std),
-            "raw_mean": _fmt(r.raw_moments.mean), "raw_std": _fmt(r.raw_moments.std)}
+    return {"mean": fmt(r.reward_moments.mean), "std": fmt(r.reward_moments.std),
+            "raw_mean": fmt(r.raw_moments.mean), "raw_std": fmt(r.raw_moments.std)}
 
 
 def test_tuner_in_jupyterlab(lab, sample_path, sample_frame, tmp_path):

@@ -678,7 +678,7 @@ def test_a_file_that_fails_its_round_trip_is_not_written(small_frame, tmp_path, 
     def wrong(family, **kwargs):  # as a bug in the renderer would
         return render_plugin(family, **kwargs).replace("_RL_VECTOR = (1.0,", "_RL_VECTOR = (2.0,")
 
-    monkeypatch.setattr("rewardlab.sessions.render_plugin", wrong)
+    monkeypatch.setattr("rewardlab.sessions.ranking.render_plugin", wrong)
     with pytest.raises(RoundTripError) as err:
         s.export(tmp_path / "r.py")
     text = str(err.value)

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from rewardlab.widgets import (  # noqa: E402
-    ComparisonBoard, EpsilonScheduleTuner, NormalizationPanel, NumberText, RankingTuner, _fmt, figure_png,
+    ComparisonBoard, EpsilonScheduleTuner, NormalizationPanel, NumberText, RankingTuner, figure_png, fmt,
     number_text,
 )
 
@@ -50,9 +50,9 @@ def test_ranking_tuner_rank_input(tuner):
     r = s.results
     assert tuner.plot.value != plot and bytes(tuner.plot.value).startswith(PNG)
     assert tuner.stats.value != stats
-    assert f"<b class='rewardlab-after-mean'>{_fmt(r.reward_moments.mean)}</b>" in tuner.stats.value
-    assert f"<b class='rewardlab-after-std'>{_fmt(r.reward_moments.std)}</b>" in tuner.stats.value
-    assert _fmt(r.raw_moments.std) in tuner.stats.value
+    assert f"<b class='rewardlab-after-mean'>{fmt(r.reward_moments.mean)}</b>" in tuner.stats.value
+    assert f"<b class='rewardlab-after-std'>{fmt(r.reward_moments.std)}</b>" in tuner.stats.value
+    assert fmt(r.raw_moments.std) in tuner.stats.value
     assert tuner.preset.value == "custom"  # no preset has this vector
     assert r.reward_moments.std == pytest.approx(1.0) and "fitted for other parameters" not in tuner.provenance.value
     s.auto_constants = False
@@ -89,7 +89,7 @@ def test_ranking_tuner_preset_points_and_constants(tuner):
     tuner.from_data.click()
     assert tuner.error.value == "" and s.provenance.kind == "dataset"
     assert tuner.mean.value == repr(s.mean) and tuner.std.value == repr(s.std)
-    assert f"<b class='rewardlab-after-std'>{_fmt(1.0)}</b>" in tuner.stats.value
+    assert f"<b class='rewardlab-after-std'>{fmt(1.0)}</b>" in tuner.stats.value
     tuner.points.value = False
     assert s.family.name == "ranking" and tuner.offset.disabled
     tuner.auto_constants.value = True
@@ -257,7 +257,7 @@ def test_export_button_errors_show_a_message_and_reenable(small_frame, tmp_path,
     def broken(*args, **kwargs):
         raise RuntimeError("something nobody expected")
 
-    monkeypatch.setattr("rewardlab.sessions.render_plugin", broken)
+    monkeypatch.setattr("rewardlab.sessions.ranking.render_plugin", broken)
     tuner.export_button.click()
     assert f"export of {str(tmp_path / 'full' / 'r.py')!r} failed: RuntimeError: something nobody expected" \
         in _shown(tuner)

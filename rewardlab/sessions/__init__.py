@@ -1,0 +1,98 @@
+"""Tuning sessions: the state behind every widget, in plain Python (no ipywidgets here).
+
+A session owns its **parameters** (validated with the families' and
+schedules' own rules and messages), **recomputes** its **results** whenever a
+parameter changes, and tells its **observers** (plain callables, called with
+the session) afterwards.  The widgets in :mod:`rewardlab.widgets` only wire
+controls to :meth:`Session.try_update` and observers to their outputs; tests
+and scripts drive sessions directly.
+
+Setting parameters
+------------------
+* ``session.vector = (1, 0, 0, -1)`` or ``session.update(vector=..., mean=...)``
+  validate, recompute and notify, or raise
+  :class:`~rewardlab.errors.ParameterError` and change nothing.
+* ``session.try_update(...)`` (what the widgets call) never raises a
+  rewardlab error: it stores the message in :attr:`Session.last_error`,
+  notifies the observers so the UI can show it, and returns False.
+  :meth:`Session.attempt` does the same for any method (loading a plug-in,
+  exporting).
+* Numeric parameters also take **text**, read the way a person reads it
+  (:func:`parse_number`): ``session.offset = "25000"`` works, ``"1.5"`` for
+  an integer is refused, not read as 15.  The text boxes of the widgets
+  send what was typed.
+* A change is computed **before** it is kept: when the new results would
+  hold a non-finite statistic (mean, std, expected reward, constants), the
+  change is refused with a message naming the parameter and the session
+  keeps its last good values.
+
+Sessions
+--------
+* :class:`RankingTuningSession`: a rank vector (preset or typed), the
+  optional points term, normalization constants (from data in one call,
+  the seed's recipe, or typed); results from the precomputed rank table
+  (a gather per change); :meth:`~RankingTuningSession.export` checks the
+  plug-in round trip (with progress and a :class:`CancelToken`), then
+  writes it.
+* :class:`EpsilonScheduleSession`: ReinforcementLearning.jl's linear / exp
+  explorer and kanachan's EpsilonGreedy (intended and actual).
+* :class:`NormalizationSession`: normalization constants of a reward column
+  in a scope, before / after statistics, Gymnasium and SB3 replays.
+* :class:`ComparisonSession`: candidate plug-ins side by side.
+
+Modules
+-------
+* :mod:`rewardlab.sessions.base`: :class:`Session`, :func:`parse_number`,
+  :class:`CancelToken`, :func:`locate` and the helpers every tuner uses.
+* :mod:`rewardlab.sessions.roundtrip`: :func:`roundtrip_check`,
+  :class:`RoundTrip`, :class:`ExportResult` (the check an export runs).
+* :mod:`rewardlab.sessions.ranking`, :mod:`rewardlab.sessions.epsilon`,
+  :mod:`rewardlab.sessions.normalization`,
+  :mod:`rewardlab.sessions.comparison`: one tuner each.
+
+Examples
+--------
+>>> from rewardlab.sessions import EpsilonScheduleSession
+>>> s = EpsilonScheduleSession(kind="linear", epsilon_stable=0.1, warmup_steps=0, decay_steps=1000,
+...                            n_steps=5000, threshold=0.5)
+>>> s.results.summary.first_below
+556
+>>> s.try_update(epsilon_stable=1.5)
+False
+>>> s.last_error
+'`epsilon_stable` should be in [0, 1] (a probability). Received 1.5.'
+"""
+
+from rewardlab.sessions.base import CancelToken, Session, locate, parse_number
+from rewardlab.sessions.comparison import ComparisonResults, ComparisonSession
+from rewardlab.sessions.epsilon import SCHEDULE_KINDS, EpsilonResults, EpsilonScheduleSession
+from rewardlab.sessions.normalization import NormalizationResults, NormalizationSession
+from rewardlab.sessions.ranking import RankingResults, RankingTuningSession
+from rewardlab.sessions.roundtrip import (
+    CHECK_ROWS, COMPARE_BATCH_SIZE, COMPARE_MODE, ExportResult, RoundTrip, roundtrip_check, sample_whole_games,
+    whole_games,
+)
+
+__all__ = [
+    "locate",
+    "parse_number",
+    "CancelToken",
+    "CHECK_ROWS",
+    "COMPARE_MODE",
+    "COMPARE_BATCH_SIZE",
+    "Session",
+    "RankingTuningSession",
+    "RankingResults",
+    "ExportResult",
+    "RoundTrip",
+    "roundtrip_check",
+    "whole_games",
+    "sample_whole_games",
+    "EpsilonScheduleSession",
+    "EpsilonResults",
+    "SCHEDULE_KINDS",
+    "NormalizationSession",
+    "NormalizationResults",
+    "ComparisonSession",
+    "ComparisonResults",
+]

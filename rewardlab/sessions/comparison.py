@@ -1,0 +1,187 @@
+"""The comparison session: candidate reward plug-ins side by side on one dataset.
+
+Examples
+--------
+>>> s = ComparisonSession(frame, ["data/plugins/rank_top.py", "data/plugins/raw_points.py"])  # doctest: +SKIP
+>>> s.results.comparison.pairs()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab import schema as S
+from rewardlab.compare import compare_rewards, episode_return_table, most_disagreeing_episodes
+from rewardlab.errors import FrameError, ParameterError, check_choice
+from rewardlab.plugins import Plugin, apply_plugins, load_plugin
+from rewardlab.sessions.base import Param, Session, check_bool, load_frame
+
+__all__ = ["ComparisonResults", "ComparisonSession"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ComparisonResults:
+    """Chosen candidates side by side (see :class:`ComparisonSession`).
+
+    Attributes
+    ----------
+    chosen : tuple of str
+    step_rewards : dict of str to float array ``[n_rows]``
+        Each chosen candidate's step rewards (for overlaid distributions).
+    returns : polars.DataFrame
+        Episode returns (:func:`rewardlab.compare.episode_return_table`) of the chosen.
+    comparison : RewardComparison or None
+        Correlations and EPIC-style distances (None with fewer than two chosen).
+    matrix : polars.DataFrame or None
+        ``comparison.matrix(metric)``.
+    pair_returns : polars.DataFrame
+        Episode returns of the pair ``(a, b)`` (keys, then columns ``a`` and ``b``).
+    disagreements : polars.DataFrame or None
+        :func:`rewardlab.compare.most_disagreeing_episodes` for the pair ``(a, b)``
+        (None when ``a == b``).
+    """
+
+    chosen: tuple
+    metric: str
+    a: str
+    b: str
+    step_rewards: dict
+    returns: pl.DataFrame
+    comparison: object
+    matrix: pl.DataFrame | None
+    pair_returns: pl.DataFrame
+    disagreements: pl.DataFrame | None
+
+
+class ComparisonSession(Session):
+    """Compare candidate reward plug-ins on one dataset.
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s)
+        The common frame; reward columns already in it are candidates too.
+    plugins : sequence of paths or Plugin objects
+        Applied once each (:func:`rewardlab.apply_plugins`).
+    batch_mode, batch_size
+        How the plug-ins are applied (see :func:`rewardlab.apply_plugins`).
+    chosen : sequence of str, optional
+        Candidates shown (default: all).
+    metric : {"pearson", "spearman", "epic"}
+        The matrix shown.
+    k : int
+        How many most-disagreeing episodes to list.
+
+    Examples
+    --------
+    >>> s = ComparisonSession(frame, ["data/plugins/rank_top.py", "data/plugins/raw_points.py"])  # doctest: +SKIP
+    >>> s.results.comparison.pairs()  # doctest: +SKIP
+    >>> s.add_plugin("my_reward.py")  # doctest: +SKIP
+    """
+
+    chosen = Param("The candidates shown (names of reward columns).")
+    a = Param("First candidate of the pair whose disagreements are listed.")
+    b = Param("Second candidate of the pair.")
+    metric = Param("Matrix shown: pearson, spearman, or epic (distance).")
+    k = Param("How many most-disagreeing episodes to list (>= 1).")
+    _param_names = ("chosen", "a", "b", "metric", "k")
+    _numeric = {"k": "int"}
+
+    def __init__(self, data, plugins=(), *, batch_mode: str = "episodes", batch_size: int | None = None,
+                 chosen=None, metric: str = "spearman", k: int = 10):
+        super().__init__()
+        frame, _ = load_frame(data)
+        self.frame = frame
+        self.batch_mode = batch_mode
+        self.batch_size = batch_size
+        if isinstance(plugins, (str, Path)) or not hasattr(plugins, "__iter__"):
+            plugins = [plugins]
+        plugins = list(plugins)
+        if plugins:
+            self.frame = self._apply(self.frame, plugins)
+        self._refresh_candidates()
+        names = self.candidates
+        if not names:
+            raise FrameError("there is nothing to compare: no plug-ins and no reward_<name> columns",
+                             hint="Pass plug-in files")
+        chosen = tuple(names) if chosen is None else tuple(chosen) if not isinstance(chosen, str) else (chosen,)
+        pair = [c for c in chosen if c in names][:2] or list(names[:2])
+        params = dict(chosen=chosen, a=pair[0], b=pair[1] if len(pair) > 1 else pair[0], metric=metric, k=k)
+        self._params = self._validate(params, params)
+        self._refresh({"chosen": chosen})
+
+    def _apply(self, frame: pl.DataFrame, plugins: list) -> pl.DataFrame:
+        return apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size)
+
+    def _refresh_candidates(self) -> None:
+        self.candidates = tuple(S.reward_names(self.frame))
+        self._returns = episode_return_table(self.frame, list(self.candidates)) if self.candidates \
+            else pl.DataFrame()
+
+    def add_plugin(self, plugin, *, name: str | None = None, choose: bool = True) -> str:
+        """Load (if a path), apply and add a candidate; returns its name.
+
+        Parameters
+        ----------
+        plugin : path or Plugin
+            E.g. a user's own plug-in file.
+        name : str, optional
+            Its name (default: from the file name).
+        choose : bool
+            Add it to the chosen candidates.
+
+        Examples
+        --------
+        >>> s.add_plugin("my_reward.py")  # doctest: +SKIP
+        'my_reward'
+        """
+        loaded = plugin if isinstance(plugin, Plugin) else load_plugin(plugin, name=name)
+        if loaded.name in self.candidates:
+            raise ParameterError("name", "should differ from the candidates already loaded ("
+                                 + ", ".join(self.candidates) + ")", loaded.name,
+                                 hint="Pass name= to load it under another name.")
+        self.frame = self._apply(self.frame, [loaded])
+        self._refresh_candidates()
+        chosen = self.chosen + ((loaded.name,) if check_bool("choose", choose) else ())
+        self.update(chosen=chosen)
+        return loaded.name
+
+    def _validate(self, params: dict, changes: dict) -> dict:
+        chosen = params["chosen"]
+        if isinstance(chosen, str) or not hasattr(chosen, "__iter__"):
+            raise ParameterError("chosen", "should be a sequence of candidate names", chosen)
+        chosen = tuple(dict.fromkeys(chosen))
+        if not chosen:
+            raise ParameterError("chosen", "should name at least one candidate", chosen)
+        for c in chosen:
+            check_choice("chosen", c, self.candidates)
+        params["chosen"] = chosen
+        check_choice("a", params["a"], self.candidates)
+        check_choice("b", params["b"], self.candidates)
+        if params["a"] == params["b"] and len(self.candidates) > 1:
+            raise ParameterError("b", "should differ from `a`", params["b"])
+        check_choice("metric", params["metric"], ("pearson", "spearman", "epic"))
+        k = params["k"]
+        if isinstance(k, float) and k.is_integer():
+            k = int(k)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ParameterError("k", "should be a positive integer", params["k"])
+        params["k"] = int(k)
+        return params
+
+    def _compute(self) -> ComparisonResults:
+        p = self._params
+        chosen = p["chosen"]
+        keys = [c for c in ("episode", S.GAME_ID, S.SEAT) if c in self._returns.columns]
+        returns = self._returns.select(*keys, *chosen)
+        comparison = compare_rewards(returns) if len(chosen) >= 2 else None
+        pair = self._returns.select(*keys, *dict.fromkeys((p["a"], p["b"])))
+        disagreements = most_disagreeing_episodes(pair, p["a"], p["b"], k=p["k"]) if p["a"] != p["b"] else None
+        steps = {c: self.frame[S.reward_column(c)].to_numpy() for c in chosen}
+        return ComparisonResults(chosen=chosen, metric=p["metric"], a=p["a"], b=p["b"], step_rewards=steps,
+                                 returns=returns, comparison=comparison,
+                                 matrix=None if comparison is None else comparison.matrix(p["metric"]),
+                                 pair_returns=pair, disagreements=disagreements)

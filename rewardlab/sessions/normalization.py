@@ -1,0 +1,152 @@
+"""The normalization session: constants of a reward column in a scope, before / after, running normalizers.
+
+Examples
+--------
+>>> s = NormalizationSession(frame, reward="rank_top", scope="end_of_game")  # doctest: +SKIP
+>>> s.results.constants.std  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+
+from rewardlab import schema as S
+from rewardlab.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
+from rewardlab.normalizers import normalization_summary, normalized_rewards
+from rewardlab.sessions.base import Param, Session, load_frame, parse_number
+from rewardlab.stats import SCOPES, normalization_constants, reward_stats
+
+__all__ = ["NormalizationResults", "NormalizationSession"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NormalizationResults:
+    """Normalization constants of a reward in a scope and what they do (see :class:`NormalizationSession`).
+
+    Attributes
+    ----------
+    constants : NormalizationConstants or None
+        None when the scope cannot be normalized (no values, or constant);
+        ``constants_error`` says why.
+    constants_error : str or None
+    before, after : RewardStats
+        Statistics in the scope before and after applying the constants
+        (``after`` is None without constants).
+    replays : polars.DataFrame
+        :func:`rewardlab.normalizers.normalized_rewards`: ``raw``,
+        ``constants`` (per-step scopes), ``gymnasium``, ``sb3``, ``sb3_clipped``.
+    summary : polars.DataFrame
+        :func:`rewardlab.normalizers.normalization_summary` of the replays.
+    note : str or None
+        Why the constants are not applied step by step (``episode_return``).
+    """
+
+    reward: str
+    scope: str
+    constants: object
+    constants_error: str | None
+    before: object
+    after: object
+    replays: pl.DataFrame
+    summary: pl.DataFrame
+    note: str | None
+
+    @property
+    def fraction_clipped(self) -> float:
+        """Fraction of steps SB3's clipping saturates."""
+        return float(self.replays["sb3_clipped"].mean() or 0.0) if self.replays.height else 0.0
+
+
+class NormalizationSession(Session):
+    """Where normalization constants come from and what they, and running normalizers, do.
+
+    Parameters
+    ----------
+    data : polars.DataFrame
+        A frame with ``reward_<name>`` / ``done_<name>`` columns (e.g. from
+        :func:`rewardlab.apply_plugins`); the full frame, so the
+        end-of-round / end-of-game scopes work.
+    reward : str, optional
+        The reward name (default: the first reward column).
+    scope : str
+        One of :data:`rewardlab.stats.SCOPES`.
+    gamma, epsilon, clip_reward : float
+        The running normalizers' parameters (Gymnasium's and SB3's defaults).
+
+    Examples
+    --------
+    >>> s = NormalizationSession(frame, reward="rank_top", scope="end_of_game")  # doctest: +SKIP
+    >>> s.results.constants.std  # doctest: +SKIP
+    >>> s.scope = "all"  # doctest: +SKIP
+    """
+
+    reward = Param("The reward name (a reward_<name> column of the frame).")
+    scope = Param("Which values the constants come from: all, nonzero, end_of_round, end_of_game, "
+                   "episode_return.")
+    gamma = Param("Discount of the running normalizers' returns, in [0, 1].")
+    epsilon = Param("Added to the running variance, > 0.")
+    clip_reward = Param("SB3's clipping bound of the normalized reward, > 0.")
+    _param_names = ("reward", "scope", "gamma", "epsilon", "clip_reward")
+    _numeric = {"gamma": "float", "epsilon": "float", "clip_reward": "float"}
+
+    def __init__(self, data, *, reward: str | None = None, scope: str = "end_of_game", gamma: float = 0.99,
+                 epsilon: float = 1e-8, clip_reward: float = 10.0):
+        super().__init__()
+        frame, _ = load_frame(data)
+        self.frame = frame
+        names = S.reward_names(frame)
+        if not names:
+            raise FrameError("the frame has no reward_<name> columns",
+                             hint="Apply plug-ins first (rewardlab.apply_plugins)")
+        self.rewards = tuple(names)
+        params = dict(reward=names[0] if reward is None else reward, scope=scope, gamma=gamma,
+                      epsilon=epsilon, clip_reward=clip_reward)
+        params = {k: parse_number(k, v) if k in self._numeric else v for k, v in params.items()}
+        self._params = self._validate(params, params)
+        self._refresh({"reward": params["reward"]})
+
+    def _validate(self, params: dict, changes: dict) -> dict:
+        check_choice("reward", params["reward"], self.rewards)
+        check_choice("scope", params["scope"], SCOPES)
+        params["gamma"] = check_in_range("gamma", params["gamma"], 0.0, 1.0)
+        params["epsilon"] = check_positive("epsilon", params["epsilon"])
+        params["clip_reward"] = check_positive("clip_reward", params["clip_reward"])
+        return params
+
+    def _compute(self) -> NormalizationResults:
+        p = self._params
+        name, scope = p["reward"], p["scope"]
+        try:
+            constants, error = normalization_constants(self.frame, name, scope=scope), None
+        except RewardlabError as exc:  # no values, a constant reward, or statistics that overflow
+            constants, error = None, str(exc)
+        before = reward_stats(self.frame, name, scope=scope)
+        after = reward_stats(self.frame, name, scope=scope, constants=constants) if constants else None
+        per_step = constants is not None and scope != "episode_return"
+        note = None
+        if constants is not None and not per_step:
+            note = ("constants over episode returns scale returns, not single steps; the replays show "
+                    "the raw reward and the running normalizers only")
+        replays = normalized_rewards(self.frame, name, constants=constants if per_step else None,
+                                     gamma=p["gamma"], epsilon=p["epsilon"], clip_reward=p["clip_reward"])
+        return NormalizationResults(reward=name, scope=scope, constants=constants, constants_error=error,
+                                    before=before, after=after, replays=replays,
+                                    summary=normalization_summary(replays), note=note)
+
+    def _nonfinite(self, r: NormalizationResults) -> list[str]:
+        where = f"reward_{r.reward} over {r.scope}"
+        checks = []
+        for label, st in (("", r.before), ("after the constants, ", r.after)):
+            if st is not None and st.count:
+                checks += [(f"{label}the {k} of {where}", getattr(st, k)) for k in ("mean", "std", "min", "max")]
+        if r.constants is not None:
+            checks.append((f"the constants of {where}", (r.constants.mean, r.constants.std)))
+        summary = r.summary
+        for column in ("mean", "std", "min", "max"):
+            if column in summary.columns:
+                for method, value in zip(summary["method"], summary[column]):
+                    if value is not None:
+                        checks.append((f"the {column} of the {method} replay", value))
+        return self._finite_problems(checks)

@@ -1,0 +1,531 @@
+"""The ranking reward tuner's session: a rank vector, the points term, constants, export.
+
+Examples
+--------
+>>> s = RankingTuningSession("data/sample.tsv.gz", preset="mleague")  # doctest: +SKIP
+>>> s.results.expected_reward  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab import schema as S
+from rewardlab.errors import ExportCancelled, FrameError, ParameterError, RoundTripError, check_choice
+from rewardlab.export import check_constants_fit, export_target, render_plugin, write_text
+from rewardlab.families import (
+    Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
+    ranking_preset,
+)
+from rewardlab.ranking import RankTable, expected_reward
+from rewardlab.sessions.base import (
+    CancelToken, Param, Session, base_columns, cancel_token, check_bool, load_frame, parse_number,
+    progress_callback,
+)
+from rewardlab.sessions.roundtrip import CHECK_ROWS, ExportResult, roundtrip_check
+
+__all__ = ["RankingResults", "RankingTuningSession"]
+
+
+def _header_of(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RankingResults:
+    """What a ranking reward does on the data (see :class:`RankingTuningSession`).
+
+    ``raw`` is the reward before normalization (``vector[rank]``, plus the
+    points term when on), ``reward`` after (``(raw - mean) / std``), both
+    per episode, i.e. at the end-of-game steps; every other step gets 0.
+
+    Attributes
+    ----------
+    family : RewardFamily
+        :class:`~rewardlab.families.Ranking` or
+        :class:`~rewardlab.families.RankingPoints` with the session's parameters.
+    raw, reward : float64 arrays ``[E]``
+        Per episode (end-of-game step), in data order.
+    raw_moments, reward_moments : Moments
+        Over the end-of-game steps, before and after normalization.
+    raw_moments_all, reward_moments_all : Moments
+        Over every step (zeros off the end of the game).
+    histogram_counts : int array ``[B]``
+    histogram_edges : float array ``[B + 1]``
+        Histogram of ``reward`` (end-of-game steps).
+    zero_steps : int
+        Steps whose reward is exactly 0.
+    rank_counts, rank_probabilities : arrays ``[4]``
+        The data's final-rank distribution.
+    raw_mean_by_rank, mean_by_rank : float arrays ``[4]``
+        Mean reward per final rank (NaN for an absent rank).
+    expected_raw, expected_reward : float
+        Expected per-game reward under the data's rank distribution
+        (``sum_k p[k] * mean_by_rank[k]``), before and after normalization.
+
+    Examples
+    --------
+    >>> r = RankingTuningSession("data/sample.tsv.gz").results  # doctest: +SKIP
+    >>> r.reward_moments.mean, r.reward_moments.std  # doctest: +SKIP
+    """
+
+    family: object
+    raw: np.ndarray
+    reward: np.ndarray
+    raw_moments: object
+    reward_moments: object
+    raw_moments_all: object
+    reward_moments_all: object
+    histogram_counts: np.ndarray
+    histogram_edges: np.ndarray
+    zero_steps: int
+    rank_counts: np.ndarray
+    rank_probabilities: np.ndarray
+    raw_mean_by_rank: np.ndarray
+    mean_by_rank: np.ndarray
+    expected_raw: float
+    expected_reward: float
+
+    def by_rank_table(self, name: str = "reward") -> pl.DataFrame:
+        """Mean reward per final rank as the frame :func:`rewardlab.plot_reward_by_rank` draws.
+
+        Examples
+        --------
+        >>> results.by_rank_table().columns  # doctest: +SKIP
+        ['reward', 'rank', 'mean']
+        """
+        return pl.DataFrame({"reward": [name] * S.NUM_SEATS, "rank": list(range(S.NUM_SEATS)),
+                             "mean": self.mean_by_rank},
+                            schema={"reward": pl.String, "rank": pl.Int64, "mean": pl.Float64})
+
+    def __str__(self) -> str:
+        b, a = self.raw_moments, self.reward_moments
+        by_rank = ", ".join(f"{v:.4g}" for v in self.mean_by_rank)
+        return (f"{self.family.describe()}\n"
+                f"end-of-game steps ({b.count:,}): before mean {b.mean:.4g} std {b.std:.4g}; "
+                f"after mean {a.mean:.4g} std {a.std:.4g}\n"
+                f"mean reward by final rank: {by_rank}; expected reward {self.expected_reward:.4g}")
+
+
+_HIST_BINS = 40
+
+
+class RankingTuningSession(Session):
+    """Tune an end-of-game ranking reward (optionally plus points) on a dataset.
+
+    The dataset is read once: final ranks and scores
+    (:class:`rewardlab.ranking.RankTable` and the families'
+    :class:`~rewardlab.families.PreparedFrame`).  Every parameter change is
+    then a gather over episodes plus a few reductions, not a pass over the
+    transitions (see ``benchmarks/bench_sessions.py``).
+
+    Parameters
+    ----------
+    data : polars.DataFrame, LazyFrame, or path(s)
+        The common frame or a dataset path (annotation files or a converted
+        dataset), complete episodes in episode order.
+    preset : str
+        Initial preset: any name of :func:`rewardlab.families.preset_names`
+        ``("ranking")`` (ranking presets, and ranking + points presets).
+    constants : {"data", "seed", "none"}
+        Initial normalization constants: measured on the data (mean and
+        population std over the end-of-game steps) and refitted after every
+        change (``auto_constants``; set it False to freeze them), the seed's
+        recipe (vector mean and sample std; pure ranking vectors only), or
+        none (0, 1).
+
+    Notes
+    -----
+    Constants fitted (on data or by the seed recipe) for other parameters
+    than the current ones are *stale* (:attr:`constants_stale`):
+    :meth:`export` refuses them unless ``keep_constants=True``, and the
+    file's header says whether the constants were fitted for exactly the
+    exported parameters.
+
+    Examples
+    --------
+    >>> s = RankingTuningSession("data/sample.tsv.gz", preset="tenhou_tokujo_6dan")  # doctest: +SKIP
+    >>> s.set_rank_value(3, -150.0)  # doctest: +SKIP
+    >>> s.results.raw_moments.mean  # doctest: +SKIP
+    >>> s.constants_from_data()  # doctest: +SKIP
+    >>> s.export("my_reward.py").ok  # doctest: +SKIP
+    True
+    """
+
+    vector = Param("Raw reward by final rank: 4 numbers, entry 0 for first place.")
+    points = Param("Add the points term (score - offset) // divisor (the ranking + points family).")
+    offset = Param("Points term: subtracted from the final score (integer).")
+    divisor = Param("Points term: the score minus offset is floor-divided by it (integer >= 1).")
+    mean = Param("Normalization: subtracted from the raw reward (typing it marks the constants typed).")
+    std = Param("Normalization: divides the raw reward minus mean; > 0.")
+    auto_constants = Param("Refit mean and std on the data after every change (then after-normalization "
+                            "statistics stay at mean 0, std 1).")
+    _param_names = ("vector", "points", "offset", "divisor", "mean", "std", "auto_constants")
+    _numeric = {"offset": "int", "divisor": "int", "mean": "float", "std": "float"}
+
+    def __init__(self, data, *, preset: str = "tenhou_tokujo_6dan", constants: str = "data"):
+        super().__init__()
+        check_choice("constants", constants, ("data", "seed", "none"))
+        check_choice("preset", preset, preset_names("ranking"))
+        frame, source = load_frame(data)
+        self.frame = base_columns(frame)
+        prepared = prepare_frame(self.frame)
+        if source is not None:
+            prepared = dataclasses.replace(prepared, source=source)
+        self.prepared = prepared
+        self.table = RankTable.from_frame(self.frame)
+        if not np.array_equal(self.table.rank, prepared.rank):  # defensive: two readers of one frame
+            raise FrameError("the rank table and the prepared frame disagree on final ranks")
+        self._probabilities = self.table.probabilities
+        self._counts = self.table.counts
+        self._params = {"mean": 0.0, "std": 1.0, "auto_constants": constants == "data",
+                        **self._preset_params(preset)}
+        self._family, _ = self._build(self._params, Provenance.default())
+        if constants == "data":
+            self._family = self._family.with_constants_from(self.prepared)
+        elif constants == "seed":
+            self._family = self._seeded(self._family)
+        self._adopt_constants()
+        self._refresh({"preset": preset})
+
+    # -- presets -----------------------------------------------------------------
+    @staticmethod
+    def preset_names() -> list[str]:
+        """Every preset the tuner offers (ranking, then ranking + points).
+
+        Examples
+        --------
+        >>> "mleague" in RankingTuningSession.preset_names()
+        True
+        """
+        return preset_names("ranking")
+
+    @staticmethod
+    def _preset_params(name: str) -> dict:
+        fam = ranking_preset(name)
+        if isinstance(fam, RankingPoints):
+            return {"vector": fam.params.vector, "points": True, "offset": fam.params.offset,
+                    "divisor": fam.params.divisor}
+        return {"vector": fam.params.vector, "points": False, "offset": 25000, "divisor": 1000}
+
+    @property
+    def preset(self) -> str | None:
+        """The preset the current parameters equal, or None (custom); assign a name to apply one.
+
+        Examples
+        --------
+        >>> s.preset = "mleague"  # doctest: +SKIP
+        """
+        for name in self.preset_names():
+            p = self._preset_params(name)
+            if p["vector"] == self.vector and p["points"] == self.points and (
+                    not p["points"] or (p["offset"], p["divisor"]) == (self.offset, self.divisor)):
+                return name
+        return None
+
+    @preset.setter
+    def preset(self, name: str) -> None:
+        self.apply_preset(name)
+
+    def apply_preset(self, name: str) -> None:
+        """Set the vector (and points term) of a preset; the constants are kept unless auto.
+
+        Examples
+        --------
+        >>> s.apply_preset("top_two")  # doctest: +SKIP
+        """
+        check_choice("preset", name, self.preset_names())
+        self.update(**self._preset_params(name))
+
+    def set_rank_value(self, rank: int, value: float) -> None:
+        """Set one entry of the vector (``rank`` 0 = first place).
+
+        Examples
+        --------
+        >>> s.set_rank_value(0, 100.0)  # doctest: +SKIP
+        """
+        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < S.NUM_SEATS:
+            raise ParameterError("rank", "should be an integer 0-3 (0 = first place)", rank)
+        vector = list(self.vector)
+        vector[int(rank)] = parse_number(f"vector[{int(rank)}]", value)
+        self.update(vector=tuple(vector))
+
+    # -- the family --------------------------------------------------------------
+    @property
+    def family(self):
+        """The reward family with the current parameters and constants (what :meth:`export` writes)."""
+        return self._family
+
+    @property
+    def provenance(self):
+        """Where the current mean and std came from (:class:`rewardlab.families.Provenance`)."""
+        return self._family.params.provenance
+
+    @property
+    def constants_stale(self) -> bool:
+        """True when the constants were fitted (data or seed recipe) for other parameters than now.
+
+        See :attr:`rewardlab.families.RewardFamily.constants_stale`; :meth:`export`
+        refuses stale constants unless ``keep_constants=True``.
+        """
+        return self._family.constants_stale
+
+    def export_blocker(self, *, keep_constants: bool = False) -> str | None:
+        """Why :meth:`export` would refuse the current state, or None when it may export.
+
+        Examples
+        --------
+        >>> s.set_rank_value(0, 100.0); s.auto_constants = False  # doctest: +SKIP
+        >>> s.export_blocker()  # doctest: +SKIP
+        '`constants` should be fitted for the exported parameters ...'
+        """
+        bad = self._nonfinite(self.results)
+        if bad:
+            return "the results are not finite: " + "; ".join(bad)
+        try:  # the export's own rule, so the button and the file agree
+            check_constants_fit(self._family, keep_constants=keep_constants)
+        except ParameterError as exc:
+            return str(exc)
+        return None
+
+    def _build(self, params: dict, provenance):
+        if params["points"]:
+            pp = RankingPointsParams(vector=params["vector"], offset=params["offset"], divisor=params["divisor"],
+                                     mean=params["mean"], std=params["std"], provenance=provenance)
+            return RankingPoints(pp), pp
+        family = Ranking(RankingParams(vector=params["vector"], mean=params["mean"], std=params["std"],
+                                       provenance=provenance))
+        # Validate the points term even when it is off, with the family's own rules (its range alone).
+        pp = RankingPointsParams(vector=(0.0,) * S.NUM_SEATS, offset=params["offset"], divisor=params["divisor"])
+        return family, pp
+
+    def _seeded(self, family):
+        if not isinstance(family, Ranking):
+            raise ParameterError("points", "should be off for the seed's recipe (the seed normalizes a "
+                                 "pure rank vector by its mean and sample std)", True,
+                                 hint="Use constants from data instead.")
+        return family.with_seed_constants()
+
+    def _adopt_constants(self) -> None:
+        """Copy the family's constants into the parameters (their provenance says what they were fitted for)."""
+        p = self._family.params
+        self._params["mean"], self._params["std"] = p.mean, p.std
+
+    def _validate(self, params: dict, changes: dict) -> dict:
+        params["points"] = check_bool("points", params["points"])
+        typed = "mean" in changes or "std" in changes
+        if typed and "auto_constants" not in changes:
+            params["auto_constants"] = False  # typing a constant ends the automatic refit
+        params["auto_constants"] = check_bool("auto_constants", params["auto_constants"])
+        provenance = Provenance.typed() if typed else self.provenance
+        family, points_params = self._build(params, provenance)
+        params["offset"], params["divisor"] = points_params.offset, points_params.divisor
+        if params["auto_constants"]:
+            family = family.with_constants_from(self.prepared)
+        params["vector"] = family.params.vector
+        self._family = family
+        p = family.params
+        params["mean"], params["std"] = p.mean, p.std
+        return params
+
+    # -- constants ------------------------------------------------------------------
+    def constants_from_data(self) -> None:
+        """Fit mean and std on the data: population mean and std of the raw reward over the end-of-game steps.
+
+        Examples
+        --------
+        >>> s.constants_from_data()  # doctest: +SKIP
+        >>> round(s.results.reward_moments.std, 12)  # doctest: +SKIP
+        1.0
+        """
+        with self._change({"constants": "from data"}):
+            self._family = self._family.with_constants_from(self.prepared)
+            self._adopt_constants()
+
+    def seed_constants(self) -> None:
+        """The seed's recipe: mean and **sample** std of the 4-entry vector (std ~0.87 on complete games).
+
+        Ends the automatic refit from data (``auto_constants``).
+
+        Examples
+        --------
+        >>> s.seed_constants()  # doctest: +SKIP
+        """
+        with self._change({"constants": "seed recipe"}):
+            self._family = self._seeded(self._family)
+            self._adopt_constants()
+            self._params["auto_constants"] = False
+
+    def reset_constants(self) -> None:
+        """No normalization: mean 0, std 1.
+
+        Examples
+        --------
+        >>> s.reset_constants()  # doctest: +SKIP
+        """
+        with self._change({"constants": "none"}):
+            self._family = self._family.with_constants(0.0, 1.0, provenance=Provenance.default())
+            self._adopt_constants()
+            self._params["auto_constants"] = False
+
+    # -- recompute -------------------------------------------------------------------
+    def _compute(self) -> RankingResults:
+        family = self._family
+        p = family.params
+        raw = family.raw_values(self.prepared)
+        reward = (raw - p.mean) / p.std  # the same IEEE operations as family.evaluate()
+        table = self.table
+        counts, edges = np.histogram(reward, bins=_HIST_BINS) if reward.size else (
+            np.zeros(_HIST_BINS, np.int64), np.linspace(-1.0, 1.0, _HIST_BINS + 1))
+        raw_by_rank = table.mean_by_rank(raw)
+        by_rank = table.mean_by_rank(reward)
+        expected_raw = expected_reward(np.nan_to_num(raw_by_rank, nan=0.0), self._probabilities) \
+            if reward.size else math.nan
+        return RankingResults(
+            family=family, raw=raw, reward=reward,
+            raw_moments=table.moments(raw, scope="end_of_game"),
+            reward_moments=table.moments(reward, scope="end_of_game"),
+            raw_moments_all=table.moments(raw, scope="all"),
+            reward_moments_all=table.moments(reward, scope="all"),
+            histogram_counts=counts, histogram_edges=edges,
+            zero_steps=int(table.n_rows - reward.size + np.count_nonzero(reward == 0)),
+            rank_counts=self._counts, rank_probabilities=self._probabilities,
+            raw_mean_by_rank=raw_by_rank, mean_by_rank=by_rank,
+            expected_raw=float(expected_raw), expected_reward=float((expected_raw - p.mean) / p.std),
+        )
+
+    def _nonfinite(self, r: RankingResults) -> list[str]:
+        present = r.rank_counts > 0  # an absent rank's mean is NaN by definition
+        return self._finite_problems([
+            ("the raw reward", r.raw), ("the reward", r.reward),
+            ("the mean of the raw reward (end-of-game steps)", r.raw_moments.mean),
+            ("the std of the raw reward (end-of-game steps)", r.raw_moments.std),
+            ("the mean of the reward (end-of-game steps)", r.reward_moments.mean),
+            ("the std of the reward (end-of-game steps)", r.reward_moments.std),
+            ("the mean of the raw reward (all steps)", r.raw_moments_all.mean),
+            ("the std of the raw reward (all steps)", r.raw_moments_all.std),
+            ("the mean of the reward (all steps)", r.reward_moments_all.mean),
+            ("the std of the reward (all steps)", r.reward_moments_all.std),
+            ("the mean raw reward by final rank", r.raw_mean_by_rank[present]),
+            ("the mean reward by final rank", r.mean_by_rank[present]),
+            ("the expected raw reward", r.expected_raw), ("the expected reward", r.expected_reward),
+            ("the constants", (r.family.params.mean, r.family.params.std)),
+        ])
+
+    def step_rewards(self) -> np.ndarray:
+        """The reward of every step (``[n_rows]``, zeros off the end of the game), for plots.
+
+        Examples
+        --------
+        >>> s.step_rewards().shape  # doctest: +SKIP
+        """
+        return self.table.step_rewards(self.results.reward)
+
+    # -- export ------------------------------------------------------------------------
+    def export(self, path: str | Path, *, overwrite: bool = False, check: bool = True,
+               source: str | None = None, keep_constants: bool = False, check_rows: int = CHECK_ROWS,
+               progress=None, cancel: CancelToken | None = None) -> ExportResult:
+        """Check the plug-in file round trip, then write it (nothing is written when anything fails).
+
+        In order, each step before the next:
+
+        1. the path is validated (empty, a folder, inside a file, existing
+           without ``overwrite``: refused, naming the path as typed);
+        2. the state is validated: no non-finite result, no constants fitted
+           for other parameters unless ``keep_constants``;
+        3. the text is rendered (every literal finite, every reward the file
+           can give within range: :func:`rewardlab.export.render_plugin`);
+        4. with ``check``, the text is written to a temporary file and checked
+           by :func:`roundtrip_check` against what the session already holds
+           (its prepared frame and its rewards): bit for bit on every row,
+           check-plugin on whole games; a file that fails is not written
+           (:class:`~rewardlab.errors.RoundTripError`);
+        5. the file is written atomically.
+
+        The session is read once at the start, so changing parameters while an
+        export runs (e.g. in a widget's background thread) does not change
+        what is exported.
+
+        Parameters
+        ----------
+        path : str or Path
+            The ``.py`` file to write.
+        overwrite : bool
+            Replace an existing file (otherwise
+            :class:`~rewardlab.errors.OutputExistsError`, nothing written).
+        check : bool
+            Run the round trip before writing.
+        source : str, optional
+            A note for the file's header.
+        keep_constants : bool
+            Export constants fitted for other parameters as they are (the
+            header says so).
+        check_rows : int
+            Rows of whole games check-plugin runs on (see :func:`roundtrip_check`).
+        progress : callable, optional
+            ``progress(fraction, message)`` as the work advances.
+        cancel : CancelToken, optional
+            Cancelling raises :class:`~rewardlab.errors.ExportCancelled` at the
+            next check point; nothing is written.
+
+        Returns
+        -------
+        ExportResult
+
+        Raises
+        ------
+        ParameterError, OutputExistsError, RoundTripError, ExportCancelled, ExportWriteError
+            Each before anything is written (ExportWriteError: the write itself
+            failed; the target is untouched).
+
+        Examples
+        --------
+        >>> result = s.export("my_reward.py")  # doctest: +SKIP
+        >>> result.ok  # doctest: +SKIP
+        True
+        """
+        t0 = time.perf_counter()
+        check = check_bool("check", check)
+        overwrite = check_bool("overwrite", overwrite)
+        keep_constants = check_bool("keep_constants", keep_constants)
+        say = progress_callback(progress)
+        token = cancel_token(cancel)
+        target = export_target(path, overwrite=overwrite)
+        shown = str(path)
+        family, results = self._family, self.results  # one consistent state, whatever happens meanwhile
+        bad = self._nonfinite(results)
+        if bad:
+            raise ParameterError("results", "should be finite to export", "; ".join(bad))
+        text = render_plugin(family, source=source or "rewardlab RankingTuningSession",
+                             keep_constants=keep_constants)
+        roundtrip = None
+        if check:
+            expected = (self.table.step_rewards(results.reward), self.prepared.done(family.scope))
+            with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
+                trial = Path(tmp) / "exported.py"
+                trial.write_text(text, encoding="utf-8")
+                try:
+                    roundtrip = roundtrip_check(family, trial, self.frame, prepared=self.prepared,
+                                                expected=expected, check_rows=check_rows, progress=say,
+                                                cancel=token)
+                except ExportCancelled as exc:
+                    raise ExportCancelled(shown, exc.stage) from None
+            if not roundtrip.ok:
+                raise RoundTripError(shown, roundtrip)
+        token.check(shown, "writing")
+        write_text(target, text, overwrite=overwrite, shown=shown)
+        say(1.0, f"wrote {shown}")
+        return ExportResult(path=target, header=_header_of(text), roundtrip=roundtrip,
+                            seconds=time.perf_counter() - t0)

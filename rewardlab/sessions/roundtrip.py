@@ -1,0 +1,319 @@
+"""An exported plug-in file checked against the library: the round trip an export runs before it writes.
+
+:func:`roundtrip_check` applies the file to every row and compares it bit
+for bit with the in-library family, then runs check-plugin on a sample of
+whole games (:func:`sample_whole_games`); :class:`RoundTrip` holds the
+outcome and :class:`ExportResult` what an export wrote.
+
+Examples
+--------
+>>> rt = roundtrip_check(family, "reward.py", frame)  # doctest: +SKIP
+>>> rt.identical, rt.report.ok  # doctest: +SKIP
+(True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab import schema as S
+from rewardlab.errors import ParameterError, PluginRunCancelled, RewardlabWarning
+from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
+from rewardlab.sessions.base import CancelToken, base_columns, cancel_token, progress_callback
+
+__all__ = [
+    "CHECK_ROWS",
+    "COMPARE_MODE",
+    "COMPARE_BATCH_SIZE",
+    "RoundTrip",
+    "whole_games",
+    "sample_whole_games",
+    "roundtrip_check",
+    "ExportResult",
+]
+
+
+#: Rows of whole games that :func:`roundtrip_check` runs check-plugin on (every batch mode);
+#: every row is compared bit for bit in one fast batch mode.
+CHECK_ROWS = 20_000
+#: How the exported file is applied for the bit-for-bit comparison (one run in a child process,
+#: which a cancel stops at once).
+COMPARE_MODE = "sequential"
+COMPARE_BATCH_SIZE = 8192
+#: Cost of a check-plugin row relative to a compared row, for the progress fraction: check-plugin runs
+#: the file seven times or more (every mode, small batches, strict IN-field checks), measured at about
+#: 60x per row on 10**6 transitions (benchmarks/bench_export.py).
+_CHECK_COST = 60
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RoundTrip:
+    """An exported plug-in file compared with the in-library family (see :func:`roundtrip_check`).
+
+    Attributes
+    ----------
+    rows : int
+        Transitions compared bit for bit: every row of the data.
+    rewards_differing, dones_differing : int
+        Transitions whose reward (compared bit for bit) or done differs.
+    max_abs_difference : float
+        Largest ``|file - library|`` reward difference (0.0 when identical).
+    report : CheckReport
+        :func:`rewardlab.check_plugin` on the file (every batch mode, two
+        batch sizes) over ``checked_rows`` transitions.
+    warnings : tuple of str
+        The first warning of each kind raised while applying the file (e.g.
+        a reward scale far from mean 0 / std 1).
+    compare_mode, compare_batch_size : str, int
+        The batch mode the comparison applied the file in.
+    checked_rows, checked_games, games : int
+        Transitions and whole games check-plugin ran on, of ``games`` in
+        the data (all of them when the data is small).
+
+    Examples
+    --------
+    >>> result = session.export("reward.py").roundtrip  # doctest: +SKIP
+    >>> result.identical, result.report.ok  # doctest: +SKIP
+    (True, True)
+    """
+
+    rows: int
+    rewards_differing: int
+    dones_differing: int
+    max_abs_difference: float
+    report: object
+    warnings: tuple
+    compare_mode: str = COMPARE_MODE
+    compare_batch_size: int = COMPARE_BATCH_SIZE
+    checked_rows: int = 0
+    checked_games: int = 0
+    games: int = 0
+
+    @property
+    def identical(self) -> bool:
+        """True when every reward is bit for bit and every done equal to the library's."""
+        return self.rewards_differing == 0 and self.dones_differing == 0
+
+    @property
+    def ok(self) -> bool:
+        """Identical and passing ``check-plugin``."""
+        return self.identical and bool(self.report.ok)
+
+    @property
+    def checked_all(self) -> bool:
+        """True when check-plugin ran on every row (not on a sample of whole games)."""
+        return self.checked_rows == self.rows
+
+    def __str__(self) -> str:
+        how = f"compared bit for bit, {self.compare_mode} batches of {self.compare_batch_size:,} rows"
+        if self.identical:
+            same = f"identical to rewardlab's rewards and dones on all {self.rows:,} transitions ({how})"
+        else:
+            same = (f"DIFFERS from rewardlab on {self.rewards_differing:,} rewards and "
+                    f"{self.dones_differing:,} dones of {self.rows:,} transitions (largest |difference| "
+                    f"{self.max_abs_difference:.6g}; {how})")
+        if self.checked_all:
+            where = f"all {self.checked_rows:,} transitions"
+        else:
+            where = (f"{self.checked_rows:,} transitions: {self.checked_games:,} whole games of "
+                     f"{self.games:,}, spread evenly over the data")
+        check = ("check-plugin: PASS" if self.report.ok else "check-plugin: FAIL") + \
+            f" (contract and batch invariance in every batch mode, on {where})"
+        text = f"round trip: {same}; {check}"
+        if not self.report.ok:
+            text += "\n" + str(self.report)
+        for w in self.warnings:
+            text += f"\nwarning: {w}"
+        return text
+
+
+def whole_games(frame: pl.DataFrame, prepared) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) rows of every game of a frame, from its episode ends.
+
+    A game is a run of consecutive episodes with the same ``game`` value
+    (each episode its own game when the frame has no ``game`` column).
+
+    Returns
+    -------
+    starts, stops : int64 arrays ``[G]``
+
+    Examples
+    --------
+    >>> starts, stops = whole_games(frame, prepare_frame(frame))  # doctest: +SKIP
+    """
+    ends = prepared.game_rows + 1
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    if S.GAME in frame.columns and ends.size:
+        game = frame[S.GAME].gather(prepared.game_rows).to_numpy()
+        first = np.concatenate([[True], game[1:] != game[:-1]])
+        starts = starts[first]
+        ends = np.concatenate([starts[1:], [ends[-1]]]).astype(np.int64)
+    return starts, ends.astype(np.int64)
+
+
+def sample_whole_games(frame: pl.DataFrame, prepared, rows: int) -> tuple[np.ndarray | None, int, int]:
+    """A deterministic sample of whole games with about ``rows`` rows, spread evenly over the frame.
+
+    Returns
+    -------
+    positions : int64 array or None
+        The sample's rows in frame order; None when the frame has at most
+        ``rows`` rows (check everything).
+    games_sampled, games : int
+
+    Examples
+    --------
+    >>> positions, k, g = sample_whole_games(frame, prepared, 20_000)  # doctest: +SKIP
+    """
+    starts, stops = whole_games(frame, prepared)
+    games = int(starts.size)
+    if prepared.n_rows <= rows or games == 0:
+        return None, games, games
+    wanted = max(1, min(games, round(rows * games / prepared.n_rows)))
+    pick = np.unique(np.linspace(0, games - 1, wanted).round().astype(np.int64))
+    positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in zip(starts[pick], stops[pick])])
+    return positions, int(pick.size), games
+
+
+def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=None, expected=None,
+                    check_rows: int = CHECK_ROWS, progress=None, cancel: CancelToken | None = None) -> RoundTrip:
+    """Load a plug-in file, compare it with ``family`` bit for bit on every row, and run check-plugin.
+
+    1. The file is applied to **every** row in one fast batch mode
+       (:data:`COMPARE_MODE`, in chunks of whole episodes) and each reward
+       compared bit for bit, each done exactly, with the library's.
+    2. :func:`rewardlab.check_plugin` (contract and batch invariance, in
+       every batch mode) runs on a deterministic sample of **whole games**
+       spread evenly over the data, about ``check_rows`` rows (all rows
+       when the data is no bigger).
+
+    Parameters
+    ----------
+    family : rewardlab.families.RewardFamily
+        What the file should reproduce.
+    path : str or Path
+        The plug-in file (e.g. written by :func:`rewardlab.export_plugin`).
+    frame : polars.DataFrame
+        The common frame to apply it to.
+    prepared : PreparedFrame, optional
+        ``family.prepare(frame)``, if already computed.
+    expected : (float64 array ``[n_rows]``, bool array ``[n_rows]``), optional
+        The library's rewards and dones, if already computed (default:
+        ``family.evaluate(prepared)``).
+    check_rows : int
+        Rows of whole games for check-plugin.
+    progress : callable, optional
+        ``progress(fraction, message)``, called as the work advances
+        (``fraction`` from 0 to 1).
+    cancel : CancelToken, optional
+        Checked between chunks and around check-plugin; raises
+        :class:`~rewardlab.errors.ExportCancelled`.
+
+    Returns
+    -------
+    RoundTrip
+
+    Examples
+    --------
+    >>> rt = roundtrip_check(fam, "reward.py", frame)  # doctest: +SKIP
+    >>> print(rt)  # doctest: +SKIP
+    """
+    say = progress_callback(progress)
+    token = cancel_token(cancel)
+    if isinstance(check_rows, bool) or not isinstance(check_rows, (int, np.integer)) or check_rows < 1:
+        raise ParameterError("check_rows", "should be an integer >= 1", check_rows)
+    frame = base_columns(frame)
+    prepared = family.prepare(frame) if prepared is None else prepared
+    n = frame.height
+    if expected is None:
+        expected = family.evaluate(prepared)
+    lib_reward, lib_done = expected
+    if lib_reward.shape != (n,) or lib_done.shape != (n,):
+        raise ParameterError("expected", f"should be two arrays of {n} rows (rewards, dones)",
+                             (lib_reward.shape, lib_done.shape))
+    plugin = load_plugin(path, name="exported")
+    positions, sampled, games = sample_whole_games(frame, prepared, int(check_rows))
+    checked = n if positions is None else int(positions.size)
+    total = n + _CHECK_COST * checked or 1
+
+    say(0.0, f"comparing the file with rewardlab bit for bit on {n:,} transitions")
+    token.check(path, "the bit-for-bit comparison")
+    with warnings.catch_warnings(record=True) as caught:  # one run: warnings cover every row
+        warnings.simplefilter("always", RewardlabWarning)
+        try:  # a cancel stops the run's child process at once
+            applied = apply_plugins(frame, plugin, batch_mode=COMPARE_MODE, batch_size=COMPARE_BATCH_SIZE,
+                                    cancel=lambda: token.cancelled, progress=False)
+        except PluginRunCancelled:
+            token.check(path, "the bit-for-bit comparison")
+            raise
+    found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
+    file_reward = applied[S.reward_column(plugin.name)].cast(pl.Float64).to_numpy()
+    file_done = applied[S.done_column(plugin.name)].to_numpy()
+    say(n / total, f"compared {n:,} transitions bit for bit")
+    token.check(path, "check-plugin")
+    what = f"all {n:,} transitions" if positions is None else \
+        f"{checked:,} transitions ({sampled:,} whole games of {games:,})"
+    say(n / total, f"check-plugin in every batch mode on {what}")
+    sample = frame if positions is None else frame[positions]
+    try:  # a cancel stops check-plugin's child process at once
+        report = check_plugin(sample, plugin, progress=False, cancel=lambda: token.cancelled)
+    except PluginRunCancelled:
+        token.check(path, "check-plugin")
+        raise
+    token.check(path, "check-plugin")
+    say(1.0, "round trip checked")
+    differing = file_reward.view(np.uint64) != lib_reward.view(np.uint64)
+    with np.errstate(all="ignore"):
+        diff = np.abs(file_reward - lib_reward)
+    return RoundTrip(
+        rows=int(n), rewards_differing=int(differing.sum()),
+        dones_differing=int((file_done != lib_done).sum()),
+        max_abs_difference=float(np.nanmax(diff[differing])) if differing.any() else 0.0,
+        report=report, warnings=found,
+        checked_rows=checked, checked_games=sampled, games=games)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ExportResult:
+    """What :meth:`RankingTuningSession.export` wrote and how the round trip went.
+
+    Attributes
+    ----------
+    path : Path
+        The file written.
+    header : str
+        Its header comment (family, parameters, constants, their origin and
+        whether they were fitted for exactly these parameters).
+    roundtrip : RoundTrip or None
+        None when the check was not asked for.
+    seconds : float
+        Wall time of the export (check included).
+
+    Examples
+    --------
+    >>> print(session.export("reward.py"))  # doctest: +SKIP
+    """
+
+    path: Path
+    header: str
+    roundtrip: RoundTrip | None
+    seconds: float = math.nan
+
+    @property
+    def ok(self) -> bool:
+        """True when the round trip was checked and passed."""
+        return self.roundtrip is not None and self.roundtrip.ok
+
+    def __str__(self) -> str:
+        text = f"wrote {self.path}\n{self.header}"
+        if self.roundtrip is not None:
+            text += "\n" + str(self.roundtrip)
+        else:
+            text += "\nround trip: not checked (check=False)"
+        return text

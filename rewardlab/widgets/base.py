@@ -1,0 +1,184 @@
+"""What every widget shares: PNG figures, HTML tables and messages, number boxes, the session binding.
+
+:func:`figure_png` (a matplotlib Figure without pyplot, as PNG bytes);
+:func:`fmt`, :func:`table`, :func:`pre` and :func:`message` (the HTML the
+widgets show); :class:`NumberText` (a text box for a number, parsed by the
+session); :class:`SessionWidget` (a VBox bound to a session).  The layouts
+:data:`NARROW`, :data:`NUMBER`, :data:`WIDE` and :data:`STYLE` keep the
+tuners alike.  The overview is in :mod:`rewardlab.widgets`.
+
+Examples
+--------
+>>> fmt(1e-13), fmt(2 / 3)
+('0', '0.6667')
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import numbers
+
+import ipywidgets as W
+import numpy as np
+import traitlets
+
+from rewardlab.sessions import Session
+
+__all__ = ["figure_png", "fmt", "table", "pre", "message", "number_text", "NumberText", "SessionWidget",
+           "NARROW", "NUMBER", "WIDE", "STYLE"]
+
+
+#: Layouts shared by the tuners: a narrow and a number box, a wide control, the description width.
+NARROW = W.Layout(width="170px")
+NUMBER = W.Layout(width="230px")
+WIDE = W.Layout(width="320px")
+STYLE = {"description_width": "70px"}
+
+
+def figure_png(draw, *, ncols: int = 1, figsize: tuple[float, float] = (9.0, 3.2), dpi: int = 90) -> bytes:
+    """Draw on a fresh matplotlib Figure (no pyplot) and return it as PNG bytes.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(axes)`` with an array of ``ncols`` Axes.
+    ncols : int
+    figsize : (float, float)
+    dpi : int
+
+    Examples
+    --------
+    >>> png = figure_png(lambda axes: axes[0].plot([0, 1], [1, 0]))
+    >>> png[:4]
+    b'\\x89PNG'
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, ncols, squeeze=False)[0])
+    draw(axes)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def fmt(x: float) -> str:
+    """4 significant digits; rounding noise around 0 (``|x| < 1e-12``) shows as 0."""
+    if x is None or not math.isfinite(x):
+        return "–"
+    return "0" if abs(x) < 1e-12 else f"{x:.4g}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th style='padding:0 8px;text-align:right'>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td style='padding:0 8px;text-align:right'>{c}</td>" for c in row)
+                   + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def pre(text: str) -> str:
+    return f"<pre style='margin:2px 0;font-size:11px;line-height:1.3'>{html.escape(text)}</pre>"
+
+
+def message(text: str, *, color: str = "#b00020", mark: str = "⚠ ") -> str:
+    return f"<div style='color:{color};white-space:pre-wrap'>{mark}{html.escape(text)}</div>"
+
+
+def number_text(value) -> str:
+    """How a number is shown in a :class:`NumberText`: ints as digits, floats exactly (``repr``).
+
+    Examples
+    --------
+    >>> number_text(25000), number_text(0.1), number_text(-150.0)
+    ('25000', '0.1', '-150.0')
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("a NumberText holds a number, not a bool")
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    return repr(float(value))
+
+
+class _NumberOrText(traitlets.Unicode):
+    """Text; a number assigned from Python is stored as its text (:func:`number_text`)."""
+
+    def validate(self, obj, value):
+        if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+            value = number_text(value)
+        return super().validate(obj, value)
+
+
+class NumberText(W.Text):
+    """A text box for a number: the session reads what is typed, the way a person reads it.
+
+    ipywidgets' ``IntText`` / ``FloatText`` convert in the browser (and in
+    Python ``IntText.value = 1.5`` silently becomes 1), so a typo turns into
+    another number.  Here the text goes to the session as typed, which parses
+    it (:func:`rewardlab.sessions.parse_number`) or refuses it with a message;
+    the box then shows the value in use again.  Assigning a number from
+    Python stores its text.
+
+    Examples
+    --------
+    >>> box = NumberText(value=0.5)
+    >>> box.value
+    '0.5'
+    """
+
+    value = _NumberOrText(help="The text in the box (a number assigned from Python is stored as text).").tag(
+        sync=True)
+
+
+class SessionWidget(W.VBox):
+    """A VBox bound to a session: controls -> ``try_update``, session observer -> ``_render``."""
+
+    def __init__(self, session: Session, **kwargs):
+        super().__init__(**kwargs)
+        self.session = session
+        self._syncing = False
+        self._rendered = -1
+        self.error = W.HTML(layout=W.Layout(min_height="0px"))
+        self.error.add_class("rewardlab-error")
+        session.observe(self._on_session)
+
+    def _bind(self, control: W.Widget, param: str) -> W.Widget:
+        control.observe(lambda change: self._set(**{param: change["new"]}), names="value")
+        return control
+
+    def _set(self, **changes) -> None:
+        if not self._syncing:
+            self.session.try_update(**changes)
+
+    def _call(self, method, *args) -> None:
+        self.session.attempt(method, *args)
+
+    def _on_session(self, session: Session) -> None:
+        self.error.value = "" if session.last_error is None else message(session.last_error)
+        if session.version == self._rendered:
+            if session.last_error is not None:  # a refused value: the controls go back to the values in use
+                self._sync()
+            return
+        self._sync()
+        self._render()
+        self._rendered = session.version
+
+    def _sync(self) -> None:
+        self._syncing = True
+        try:
+            self._sync_controls()
+        finally:
+            self._syncing = False
+
+    def refresh(self) -> None:
+        """Redraw everything from the session (normally automatic)."""
+        self._rendered = -1
+        self._on_session(self.session)
+
+    # subclasses
+    def _sync_controls(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _render(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError

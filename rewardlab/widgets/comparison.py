@@ -1,0 +1,122 @@
+"""The comparison board: candidate plug-ins side by side (distributions, correlation matrix, disagreements).
+
+Examples
+--------
+>>> board = ComparisonBoard(frame, ["data/plugins/rank_top.py", "data/plugins/raw_points.py"])  # doctest: +SKIP
+>>> board.metric.value = "epic"  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from rewardlab.plots import plot_correlation_heatmap, plot_return_scatter, plot_reward_distribution
+from rewardlab.sessions import ComparisonSession
+from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, figure_png
+
+__all__ = ["ComparisonBoard"]
+
+
+class ComparisonBoard(SessionWidget):
+    """Candidate plug-ins side by side: distributions, correlation matrix, disagreements.
+
+    Parameters
+    ----------
+    data : DataFrame, path(s), or ComparisonSession
+    plugins : sequence of paths or Plugin objects
+    batch_mode : str
+        How the plug-ins are applied (see :func:`rewardlab.apply_plugins`).
+
+    Attributes
+    ----------
+    session : ComparisonSession
+    chosen : SelectMultiple
+    a, b : Dropdown
+        The pair whose most-disagreeing episodes are listed (and scattered).
+    metric : ToggleButtons
+    k : NumberText
+    add_path, add_button : Text, Button
+        Load a plug-in file (e.g. your own) as one more candidate.
+    plot : Image
+    pairs, disagreements : HTML
+
+    Examples
+    --------
+    >>> board = ComparisonBoard(frame, sorted(Path("data/plugins").glob("*.py")))  # doctest: +SKIP
+    >>> board.add_path.value = "my_reward.py"; board.add_button.click()  # doctest: +SKIP
+    """
+
+    def __init__(self, data, plugins=(), *, batch_mode: str = "episodes"):
+        session = data if isinstance(data, ComparisonSession) else \
+            ComparisonSession(data, plugins, batch_mode=batch_mode)
+        super().__init__(session)
+        s = session
+        self.chosen = self._bind(W.SelectMultiple(options=list(s.candidates), value=list(s.chosen),
+                                                  description="candidates", rows=min(10, len(s.candidates)),
+                                                  style=STYLE, layout=W.Layout(width="360px")), "chosen")
+        self.a = self._bind(W.Dropdown(options=list(s.candidates), value=s.a, description="pair: a",
+                                       style=STYLE, layout=WIDE), "a")
+        self.b = self._bind(W.Dropdown(options=list(s.candidates), value=s.b, description="b",
+                                       style=STYLE, layout=WIDE), "b")
+        self.metric = self._bind(W.ToggleButtons(options=["pearson", "spearman", "epic"], value=s.metric,
+                                                 description="matrix", style=STYLE), "metric")
+        self.k = self._bind(NumberText(value=s.k, description="episodes", style=STYLE, layout=NARROW,
+                                       continuous_update=False), "k")
+        self.add_path = W.Text(placeholder="path/to/your_plugin.py", description="add file", style=STYLE,
+                               layout=WIDE)
+        self.add_button = W.Button(description="Load and apply")
+        self.add_button.on_click(self._on_add)
+        self.plot = W.Image(format="png", layout=W.Layout(width="980px"))
+        self.plot.add_class("rewardlab-plot")
+        self.pairs = W.HTML()
+        self.pairs.add_class("rewardlab-stats")
+        self.disagreements = W.HTML()
+        self.add_class("rewardlab-comparison")
+        self.children = [W.HTML("<b>Plug-in comparison</b>"),
+                         W.HBox([self.chosen, W.VBox([self.a, self.b, self.metric, self.k])]),
+                         W.HBox([self.add_path, self.add_button]),
+                         self.error, self.plot, self.pairs, self.disagreements]
+        self.refresh()
+
+    def _on_add(self, _button) -> None:
+        path = self.add_path.value.strip()
+        if path:
+            self._call(self.session.add_plugin, path)
+
+    def _sync_controls(self) -> None:
+        s = self.session
+        for control in (self.chosen, self.a, self.b):
+            if tuple(control.options) != s.candidates:
+                control.options = list(s.candidates)
+        self.chosen.rows = min(10, len(s.candidates))
+        self.chosen.value = list(s.chosen)
+        self.a.value, self.b.value = s.a, s.b
+        self.metric.value, self.k.value = s.metric, s.k
+
+    def _render(self) -> None:
+        r = self.session.results
+
+        def draw(axes):
+            plot_reward_distribution(r.step_rewards, ax=axes[0], bins=40)
+            axes[0].set_title("step rewards (nonzero)")
+            if r.matrix is not None:
+                plot_correlation_heatmap(r.matrix, ax=axes[1], vmin=0.0 if r.metric == "epic" else -1.0)
+                axes[1].set_title(f"{r.metric} of episode returns")
+            else:
+                axes[1].text(0.5, 0.5, "choose two or more\ncandidates", ha="center", va="center")
+                axes[1].set_axis_off()
+            if r.a != r.b:
+                plot_return_scatter(r.pair_returns, x=r.a, y=r.b, ax=axes[2])
+                axes[2].set_title("episode returns")
+            else:
+                axes[2].set_axis_off()
+
+        self.plot.value = figure_png(draw, ncols=3, figsize=(12.0, 3.6))
+        self.pairs.value = ("<div>every pair (episode returns):</div>" + r.comparison.pairs()._repr_html_()) \
+            if r.comparison is not None else ""
+        self.disagreements.value = (
+            f"<div>episodes where <b>{html.escape(r.a)}</b> and <b>{html.escape(r.b)}</b> disagree most "
+            "(standardized returns):</div>" + r.disagreements._repr_html_()) if r.disagreements is not None \
+            else ""

@@ -1,0 +1,108 @@
+"""The normalization panel: constants per scope, before / after, the running-normalizer replays.
+
+Examples
+--------
+>>> panel = NormalizationPanel(frame, reward="round_delta", scope="end_of_round")  # doctest: +SKIP
+>>> panel.scope.value = "all"  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import ipywidgets as W
+
+from rewardlab.plots import plot_normalization
+from rewardlab.sessions import NormalizationSession
+from rewardlab.stats import SCOPES
+from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, figure_png, fmt, table
+
+__all__ = ["NormalizationPanel"]
+
+
+class NormalizationPanel(SessionWidget):
+    """Normalization constants per scope, before / after, and the running-normalizer replays.
+
+    Parameters
+    ----------
+    data : DataFrame or NormalizationSession
+        A frame with reward columns (e.g. from :func:`rewardlab.apply_plugins`).
+    reward : str, optional
+    scope : str
+
+    Attributes
+    ----------
+    session : NormalizationSession
+    reward, scope, gamma, epsilon, clip_reward : widgets
+    constants, stats, summary : HTML
+    plot : Image
+        Before / after histograms (constants, Gymnasium, SB3).
+
+    Examples
+    --------
+    >>> panel = NormalizationPanel(frame, reward="round_delta", scope="end_of_round")  # doctest: +SKIP
+    >>> panel.scope.value = "all"  # doctest: +SKIP
+    """
+
+    def __init__(self, data, *, reward: str | None = None, scope: str = "end_of_game"):
+        session = data if isinstance(data, NormalizationSession) else \
+            NormalizationSession(data, reward=reward, scope=scope)
+        super().__init__(session)
+        s = session
+        self.reward = self._bind(W.Dropdown(options=list(s.rewards), value=s.reward, description="reward",
+                                            style=STYLE, layout=WIDE), "reward")
+        self.scope = self._bind(W.ToggleButtons(options=list(SCOPES), value=s.scope, description="scope",
+                                                style={"description_width": "70px", "button_width": "110px"}),
+                                "scope")
+        self.gamma = self._bind(NumberText(value=s.gamma, description="gamma", style=STYLE, layout=NARROW,
+                                           continuous_update=False), "gamma")
+        self.epsilon = self._bind(NumberText(value=s.epsilon, description="epsilon", style=STYLE,
+                                             layout=NARROW, continuous_update=False), "epsilon")
+        self.clip_reward = self._bind(NumberText(value=s.clip_reward, description="clip", style=STYLE,
+                                                 layout=NARROW, continuous_update=False), "clip_reward")
+        self.constants = W.HTML()
+        self.constants.add_class("rewardlab-constants")
+        self.stats = W.HTML()
+        self.stats.add_class("rewardlab-stats")
+        self.plot = W.Image(format="png", layout=W.Layout(width="820px"))
+        self.plot.add_class("rewardlab-plot")
+        self.summary = W.HTML()
+        self.add_class("rewardlab-normalization")
+        self.children = [W.HTML("<b>Normalization</b>"), self.reward, self.scope,
+                         W.HBox([W.HTML("<small>running normalizers:</small>"), self.gamma, self.epsilon,
+                                 self.clip_reward]),
+                         self.error, self.constants, self.stats, self.plot, self.summary]
+        self.refresh()
+
+    def _sync_controls(self) -> None:
+        s = self.session
+        self.reward.value, self.scope.value = s.reward, s.scope
+        self.gamma.value, self.epsilon.value, self.clip_reward.value = s.gamma, s.epsilon, s.clip_reward
+
+    def _render(self) -> None:
+        s, r = self.session, self.session.results
+        c = r.constants
+        if c is None:
+            self.constants.value = ("<div style='color:#b06000'>no constants for this scope: "
+                                    + html.escape(r.constants_error or "") + "</div>")
+        else:
+            self.constants.value = (
+                f"<div>constants over <b>{html.escape(c.scope)}</b> ({c.count:,} values of {c.rows:,} rows): "
+                f"mean <b class='rewardlab-mean'>{c.mean:.6g}</b>, std <b class='rewardlab-std'>{c.std:.6g}</b>"
+                f" <small>{html.escape(c.fingerprint)}</small></div>")
+        rows = []
+        for label, st in (("before", r.before), ("after", r.after)):
+            if st is not None:
+                rows.append([label, f"{st.count:,}", fmt(st.mean), fmt(st.std), fmt(st.min), fmt(st.max),
+                             f"{st.zero_fraction:.1%}" if math.isfinite(st.zero_fraction) else "–"])
+        self.stats.value = (table(["in scope", "count", "mean", "std", "min", "max", "zero"], rows)
+                            + (f"<div><small>{html.escape(r.note)}</small></div>" if r.note else ""))
+        summary = r.summary
+        self.summary.value = ("<div>every step, as each normalizer hands the rewards to the agent "
+                              f"(SB3 clips {r.fraction_clipped:.2%} of the steps):</div>"
+                              + summary._repr_html_())
+        replays = r.replays
+        clip = s.clip_reward
+        self.plot.value = figure_png(lambda axes: plot_normalization(replays, ax=axes, clip_reward=clip),
+                                     ncols=2)

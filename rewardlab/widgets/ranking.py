@@ -1,0 +1,291 @@
+"""The ranking reward tuner: rank vector, points term, constants, live statistics and plots, export.
+
+Examples
+--------
+>>> tuner = RankingTuner("data/sample.tsv.gz", preset="mleague")  # doctest: +SKIP
+>>> tuner.rank_inputs[0].value = 600.0  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+
+import ipywidgets as W
+
+from rewardlab.errors import ExportCancelled, RewardlabError
+from rewardlab.plots import plot_reward_by_rank, plot_reward_distribution
+from rewardlab.sessions import CancelToken, RankingTuningSession
+from rewardlab.widgets.base import (
+    NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, figure_png, fmt, message, pre, table,
+)
+
+__all__ = ["RankingTuner"]
+
+
+_RANKS = ("1st", "2nd", "3rd", "4th")
+
+
+class RankingTuner(SessionWidget):
+    """Tune a ranking reward (optionally plus points), watch its statistics, export the plug-in.
+
+    Parameters
+    ----------
+    data : DataFrame, LazyFrame, path(s), or RankingTuningSession
+        The dataset (read once), or an existing session.
+    preset : str
+        Initial preset (see :meth:`RankingTuningSession.preset_names`).
+    constants : {"data", "seed", "none"}
+        Initial normalization constants.
+    export_path : str
+        Initial file name in the export box (relative to the kernel's
+        working directory).
+    background : bool
+        Run the export in a background thread, so the notebook stays
+        responsive and Cancel works (False: in the click handler, e.g. in
+        tests).
+
+    Attributes
+    ----------
+    session : RankingTuningSession
+    preset, rank_inputs, points, offset, divisor, mean, std, auto_constants : widgets
+        The controls (``rank_inputs`` holds four :class:`NumberText`, first
+        place first).
+    from_data, seed_recipe, no_constants : Button
+    stats : HTML
+        Means and standard deviations before / after normalization, mean
+        reward per final rank, expected reward.
+    plot : Image
+        Reward distribution and mean reward per final rank (PNG).
+    export_path, overwrite, keep_constants, export_button, export_result : widgets
+        ``keep_constants``: export constants fitted for other parameters as
+        they are (otherwise the button is disabled until they are refitted).
+    export_progress, cancel_button : FloatProgress, Button
+        Progress of the running export, and a button that cancels it
+        (nothing is written).
+
+    Examples
+    --------
+    >>> tuner = RankingTuner("data/sample.tsv.gz", preset="mleague")  # doctest: +SKIP
+    >>> tuner.rank_inputs[0].value = 600.0  # doctest: +SKIP
+    >>> tuner.export_button.click()  # doctest: +SKIP
+    """
+
+    def __init__(self, data, *, preset: str = "tenhou_tokujo_6dan", constants: str = "data",
+                 export_path: str = "ranking_reward.py", background: bool = True):
+        session = data if isinstance(data, RankingTuningSession) else \
+            RankingTuningSession(data, preset=preset, constants=constants)
+        super().__init__(session)
+        s = session
+        self.preset = W.Dropdown(options=[("(custom)", "custom")] + [(n, n) for n in s.preset_names()],
+                                 value=s.preset or "custom", description="preset", style=STYLE,
+                                 layout=WIDE)
+        self.preset.observe(self._on_preset, names="value")
+        self.background = bool(background)
+        self._export_thread: threading.Thread | None = None
+        self._cancel: CancelToken | None = None
+        self.rank_inputs = [self._bind_rank(k, NumberText(value=v, description=_RANKS[k], style=STYLE,
+                                                          layout=NARROW, continuous_update=False))
+                            for k, v in enumerate(s.vector)]
+        for k, box in enumerate(self.rank_inputs):
+            box.add_class(f"rewardlab-rank-{k}")
+        self.points = self._bind(W.Checkbox(value=s.points, description="add points term "
+                                            "(score - offset) // divisor", indent=False,
+                                            layout=W.Layout(width="300px")), "points")
+        self.offset = self._bind(NumberText(value=s.offset, description="offset", style=STYLE,
+                                            layout=NARROW, continuous_update=False), "offset")
+        self.divisor = self._bind(NumberText(value=s.divisor, description="divisor", style=STYLE,
+                                             layout=NARROW, continuous_update=False), "divisor")
+        self.mean = self._bind(NumberText(value=s.mean, description="mean", style=STYLE, layout=NUMBER,
+                                          continuous_update=False), "mean")
+        self.std = self._bind(NumberText(value=s.std, description="std", style=STYLE, layout=NUMBER,
+                                         continuous_update=False), "std")
+        self.from_data = W.Button(description="from data", tooltip="Mean and population std of the raw "
+                                  "reward over the end-of-game steps of the data")
+        self.from_data.on_click(lambda _: self._call(s.constants_from_data))
+        self.seed_recipe = W.Button(description="seed recipe", tooltip="The seed's example: vector mean "
+                                    "and sample std (std ~0.87 on complete games, not 1)")
+        self.seed_recipe.on_click(lambda _: self._call(s.seed_constants))
+        self.no_constants = W.Button(description="none (0, 1)")
+        self.no_constants.on_click(lambda _: self._call(s.reset_constants))
+        self.auto_constants = self._bind(W.Checkbox(value=s.auto_constants, description="refit from data on "
+                                                    "every change", indent=False), "auto_constants")
+        self.provenance = W.HTML()
+        self.stats = W.HTML()
+        self.stats.add_class("rewardlab-stats")
+        self.plot = W.Image(format="png", layout=W.Layout(width="820px"))
+        self.plot.add_class("rewardlab-plot")
+        self.export_path = W.Text(value=export_path, description="file", style=STYLE, layout=WIDE)
+        self.export_path.add_class("rewardlab-export-path")
+        self.overwrite = W.Checkbox(value=False, description="overwrite if it exists", indent=False)
+        self.keep_constants = W.Checkbox(value=False, description="keep these constants (fitted for other "
+                                         "parameters)", indent=False, layout=W.Layout(width="360px"))
+        self.keep_constants.add_class("rewardlab-keep-constants")
+        self.keep_constants.observe(lambda _: self._update_export_state(), names="value")
+        self.export_button = W.Button(description="Export plug-in", button_style="primary", icon="download")
+        self.export_button.add_class("rewardlab-export")
+        self.export_button.on_click(self._on_export)
+        self.cancel_button = W.Button(description="Cancel", icon="stop", disabled=True)
+        self.cancel_button.add_class("rewardlab-export-cancel")
+        self.cancel_button.on_click(self._on_cancel)
+        self.export_progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, layout=W.Layout(width="320px",
+                                                                                           visibility="hidden"))
+        self.export_progress.add_class("rewardlab-export-progress")
+        self.export_status = W.HTML()
+        self.export_result = W.HTML()
+        self.export_result.add_class("rewardlab-export-result")
+        self.add_class("rewardlab-tuner")
+        frame = s.prepared
+        self.children = [
+            W.HTML(f"<b>Ranking reward tuner</b> &nbsp; {frame.n_rows:,} transitions, "
+                   f"{frame.game_rows.size:,} episodes"
+                   + (f" from {html.escape(frame.source)}" if frame.source else "")),
+            self.preset,
+            W.HBox(self.rank_inputs),
+            W.HBox([self.points, self.offset, self.divisor]),
+            W.HBox([self.mean, self.std, self.from_data, self.seed_recipe, self.no_constants]),
+            W.HBox([self.auto_constants, self.provenance]),
+            self.error, self.stats, self.plot,
+            W.HBox([self.export_path, self.overwrite, self.keep_constants]),
+            W.HBox([self.export_button, self.cancel_button, self.export_progress, self.export_status]),
+            self.export_result,
+        ]
+        self.refresh()
+
+    def _bind_rank(self, rank: int, control: NumberText) -> NumberText:
+        def on_change(change):
+            if not self._syncing:
+                self._call(self.session.set_rank_value, rank, change["new"])
+        control.observe(on_change, names="value")
+        return control
+
+    def _on_preset(self, change) -> None:
+        if not self._syncing and change["new"] != "custom":
+            self._call(self.session.apply_preset, change["new"])
+
+    def _sync_controls(self) -> None:
+        s = self.session
+        self.preset.value = s.preset or "custom"
+        for box, v in zip(self.rank_inputs, s.vector):
+            box.value = v
+        self.points.value = s.points
+        self.offset.value, self.divisor.value = s.offset, s.divisor
+        self.offset.disabled = self.divisor.disabled = not s.points
+        self.mean.value, self.std.value = s.mean, s.std
+        self.auto_constants.value = s.auto_constants
+        stale = (" <span style='color:#b06000'>(fitted for other parameters: click “from data”, tick “refit "
+                 "from data on every change”, or tick “keep these constants” to export them)</span>") \
+            if s.constants_stale else ""
+        self.provenance.value = "<small>constants: " + html.escape(s.provenance.describe()) + stale + "</small>"
+        self._update_export_state()
+
+    def _update_export_state(self) -> None:
+        """The export button is enabled when no export runs and the session may export."""
+        blocker = self.session.export_blocker(keep_constants=self.keep_constants.value)
+        running = self._export_thread is not None and self._export_thread.is_alive()
+        self.export_button.disabled = running or self._cancel is not None or blocker is not None
+        self.export_button.tooltip = "" if blocker is None else "Export disabled: " + blocker
+
+    def _render(self) -> None:
+        s, r = self.session, self.session.results
+        b, a, ball, aall = r.raw_moments, r.reward_moments, r.raw_moments_all, r.reward_moments_all
+        rows = [
+            [f"end-of-game steps ({b.count:,})", fmt(b.mean), fmt(b.std),
+             f"<b class='rewardlab-after-mean'>{fmt(a.mean)}</b>",
+             f"<b class='rewardlab-after-std'>{fmt(a.std)}</b>"],
+            [f"all steps ({ball.count:,})", fmt(ball.mean), fmt(ball.std), fmt(aall.mean), fmt(aall.std)],
+        ]
+        stats = table(["", "mean before", "std before", "mean after", "std after"], rows)
+        ranks = table(["final rank"] + list(_RANKS),
+                       [["data's distribution"] + [f"{p:.1%}" for p in r.rank_probabilities],
+                        ["mean raw reward"] + [fmt(v) for v in r.raw_mean_by_rank],
+                        ["mean reward"] + [fmt(v) for v in r.mean_by_rank]])
+        self.stats.value = (
+            stats + ranks
+            + f"<div>expected reward per game under the data's rank distribution: raw {fmt(r.expected_raw)}, "
+            f"normalized <b class='rewardlab-expected'>{fmt(r.expected_reward)}</b>; "
+            f"steps with reward 0: {r.zero_steps:,}; "
+            f"<small>recomputed in {s.recompute_seconds * 1e3:.2f} ms</small></div>")
+        step_rewards = s.step_rewards()
+        by_rank = r.by_rank_table("reward")
+
+        def draw(axes):
+            plot_reward_distribution({"reward": step_rewards}, ax=axes[0], bins=40)
+            axes[0].set_title("reward at the end of the game")
+            plot_reward_by_rank(by_rank, ax=axes[1])
+            axes[1].set_title("mean reward by final rank")
+
+        self.plot.value = figure_png(draw, ncols=2)
+
+    def _on_export(self, _button=None) -> None:
+        if self._cancel is not None:  # an export is running
+            return
+        path, overwrite, keep = self.export_path.value, self.overwrite.value, self.keep_constants.value
+        blocker = self.session.export_blocker(keep_constants=keep)
+        if blocker is not None:
+            self.export_result.value = message(f"not exported: {blocker}")
+            self._update_export_state()
+            return
+        self._cancel = token = CancelToken()
+        self.export_button.disabled = True
+        self.cancel_button.disabled = False
+        self.export_progress.value = 0.0
+        self.export_progress.layout.visibility = "visible"
+        self.export_status.value = ""
+        self.export_result.value = "<i>checking the file round trip, then writing it…</i>"
+        if self.background:
+            self._export_thread = threading.Thread(target=self._export, args=(path, overwrite, keep, token),
+                                                   name="rewardlab-export", daemon=True)
+            self._export_thread.start()
+        else:
+            self._export(path, overwrite, keep, token)
+
+    def _on_cancel(self, _button=None) -> None:
+        if self._cancel is not None:
+            self._cancel.cancel()
+            self.cancel_button.disabled = True
+            self.export_status.value = "<small>cancelling…</small>"
+
+    def _on_progress(self, fraction: float, message: str) -> None:
+        self.export_progress.value = min(max(float(fraction), 0.0), 1.0)
+        self.export_status.value = f"<small>{html.escape(message)}</small>"
+
+    def _export(self, path: str, overwrite: bool, keep: bool, token: CancelToken) -> None:
+        """The export itself (in the background thread): any error ends as a message, never a hang."""
+        try:
+            result = self.session.export(path, overwrite=overwrite, keep_constants=keep,
+                                         progress=self._on_progress, cancel=token)
+        except ExportCancelled as exc:
+            self.export_result.value = message(str(exc), color="#555555", mark="")
+        except RewardlabError as exc:
+            self.export_result.value = message(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a widget must show every failure, not hang on it
+            self.export_result.value = message(f"export of {path!r} failed: {type(exc).__name__}: {exc}")
+        else:
+            rt = result.roundtrip
+            color = "#1b7f1b" if result.ok else "#b00020"
+            self.export_result.value = (
+                f"<div>wrote <code class='rewardlab-export-written'>{html.escape(str(result.path.resolve()))}"
+                f"</code></div>" + pre(result.header)
+                + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else "")
+                + f"<div><small>checked and written in {result.seconds:.1f} s</small></div>")
+        finally:
+            self._cancel = None
+            self.cancel_button.disabled = True
+            self.export_progress.layout.visibility = "hidden"
+            self.export_status.value = ""
+            self._export_thread = None
+            self._update_export_state()
+
+    def wait_for_export(self, timeout: float | None = None) -> bool:
+        """Wait for a background export to finish; True when none is running any more.
+
+        Examples
+        --------
+        >>> tuner.export_button.click(); tuner.wait_for_export()  # doctest: +SKIP
+        True
+        """
+        thread = self._export_thread
+        if thread is not None:
+            thread.join(timeout)
+        return self._export_thread is None or not self._export_thread.is_alive()
