@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_choice
 from rewardlab.stats import game_end_expr, lazy_table, column_names, resolve_reward, rewards_to_use
 
@@ -171,7 +172,7 @@ def episode_return_table(data, rewards=None) -> pl.DataFrame:
     keys = [k for k in (S.GAME_ID, S.SEAT) if k in names]
     episode = game_end_expr(names).shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias("episode")
     return (
-        lf.select(episode, *keys, *[pl.col(S.reward_column(n)).cast(pl.Float64).alias(n) for n in use])
+        lf.select(episode, *keys, *[pl.col(columns.reward_column(n)).cast(pl.Float64).alias(n) for n in use])
         .group_by("episode")
         .agg(*[pl.col(k).first() for k in keys], *[pl.col(n).sum() for n in use])
         .sort("episode")
@@ -331,7 +332,7 @@ def most_disagreeing_episodes(data, a: str, b: str, *, k: int = 10) -> pl.DataFr
 
 def _is_returns_table(data) -> bool:
     return isinstance(data, pl.DataFrame) and "episode" in data.columns and not any(
-        c.startswith(S.REWARD_PREFIX) for c in data.columns)
+        c.startswith(columns.REWARD_PREFIX) for c in data.columns)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -402,8 +403,8 @@ def step_difference(data, a: str, b: str) -> StepDifference:
     b = resolve_reward(names, b)
     if a == b:
         raise ParameterError("b", "should differ from `a`", b)
-    ra = pl.col(S.reward_column(a)).cast(pl.Float64)
-    rb = pl.col(S.reward_column(b)).cast(pl.Float64)
+    ra = pl.col(columns.reward_column(a)).cast(pl.Float64)
+    rb = pl.col(columns.reward_column(b)).cast(pl.Float64)
     d = ra - rb
     row = lf.select(
         count=pl.len(), different=(d != 0).mean(), mean=d.mean(), std=d.std(ddof=0), min=d.min(),

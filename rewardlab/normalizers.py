@@ -53,6 +53,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
 from rewardlab.returns import as_array, linear_scan
 from rewardlab.stats import NormalizationConstants, boundary_expr, lazy_table, column_names, resolve_reward
@@ -276,13 +277,13 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
     lf, _ = lazy_table(data)
     names = column_names(lf)
     name = resolve_reward(names, reward)
-    done = S.done_column(name)
+    done = columns.done_column(name)
     if done not in names:
-        raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
+        raise ColumnNotFoundError(done, [c for c in names if c.startswith(columns.DONE_PREFIX)])
     if constants is not None and not isinstance(constants, NormalizationConstants):
         raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
                              type(constants).__name__)
-    exprs = [pl.col(S.reward_column(name)).cast(pl.Float64).alias("raw"),
+    exprs = [pl.col(columns.reward_column(name)).cast(pl.Float64).alias("raw"),
              boundary_expr(names, done).alias("boundary")]
     if constants is not None:
         exprs.append(_in_scope_expr(names, name, constants.scope).alias("in_scope"))
@@ -304,7 +305,7 @@ def _in_scope_expr(names, name: str, scope: str) -> pl.Expr:
     if scope == "all":
         return pl.lit(True)
     if scope == "nonzero":
-        return pl.col(S.reward_column(name)) != 0
+        return pl.col(columns.reward_column(name)) != 0
     if scope == "end_of_game":
         need_column(names, S.END_OF_GAME, "scope 'end_of_game'")
         return pl.col(S.END_OF_GAME)

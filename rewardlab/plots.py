@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_choice
 
 __all__ = [
@@ -82,7 +83,7 @@ def _series_map(data, what: str) -> dict[str, np.ndarray]:
     """``{name: float64 array}`` from a mapping, a single array, or a frame's non-key columns."""
     if isinstance(data, pl.DataFrame):
         cols = [c for c in data.columns if c not in _KEYS]
-        out = {(c[len(S.REWARD_PREFIX):] if c.startswith(S.REWARD_PREFIX) else c):
+        out = {(c[len(columns.REWARD_PREFIX):] if c.startswith(columns.REWARD_PREFIX) else c):
                data[c].cast(pl.Float64).to_numpy() for c in cols if data[c].dtype.is_numeric()}
     elif isinstance(data, Mapping):
         out = {str(k): np.asarray(v, dtype=np.float64).ravel() for k, v in data.items()}

@@ -43,6 +43,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import FrameError, ParameterError, check_choice, check_finite, check_in_range
 from rewardlab.mahjong import ranks_from_scores, require_mahjong
 from rewardlab.stats import Moments, lazy_table, column_names, rewards_to_use
@@ -566,14 +567,14 @@ def reward_by_rank(data, rewards=None, *, table: RankTable | None = None, confid
         table = RankTable.from_frame(lf)
     elif not isinstance(table, RankTable):
         raise ParameterError("table", "should be a RankTable built from the same frame", type(table).__name__)
-    df = lf.select([pl.col(S.reward_column(n)).cast(pl.Float64) for n in use]).collect()
+    df = lf.select([pl.col(columns.reward_column(n)).cast(pl.Float64) for n in use]).collect()
     if df.height != table.n_rows:
         raise ParameterError("table", f"should be built from the same frame ({df.height} rows)",
                              f"a table of {table.n_rows} rows")
     starts = np.concatenate(([0], table.row[:-1] + 1)) if table.episodes else np.zeros(0, np.int64)
     rows = []
     for n in use:
-        r = df[S.reward_column(n)].to_numpy()
+        r = df[columns.reward_column(n)].to_numpy()
         per_episode = np.add.reduceat(r, starts) if table.episodes else np.zeros(0)
         for k in range(S.NUM_SEATS):
             x = per_episode[table.rank == k]

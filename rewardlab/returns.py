@@ -44,6 +44,7 @@ import polars as pl
 import torch
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_in_range
 from rewardlab.stats import boundary_expr, game_end_expr, lazy_table, column_names, resolve_reward
 
@@ -300,13 +301,13 @@ def _reward_and_boundary(data, reward: str, extra: tuple = ()) -> tuple[str, pl.
     lf, _ = lazy_table(data)
     names = column_names(lf)
     name = resolve_reward(names, reward)
-    done = S.done_column(name)
+    done = columns.done_column(name)
     if done not in names:
-        raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
+        raise ColumnNotFoundError(done, [c for c in names if c.startswith(columns.DONE_PREFIX)])
     keys = [k for k in (S.GAME_ID, S.SEAT) if k in names]
     df = lf.select(
         *keys,
-        pl.col(S.reward_column(name)).cast(pl.Float64).alias("reward"),
+        pl.col(columns.reward_column(name)).cast(pl.Float64).alias("reward"),
         boundary_expr(names, done).alias("boundary"),
         *extra,
     ).collect()
@@ -423,7 +424,7 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
         if col not in names:
             raise ColumnNotFoundError(col, names)
     name = resolve_reward(names, reward)
-    term_expr = pl.col(terminated if terminated is not None else S.done_column(name))
+    term_expr = pl.col(terminated if terminated is not None else columns.done_column(name))
     term_expr = term_expr | game_end_expr(names)
     extra = (pl.col(value).cast(pl.Float64).alias("value"), term_expr.alias("terminated"))
     _, df = _reward_and_boundary(lf, name, extra)

@@ -50,10 +50,12 @@ Examples
 
 from __future__ import annotations
 
-import re
 
 import polars as pl
 
+from rewardlab.core.columns import (  # noqa: F401  (the reward-column names, re-exported)
+    DONE_PREFIX, REWARD_PREFIX, check_name, done_column, reward_column, reward_names,
+)
 from rewardlab.core.spec import FrameSpec, StateColumn
 
 # --- kanachan/constants.py ---------------------------------------------------
@@ -176,65 +178,6 @@ KEY_COLUMNS = (GAME_ID, SEAT, STEP)
 #: Columns a rewards table (``rewardlab apply``) carries besides the keys and the
 #: reward/done columns, so every statistics scope and the by-rank analysis work on it.
 REWARDS_TABLE_CONTEXT = (GAME, END_OF_ROUND, END_OF_GAME, RESULTS)
-
-REWARD_PREFIX = "reward_"
-DONE_PREFIX = "done_"
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def check_name(name: str, *, what: str = "name") -> str:
-    """Return ``name`` if it is a valid identifier-like name, else raise.
-
-    Reward names become column names and Python identifiers in exported
-    files, so they are restricted to ``[A-Za-z_][A-Za-z0-9_]*``.
-
-    Examples
-    --------
-    >>> check_name("rank_top")
-    'rank_top'
-    """
-    from rewardlab.errors import ParameterError
-
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ParameterError(
-            what, "should match [A-Za-z_][A-Za-z0-9_]* (letters, digits, underscores)", name
-        )
-    return name
-
-
-def reward_column(name: str) -> str:
-    """Return the frame column holding plug-in ``name``'s rewards.
-
-    Examples
-    --------
-    >>> reward_column("points")
-    'reward_points'
-    """
-    return REWARD_PREFIX + check_name(name)
-
-
-def done_column(name: str) -> str:
-    """Return the frame column holding plug-in ``name``'s done flags.
-
-    Examples
-    --------
-    >>> done_column("points")
-    'done_points'
-    """
-    return DONE_PREFIX + check_name(name)
-
-
-def reward_names(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
-    """Names of the rewards present in ``frame`` (columns ``reward_<name>``), in column order.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> reward_names(pl.DataFrame({"reward_a": [0.0], "done_a": [True], "seat": [0]}))
-    ['a']
-    """
-    cols = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
-    return [c[len(REWARD_PREFIX):] for c in cols if c.startswith(REWARD_PREFIX)]
 
 #: How kanachan builds the TensorDict a plug-in receives:
 #:

@@ -57,6 +57,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import (
     ColumnNotFoundError, FrameError, ParameterError, check_choice, check_finite, check_positive,
 )
@@ -303,12 +304,12 @@ def resolve_reward(names: Sequence[str], reward: str) -> str:
     """The plug-in name for ``reward`` (a name like ``"top"`` or a column like ``"reward_top"``)."""
     if not isinstance(reward, str):
         raise ParameterError("reward", "should be a reward name such as 'top'", reward)
-    if S.REWARD_PREFIX + reward in names:
-        return S.check_name(reward, what="reward")
-    if reward.startswith(S.REWARD_PREFIX) and reward in names:
-        return reward[len(S.REWARD_PREFIX):]
-    available = [c for c in names if c.startswith(S.REWARD_PREFIX)]
-    raise ColumnNotFoundError(S.REWARD_PREFIX + reward, available or ["(no reward_* columns; run "
+    if columns.REWARD_PREFIX + reward in names:
+        return columns.check_name(reward, what="reward")
+    if reward.startswith(columns.REWARD_PREFIX) and reward in names:
+        return reward[len(columns.REWARD_PREFIX):]
+    available = [c for c in names if c.startswith(columns.REWARD_PREFIX)]
+    raise ColumnNotFoundError(columns.REWARD_PREFIX + reward, available or ["(no reward_* columns; run "
                                                                        "`rewardlab apply` first)"])
 
 
@@ -321,7 +322,7 @@ def rewards_to_use(names: Sequence[str], rewards) -> list[str]:
     ['a', 'b']
     """
     if rewards is None:
-        found = [c[len(S.REWARD_PREFIX):] for c in names if c.startswith(S.REWARD_PREFIX)]
+        found = [c[len(columns.REWARD_PREFIX):] for c in names if c.startswith(columns.REWARD_PREFIX)]
         if not found:
             raise FrameError("the data has no reward_<name> columns",
                              hint="Run reward plug-ins first (`rewardlab apply` or apply_plugins)")
@@ -381,7 +382,7 @@ def _check_scope(scope: str) -> str:
 def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str) -> pl.LazyFrame:
     """A lazy frame with one Float64 column ``value``: the values of ``reward`` in ``scope``."""
     names = column_names(lf)
-    col = S.REWARD_PREFIX + name
+    col = columns.REWARD_PREFIX + name
     value = pl.col(col).cast(pl.Float64).alias(_VALUE)
     if scope == "all":
         return lf.select(value)
@@ -395,9 +396,9 @@ def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str) -> pl.LazyFrame:
         need_column(names, S.END_OF_GAME, "scope 'end_of_round'")
         return lf.filter(pl.col(S.END_OF_ROUND) | pl.col(S.END_OF_GAME)).select(value)
     # episode_return
-    done = S.DONE_PREFIX + name
+    done = columns.DONE_PREFIX + name
     if done not in names:
-        raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
+        raise ColumnNotFoundError(done, [c for c in names if c.startswith(columns.DONE_PREFIX)])
     return (
         lf.select(value, _episode_id_expr(boundary_expr(names, done)))
         .group_by("_episode")

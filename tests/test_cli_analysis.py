@@ -78,7 +78,8 @@ def test_plot_refuses_to_overwrite_and_checks_the_suffix(paths, tmp_path, capsys
     assert main(["plot", str(table), "--out", str(tmp_path / "fig.xyz")]) == 2
     assert "`--out` should end with an image suffix" in capsys.readouterr().err
     assert main(["plot", str(table), "--out", str(tmp_path / "r.png"), "--kind", "by-rank"]) == 2
-    assert "ranking analysis needs the column" in capsys.readouterr().err
+    assert "the ranking analysis is a mahjong analysis and needs the columns results, end_of_game" in \
+        capsys.readouterr().err
 
 
 def test_a_damaged_rewards_table_is_one_error_line(paths, tmp_path, capsys):

@@ -8,6 +8,7 @@ import pytest
 
 import rewardlab
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.batching import FrameArrays
 from rewardlab.dataset import write_dataset
 from rewardlab.errors import ColumnNotFoundError, DataFormatError, FrameError, ParameterError
@@ -81,4 +82,4 @@ def test_ranks_validate_shapes_and_seats():
 
 def test_reward_names_are_identifiers():
     with pytest.raises(ParameterError, match=r"`name` should match \[A-Za-z_\]\[A-Za-z0-9_\]\*"):
-        S.reward_column("top; import os")
+        columns.reward_column("top; import os")

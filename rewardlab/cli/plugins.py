@@ -99,6 +99,7 @@ def _apply(args) -> int:
     import polars as pl
 
     from rewardlab import schema as S
+    from rewardlab.core import columns
     from rewardlab._io import atomic_path, check_not_input
     from rewardlab.contract import reward_scale
     from rewardlab.errors import ParameterError, RewardScaleWarning
@@ -125,14 +126,14 @@ def _apply(args) -> int:
                                    contiguous=True if args.contiguous else None,
                                    num_workers=args.num_workers, convention=args.convention,
                                    strict=args.strict, isolate=True, timeout=args.timeout)
-        columns = [c for c in S.KEY_COLUMNS + S.REWARDS_TABLE_CONTEXT if c in result.columns]
+        kept = [c for c in S.KEY_COLUMNS + S.REWARDS_TABLE_CONTEXT if c in result.columns]
         for name in names:
-            columns += [S.reward_column(name), S.done_column(name)]
-        write_table(result.select(columns), tmp)  # a checksum in every page
+            kept += [columns.reward_column(name), columns.done_column(name)]
+        write_table(result.select(kept), tmp)  # a checksum in every page
     print(f"wrote {result.height:,} transitions x {len(names)} plug-in(s) to {out}")
     for name in names:
-        rewards = result[S.reward_column(name)]
-        scale = reward_scale(rewards.cast(pl.Float64).to_numpy(), result[S.done_column(name)].to_numpy())
+        rewards = result[columns.reward_column(name)]
+        scale = reward_scale(rewards.cast(pl.Float64).to_numpy(), result[columns.done_column(name)].to_numpy())
         print(f"  {name}: {scale} (rewards returned as {str(rewards.dtype).lower()})")
     for w in caught:
         if issubclass(w.category, RewardScaleWarning):

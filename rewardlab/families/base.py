@@ -39,6 +39,7 @@ import polars as pl
 import torch
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import FrameError, ParameterError
 
 __all__ = [
@@ -735,8 +736,8 @@ class RewardFamily:
         if reward.shape[0] != frame.height:
             raise ParameterError("prepared", f"should describe a frame of {frame.height} rows",
                                  reward.shape[0])
-        return frame.with_columns(pl.Series(S.reward_column(name), reward),
-                                  pl.Series(S.done_column(name), done))
+        return frame.with_columns(pl.Series(columns.reward_column(name), reward),
+                                  pl.Series(columns.done_column(name), done))
 
     # -- TensorDict path (torch) -------------------------------------------------
     def get_reward(self, data, contiguous: bool) -> None:

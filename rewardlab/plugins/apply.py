@@ -13,7 +13,7 @@ import warnings
 import polars as pl
 
 from rewardlab import isolation
-from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.batch_modes import (
     BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_contiguous, check_num_workers,
     episode_ends, mode_setting, plan_batches,
@@ -188,16 +188,16 @@ def apply_plugins(
     for outcome, loaded_plugin, (item, _, _) in zip(outcomes, loaded, items):
         outcome.plugin = item if isinstance(item, Plugin) else loaded_plugin
     raise_first(resolve(outcomes, Locator(frame)))
-    columns = []
+    added = []
     for outcome in outcomes:
         scale = reward_scale(outcome.rewards, outcome.dones)
         if arrays.n and scale.far:
             warnings.warn(RewardScaleWarning(_scale_message(outcome.plugin, scale)), stacklevel=2)
         dtype = REWARD_DTYPES[outcome.reward_dtype or "float64"]
-        columns.append(pl.Series(S.reward_column(outcome.plugin.name), outcome.rewards,
+        added.append(pl.Series(columns.reward_column(outcome.plugin.name), outcome.rewards,
                                  dtype=pl.Float64).cast(dtype))
-        columns.append(pl.Series(S.done_column(outcome.plugin.name), outcome.dones, dtype=pl.Boolean))
-    return frame.with_columns(columns)
+        added.append(pl.Series(columns.done_column(outcome.plugin.name), outcome.dones, dtype=pl.Boolean))
+    return frame.with_columns(added)
 
 
 def _scale_message(plugin: Plugin, scale: RewardScale) -> str:

@@ -29,7 +29,7 @@ import types
 from pathlib import Path
 from typing import Callable
 
-from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import ParameterError, PluginLoadError
 from rewardlab.runner import plugin_traceback, safe_text
 from rewardlab.trainer_scope import TRAINER_NAMES, names_from_trainer, trainer_globals
@@ -97,7 +97,7 @@ class Plugin:
 def _name_from_stem(path: Path) -> str:
     candidate = re.sub(r"[-. ]+", "_", path.stem)
     try:
-        return S.check_name(candidate, what="name")
+        return columns.check_name(candidate, what="name")
     except ParameterError:
         raise ParameterError(
             "name", "should match [A-Za-z_][A-Za-z0-9_]* (it comes from the file name "
@@ -161,7 +161,7 @@ def read_plugin(path: str | os.PathLike, *, name: str | None = None) -> tuple[st
     if not isinstance(path, (str, os.PathLike)):
         raise ParameterError("path", "should be a str or path-like naming a plug-in file", path)
     path = Path(path)
-    name = _name_from_stem(path) if name is None else S.check_name(name, what="name")
+    name = _name_from_stem(path) if name is None else columns.check_name(name, what="name")
     if path.is_dir():
         raise ParameterError("path", "should name a plug-in file, not a folder (plug-ins are code "
                              "and run only when named one by one)", str(path))

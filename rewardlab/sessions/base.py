@@ -27,7 +27,7 @@ from typing import Callable, ClassVar
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.dataset import as_lazy
 from rewardlab.errors import ExportCancelled, ParameterError, RewardlabError
 
@@ -521,5 +521,5 @@ def base_columns(frame: pl.DataFrame) -> pl.DataFrame:
     >>> base_columns(pl.DataFrame({"x": [1], "reward_a": [0.0], "done_a": [True]})).columns
     ['x']
     """
-    keep = [c for c in frame.columns if not c.startswith((S.REWARD_PREFIX, S.DONE_PREFIX))]
+    keep = [c for c in frame.columns if not c.startswith((columns.REWARD_PREFIX, columns.DONE_PREFIX))]
     return frame.select(keep) if len(keep) != len(frame.columns) else frame

@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.compare import compare_rewards, episode_return_table, most_disagreeing_episodes
 from rewardlab.errors import FrameError, ParameterError, check_choice
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
@@ -117,7 +118,7 @@ class ComparisonSession(Session):
         return apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size)
 
     def _refresh_candidates(self) -> None:
-        self.candidates = tuple(S.reward_names(self.frame))
+        self.candidates = tuple(columns.reward_names(self.frame))
         self._returns = episode_return_table(self.frame, list(self.candidates)) if self.candidates \
             else pl.DataFrame()
 
@@ -180,7 +181,7 @@ class ComparisonSession(Session):
         comparison = compare_rewards(returns) if len(chosen) >= 2 else None
         pair = self._returns.select(*keys, *dict.fromkeys((p["a"], p["b"])))
         disagreements = most_disagreeing_episodes(pair, p["a"], p["b"], k=p["k"]) if p["a"] != p["b"] else None
-        steps = {c: self.frame[S.reward_column(c)].to_numpy() for c in chosen}
+        steps = {c: self.frame[columns.reward_column(c)].to_numpy() for c in chosen}
         return ComparisonResults(chosen=chosen, metric=p["metric"], a=p["a"], b=p["b"], step_rewards=steps,
                                  returns=returns, comparison=comparison,
                                  matrix=None if comparison is None else comparison.matrix(p["metric"]),

@@ -12,7 +12,7 @@ import dataclasses
 
 import polars as pl
 
-from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
 from rewardlab.normalizers import normalization_summary, normalized_rewards
 from rewardlab.sessions.base import Param, Session, load_frame, parse_number
@@ -96,7 +96,7 @@ class NormalizationSession(Session):
         super().__init__()
         frame, _ = load_frame(data)
         self.frame = frame
-        names = S.reward_names(frame)
+        names = columns.reward_names(frame)
         if not names:
             raise FrameError("the frame has no reward_<name> columns",
                              hint="Apply plug-ins first (rewardlab.apply_plugins)")

@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab import schema as S
+from rewardlab.core import columns
 from rewardlab.errors import ParameterError, PluginRunCancelled, RewardlabWarning
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.sessions.base import CancelToken, base_columns, cancel_token, progress_callback
@@ -253,8 +254,8 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
             token.check(path, "the bit-for-bit comparison")
             raise
     found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
-    file_reward = applied[S.reward_column(plugin.name)].cast(pl.Float64).to_numpy()
-    file_done = applied[S.done_column(plugin.name)].to_numpy()
+    file_reward = applied[columns.reward_column(plugin.name)].cast(pl.Float64).to_numpy()
+    file_done = applied[columns.done_column(plugin.name)].to_numpy()
     say(n / total, f"compared {n:,} transitions bit for bit")
     token.check(path, "check-plugin")
     what = f"all {n:,} transitions" if positions is None else \
