@@ -347,7 +347,8 @@ def generalized_advantage_estimate(reward, value, next_value, done, *, terminate
 class _Trajectories:
     """One reward's trajectories in a frame: the columns the frame layer reads, as NumPy arrays."""
 
-    def __init__(self, data, reward: str, spec: FrameSpec | None, extra: dict | None = None):
+    def __init__(self, data, reward: str, spec: FrameSpec | None, extra: dict | None = None, *,
+                 episode_end: bool = False):
         lf, _ = lazy_table(data)
         names = column_names(lf)
         self.name = name = resolve_reward(names, reward)
@@ -356,21 +357,25 @@ class _Trajectories:
             raise ColumnNotFoundError(done, [c for c in names if c.startswith(S.DONE_PREFIX)])
         self.spec = here = spec_of(lf, spec)
         self.keys = [k for k in here.episode if k in names]
-        flag = (lambda c: pl.col(c).fill_null(False) if c is not None else pl.lit(False))
+        flags = {}
+        if here.truncated is not None:  # only then does how a trajectory ended tell anything
+            flags["_truncated"] = pl.col(here.truncated).fill_null(False)
+            if here.terminated is not None:
+                flags["_terminated"] = pl.col(here.terminated).fill_null(False)
+        extra = dict(extra or {})
+        if episode_end:
+            extra["_episode_end"] = episode_end_expr(names, here)
         df = lf.select(
             *self.keys,
             pl.col(S.reward_column(name)).cast(pl.Float64).alias("_reward"),
-            pl.col(done).alias("_done"),
             trajectory_end_expr(names, done, here).alias("_boundary"),
-            episode_end_expr(names, here).alias("_episode_end"),
-            flag(here.terminated).alias("_terminated"),
-            flag(here.truncated).alias("_truncated"),
-            *[e.alias(k) for k, e in (extra or {}).items()],
+            *[e.alias(k) for k, e in (flags | extra).items()],
         ).collect()
         self.frame = df
         self.reward = df["_reward"].to_numpy()
         self.boundary = df["_boundary"].to_numpy()
-        self.truncated = df["_truncated"].to_numpy() & self.boundary  # a cut trajectory bootstraps
+        self.truncated = (df["_truncated"].to_numpy() & self.boundary if "_truncated" in df.columns
+                          else np.zeros(df.height, dtype=bool))  # a cut trajectory bootstraps
 
     def key_frame(self, rows: np.ndarray) -> list[pl.Series]:
         return [self.frame[k].gather(rows) for k in self.keys]
@@ -423,8 +428,8 @@ def episode_returns(data, reward: str, *, spec: FrameSpec | None = None) -> pl.D
     ends = starts + lengths - 1
     cols = [pl.Series("episode", np.arange(lengths.size, dtype=np.int64)), *tr.key_frame(starts)]
     cols += [pl.Series("start", starts), pl.Series("length", lengths), pl.Series("return", returns)]
-    if tr.spec.truncated is not None:
-        if tr.spec.terminated is not None:
+    if "_truncated" in tr.frame.columns:
+        if "_terminated" in tr.frame.columns:
             cols.append(tr.frame["_terminated"].gather(ends).alias("terminated"))
         cols.append(tr.frame["_truncated"].gather(ends).alias("truncated"))
     return _result(pl.DataFrame(cols), tr.spec)
@@ -562,7 +567,7 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
              "_term": pl.col(terminated if terminated is not None else S.done_column(name))}
     if next_value is not None:
         extra["_next_value"] = pl.col(next_value).cast(pl.Float64)
-    tr = _Trajectories(lf, name, spec, extra)
+    tr = _Trajectories(lf, name, spec, extra, episode_end=True)
     df = tr.frame
     v = df["_value"].to_numpy()
     if np.isnan(v).any() or df["_value"].null_count():
