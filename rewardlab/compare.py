@@ -186,7 +186,8 @@ def episode_return_table(data, rewards=None, *, spec: FrameSpec | None = None) -
     -------
     polars.DataFrame
         ``episode`` (0, 1, ...), the spec's episode key columns present
-        (``game_id`` and ``seat`` for kanachan), then one Float64 column per
+        (``game_id`` and ``seat`` for kanachan; an episode key called
+        ``episode`` takes the index's place), then one Float64 column per
         candidate named after it; in data order.  It carries the spec
         (projected to its key columns), which :func:`compare_rewards` and the
         plots read to tell keys from candidates.
@@ -207,16 +208,19 @@ def episode_return_table(data, rewards=None, *, spec: FrameSpec | None = None) -
     clash = [n for n in use if n in keys or n == "episode"]
     if clash:
         raise ParameterError("rewards", "should not be named like a key column of the returns table "
-                             f"({', '.join(['episode', *keys])})", clash)
-    episode = segment_id_expr(episode_end_expr(names, here), "episode")
+                             f"({', '.join(dict.fromkeys(['episode', *keys]))})", clash)
+    index = "episode" if "episode" not in keys else "_episode"  # an episode key named so is the index
     table = (
-        lf.select(episode, *keys, *[pl.col(S.reward_column(n)).cast(pl.Float64).alias(n) for n in use])
-        .group_by("episode")
+        lf.select(segment_id_expr(episode_end_expr(names, here), index), *keys,
+                  *[pl.col(S.reward_column(n)).cast(pl.Float64).alias(n) for n in use])
+        .group_by(index)
         .agg(*[pl.col(k).first() for k in keys], *[pl.col(n).sum() for n in use])
-        .sort("episode")
-        .with_columns(pl.col("episode").cast(pl.Int64))
+        .sort(index)
+        .with_columns(pl.col(index).cast(pl.Int64))
         .collect()
     )
+    if index != "episode":
+        table = table.drop(index)
     return attach(table, here.project(table.columns)) if here.episode else table
 
 

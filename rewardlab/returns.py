@@ -405,9 +405,10 @@ def episode_returns(data, reward: str, *, spec: FrameSpec | None = None) -> pl.D
     Returns
     -------
     polars.DataFrame
-        Columns ``episode`` (0, 1, ...), the spec's episode key columns
-        present in the data (of the trajectory's first step; kanachan's
-        ``game_id``, ``seat``), ``start`` (row index of its first step),
+        Columns ``episode`` (0, 1, ...: the trajectory's index, called
+        ``trajectory`` when an episode key column is called ``episode``), the
+        spec's episode key columns present in the data (of the trajectory's
+        first step; kanachan's ``game_id``, ``seat``), ``start`` (row index of its first step),
         ``length``, ``return``; in data order.  When the spec has a
         ``truncated`` flag, also Boolean ``terminated`` and ``truncated``:
         the spec's flags on the trajectory's last step (both False where the
@@ -426,7 +427,8 @@ def episode_returns(data, reward: str, *, spec: FrameSpec | None = None) -> pl.D
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64) if lengths.size else \
         np.zeros(0, dtype=np.int64)
     ends = starts + lengths - 1
-    cols = [pl.Series("episode", np.arange(lengths.size, dtype=np.int64)), *tr.key_frame(starts)]
+    index = "episode" if "episode" not in tr.keys else "trajectory"
+    cols = [pl.Series(index, np.arange(lengths.size, dtype=np.int64)), *tr.key_frame(starts)]
     cols += [pl.Series("start", starts), pl.Series("length", lengths), pl.Series("return", returns)]
     if "_truncated" in tr.frame.columns:
         if "_terminated" in tr.frame.columns:

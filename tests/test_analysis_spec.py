@@ -431,3 +431,13 @@ def test_return_distribution_plot_skips_the_specs_key_columns(steps):
     ax = plot_return_distribution(table.select(pl.all()), spec=SPEC)  # lost its spec: pass it
     assert len(ax.get_legend().get_texts()) == 2
     plt.close(ax.figure)
+
+
+def test_an_episode_key_called_episode(steps):
+    spec = FrameSpec(name="toy_episode", episode=("episode",), terminated="terminated", truncated="truncated")
+    f = steps.rename({"episode_id": "episode"})
+    table = episode_return_table(f, spec=spec)
+    assert table.columns == ["episode", "a", "b"]
+    assert table["episode"].to_list() == [100 + e for e in range(len(EPISODES))]
+    assert compare_rewards(table).names == ("a", "b")
+    assert episode_returns(f, "a", spec=spec).columns[:3] == ["trajectory", "episode", "start"]
