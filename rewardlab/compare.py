@@ -1,9 +1,12 @@
 """Comparing candidate reward plug-ins: correlations of episode returns, EPIC-style distance, disagreements.
 
-Candidates are compared on the same episodes: one player's whole game
-(ending at ``end_of_game``, or at a change of ``game_id`` / ``seat`` in a
-rewards table), whatever each plug-in's own ``done`` says, so that every
-candidate has one return per episode.
+Candidates are compared on the same episodes, found through the frame's
+spec (:func:`rewardlab.sources.registry.spec_of`, or ``spec=``): an episode
+ends where a terminal flag fires or the episode key changes (in a kanachan
+frame, one player's whole game: ``end_of_game``, or a change of ``game_id`` /
+``seat`` in a rewards table), whatever each plug-in's own ``done`` says, so
+that every candidate has one return per episode.  Tables of episode returns
+carry the spec's episode key columns.
 
 The EPIC-style distance between two candidates is ``sqrt((1 - rho) / 2)``
 with ``rho`` the Pearson correlation of their episode returns: 0 for
@@ -31,10 +34,13 @@ import dataclasses
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
 from rewardlab.core import columns
+from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_choice
-from rewardlab.stats import game_end_expr, lazy_table, column_names, resolve_reward, rewards_to_use
+from rewardlab.sources.registry import known_specs, spec_of
+from rewardlab.stats import (
+    column_names, episode_end_expr, lazy_table, resolve_reward, rewards_to_use, segment_id_expr,
+)
 
 __all__ = [
     "rankdata",
@@ -46,6 +52,7 @@ __all__ = [
     "most_disagreeing_episodes",
     "StepDifference",
     "step_difference",
+    "episode_key_columns",
 ]
 
 
@@ -142,8 +149,28 @@ def epic_distance(rho):
 # --------------------------------------------------------------------------
 
 
-def episode_return_table(data, rewards=None) -> pl.DataFrame:
-    """Undiscounted return of each candidate over each episode (one player's game).
+def episode_key_columns(table: pl.DataFrame, spec: FrameSpec | None = None) -> list[str]:
+    """The key columns of a table of episode returns: ``episode`` and the spec's episode keys, in table order.
+
+    The spec is ``spec`` when given, else the one the table carries
+    (:func:`episode_return_table` attaches it), else every registered spec
+    whose episode columns the table holds (kanachan's ``game_id``, ``seat``).
+
+    Examples
+    --------
+    >>> episode_key_columns(pl.DataFrame({"episode": [0], "game_id": [1], "seat": [0], "a": [1.0]}))
+    ['episode', 'game_id', 'seat']
+    """
+    names = list(table.columns)
+    if spec is None:
+        spec = attached(table)
+    specs = [spec] if spec is not None else [s for s in known_specs().values() if s.matches(names)]
+    keys = {"episode"} | {k for s in specs for k in s.episode}
+    return [c for c in names if c in keys]
+
+
+def episode_return_table(data, rewards=None, *, spec: FrameSpec | None = None) -> pl.DataFrame:
+    """Undiscounted return of each candidate over each episode (one player's game in kanachan data).
 
     Parameters
     ----------
@@ -151,12 +178,19 @@ def episode_return_table(data, rewards=None) -> pl.DataFrame:
         A rewards table or a frame with reward columns.
     rewards : str or iterable of str, optional
         Plug-in names; default every ``reward_*`` column.
+    spec : FrameSpec, optional
+        How the rows form episodes (default: the frame's spec, see
+        :func:`rewardlab.sources.registry.spec_of`).
 
     Returns
     -------
     polars.DataFrame
-        ``episode`` (0, 1, ...), ``game_id`` and ``seat`` when present, then
-        one Float64 column per candidate named after it; in data order.
+        ``episode`` (0, 1, ...), the spec's episode key columns present
+        (``game_id`` and ``seat`` for kanachan; an episode key called
+        ``episode`` takes the index's place), then one Float64 column per
+        candidate named after it; in data order.  It carries the spec
+        (projected to its key columns), which :func:`compare_rewards` and the
+        plots read to tell keys from candidates.
 
     Examples
     --------
@@ -169,16 +203,25 @@ def episode_return_table(data, rewards=None) -> pl.DataFrame:
     lf, _ = lazy_table(data)
     names = column_names(lf)
     use = rewards_to_use(names, rewards)
-    keys = [k for k in (S.GAME_ID, S.SEAT) if k in names]
-    episode = game_end_expr(names).shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias("episode")
-    return (
-        lf.select(episode, *keys, *[pl.col(columns.reward_column(n)).cast(pl.Float64).alias(n) for n in use])
-        .group_by("episode")
+    here = spec_of(lf, spec)
+    keys = [k for k in here.episode if k in names]
+    clash = [n for n in use if n in keys or n == "episode"]
+    if clash:
+        raise ParameterError("rewards", "should not be named like a key column of the returns table "
+                             f"({', '.join(dict.fromkeys(['episode', *keys]))})", clash)
+    index = "episode" if "episode" not in keys else "_episode"  # an episode key named so is the index
+    table = (
+        lf.select(segment_id_expr(episode_end_expr(names, here), index), *keys,
+                  *[pl.col(columns.reward_column(n)).cast(pl.Float64).alias(n) for n in use])
+        .group_by(index)
         .agg(*[pl.col(k).first() for k in keys], *[pl.col(n).sum() for n in use])
-        .sort("episode")
-        .with_columns(pl.col("episode").cast(pl.Int64))
+        .sort(index)
+        .with_columns(pl.col(index).cast(pl.Int64))
         .collect()
     )
+    if index != "episode":
+        table = table.drop(index)
+    return attach(table, here.project(table.columns)) if here.episode else table
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -233,7 +276,7 @@ class RewardComparison:
                    "epic": pl.Float64})
 
 
-def compare_rewards(data, rewards=None) -> RewardComparison:
+def compare_rewards(data, rewards=None, *, spec: FrameSpec | None = None) -> RewardComparison:
     """Pearson and Spearman correlation and EPIC-style distance of episode returns, for every pair.
 
     Parameters
@@ -242,6 +285,9 @@ def compare_rewards(data, rewards=None) -> RewardComparison:
         A rewards table or a frame with reward columns.
     rewards : str or iterable of str, optional
         Plug-in names; default every ``reward_*`` column (at least two).
+    spec : FrameSpec, optional
+        How the rows form episodes, or which columns of a returns table are
+        keys (default: the spec the data carries or is recognized by).
 
     Returns
     -------
@@ -256,8 +302,9 @@ def compare_rewards(data, rewards=None) -> RewardComparison:
     >>> round(float(cmp.pearson[0, 1]), 9), bool(cmp.epic[0, 1] < 1e-6)
     (1.0, True)
     """
-    table = _returns_table(data, rewards)
-    names = tuple(c for c in table.columns if c not in ("episode", S.GAME_ID, S.SEAT))
+    table = _returns_table(data, rewards, spec)
+    keys = episode_key_columns(table, spec)
+    names = tuple(c for c in table.columns if c not in keys)
     if len(names) < 2:
         raise ParameterError("rewards", "should name at least two candidates to compare", list(names))
     x = table.select(names).to_numpy().astype(np.float64)
@@ -266,7 +313,7 @@ def compare_rewards(data, rewards=None) -> RewardComparison:
     return RewardComparison(names, int(x.shape[0]), pearson, spearman, epic_distance(pearson))
 
 
-def _returns_table(data, rewards) -> pl.DataFrame:
+def _returns_table(data, rewards, spec: FrameSpec | None) -> pl.DataFrame:
     if _is_returns_table(data):
         if rewards is None:
             return data
@@ -274,12 +321,15 @@ def _returns_table(data, rewards) -> pl.DataFrame:
         missing = [n for n in use if n not in data.columns]
         if missing:
             raise ColumnNotFoundError(missing[0], data.columns)
-        keep = [c for c in ("episode", S.GAME_ID, S.SEAT) if c in data.columns]
-        return data.select(*keep, *use)
-    return episode_return_table(data, rewards)
+        keep = episode_key_columns(data, spec)
+        table = data.select(*keep, *use)
+        carried = spec if spec is not None else attached(data)
+        return attach(table, carried.project(keep)) if carried is not None and carried.episode else table
+    return episode_return_table(data, rewards, spec=spec)
 
 
-def most_disagreeing_episodes(data, a: str, b: str, *, k: int = 10) -> pl.DataFrame:
+def most_disagreeing_episodes(data, a: str, b: str, *, k: int = 10,
+                              spec: FrameSpec | None = None) -> pl.DataFrame:
     """The ``k`` episodes where candidates ``a`` and ``b`` disagree most.
 
     Returns are standardized per candidate (z-scores over the episodes)
@@ -293,12 +343,16 @@ def most_disagreeing_episodes(data, a: str, b: str, *, k: int = 10) -> pl.DataFr
         Two candidate names.
     k : int
         How many episodes to return (fewer if there are fewer).
+    spec : FrameSpec, optional
+        How the rows form episodes, or which columns of a returns table are
+        keys (default: the spec the data carries or is recognized by).
 
     Returns
     -------
     polars.DataFrame
-        ``episode`` (and ``game_id``, ``seat`` when known), ``return_a``,
-        ``return_b``, ``z_a``, ``z_b``, ``gap``; largest gap first.
+        ``episode`` (and the spec's episode keys when known: ``game_id``,
+        ``seat`` for kanachan), ``return_a``, ``return_b``, ``z_a``, ``z_b``,
+        ``gap``; largest gap first.
 
     Examples
     --------
@@ -309,25 +363,27 @@ def most_disagreeing_episodes(data, a: str, b: str, *, k: int = 10) -> pl.DataFr
     if a == b:
         raise ParameterError("b", "should differ from `a`", b)
     if _is_returns_table(data):
-        table = _returns_table(data, [a, b])
+        table = _returns_table(data, [a, b], spec)
     else:
         lf, _ = lazy_table(data)
         names = column_names(lf)
         a, b = resolve_reward(names, a), resolve_reward(names, b)
-        table = episode_return_table(lf, [a, b])
+        table = episode_return_table(lf, [a, b], spec=spec)
 
     def z(col: str) -> pl.Expr:
         std = pl.col(col).std(ddof=0)
         return pl.when(std > 0).then((pl.col(col) - pl.col(col).mean()) / std).otherwise(0.0)
 
-    keys = [c for c in ("episode", S.GAME_ID, S.SEAT) if c in table.columns]
-    return (
+    keys = episode_key_columns(table, spec)
+    out = (
         table.select(*keys, pl.col(a).alias("return_a"), pl.col(b).alias("return_b"),
                      z(a).alias("z_a"), z(b).alias("z_b"))
         .with_columns((pl.col("z_a") - pl.col("z_b")).abs().alias("gap"))
         .sort("gap", descending=True, maintain_order=True)
         .head(int(k))
     )
+    carried = attached(table)
+    return attach(out, carried.project(keys)) if carried is not None else out
 
 
 def _is_returns_table(data) -> bool:

@@ -52,11 +52,14 @@ import dataclasses
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
 from rewardlab.core import columns
+from rewardlab.core.spec import FrameSpec
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
 from rewardlab.returns import as_array, linear_scan
-from rewardlab.stats import NormalizationConstants, boundary_expr, lazy_table, column_names, resolve_reward
+from rewardlab.stats import (
+    NormalizationConstants, column_names, declared_spec, lazy_table, resolve_reward, scope_mask_expr,
+    trajectory_end_expr,
+)
 
 __all__ = [
     "RMS_PRIOR_COUNT",
@@ -241,12 +244,15 @@ def sb3_normalize_reward(reward, done, *, gamma: float = 0.99, epsilon: float = 
 
 def normalized_rewards(data, reward: str, *, constants: NormalizationConstants | None = None,
                        gamma: float = 0.99, epsilon: float = 1e-8,
-                       clip_reward: float = 10.0) -> pl.DataFrame:
+                       clip_reward: float = 10.0, spec: FrameSpec | None = None) -> pl.DataFrame:
     """The rewards of plug-in ``reward`` raw and as each normalizer would hand them to the agent.
 
     The replays walk the rows in frame order; trajectories end at
-    ``done_<name>`` and at the end of each player's game (used as
-    ``terminated`` for Gymnasium and ``done`` for SB3).
+    ``done_<name>`` and at every episode end of the frame's spec (in kanachan
+    data, the end of each player's game).  SB3 resets after every trajectory
+    end (its ``done``: terminated or truncated).  Gymnasium resets on
+    ``terminated`` only, as its wrapper does: a trajectory end where the
+    spec's ``truncated`` flag fires does not reset it.
 
     Parameters
     ----------
@@ -260,6 +266,9 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
         rewards those steps would), in column ``constants``.
     gamma, epsilon, clip_reward
         The running normalizers' parameters (their libraries' defaults).
+    spec : FrameSpec, optional
+        How the rows form episodes (default: the frame's spec, see
+        :func:`rewardlab.sources.registry.spec_of`).
 
     Returns
     -------
@@ -283,38 +292,25 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
     if constants is not None and not isinstance(constants, NormalizationConstants):
         raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
                              type(constants).__name__)
+    declared, here = declared_spec(lf, spec)
+    truncated = pl.col(here.truncated).fill_null(False) if here.truncated is not None else pl.lit(False)
     exprs = [pl.col(columns.reward_column(name)).cast(pl.Float64).alias("raw"),
-             boundary_expr(names, done).alias("boundary")]
+             trajectory_end_expr(names, done, here).alias("boundary"), truncated.alias("truncated")]
     if constants is not None:
-        exprs.append(_in_scope_expr(names, name, constants.scope).alias("in_scope"))
+        if constants.scope == "episode_return":
+            raise ParameterError("constants", "should have a per-step scope to be applied step by step "
+                                 "(not 'episode_return')", constants.scope)
+        exprs.append(scope_mask_expr(names, name, constants.scope, here, declared).alias("in_scope"))
     df = lf.select(exprs).collect()
     r = df["raw"].to_numpy()
     b = df["boundary"].to_numpy()
-    gym = gymnasium_normalize_reward(r, b, gamma=gamma, epsilon=epsilon)
+    gym = gymnasium_normalize_reward(r, b & ~df["truncated"].to_numpy(), gamma=gamma, epsilon=epsilon)
     sb3 = sb3_normalize_reward(r, b, gamma=gamma, epsilon=epsilon, clip_reward=clip_reward)
     cols = {"raw": r}
     if constants is not None:
         cols["constants"] = np.where(df["in_scope"].to_numpy(), constants.apply(r), r)
     cols |= {"gymnasium": gym.normalized, "sb3": sb3.normalized, "sb3_clipped": sb3.clipped}
     return pl.DataFrame(cols)
-
-
-def _in_scope_expr(names, name: str, scope: str) -> pl.Expr:
-    from rewardlab.stats import need_column
-
-    if scope == "all":
-        return pl.lit(True)
-    if scope == "nonzero":
-        return pl.col(columns.reward_column(name)) != 0
-    if scope == "end_of_game":
-        need_column(names, S.END_OF_GAME, "scope 'end_of_game'")
-        return pl.col(S.END_OF_GAME)
-    if scope == "end_of_round":
-        need_column(names, S.END_OF_ROUND, "scope 'end_of_round'")
-        need_column(names, S.END_OF_GAME, "scope 'end_of_round'")
-        return pl.col(S.END_OF_ROUND) | pl.col(S.END_OF_GAME)
-    raise ParameterError("constants", "should have a per-step scope to be applied step by step "
-                         "(not 'episode_return')", scope)
 
 
 def normalization_summary(normalized: pl.DataFrame) -> pl.DataFrame:

@@ -28,6 +28,8 @@ import polars as pl
 
 from rewardlab import schema as S
 from rewardlab.core import columns
+from rewardlab.compare import episode_key_columns
+from rewardlab.core.spec import FrameSpec, attached
 from rewardlab.errors import ColumnNotFoundError, ParameterError, check_choice
 
 __all__ = [
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 _RANK_LABELS = ("1st", "2nd", "3rd", "4th")
-_KEYS = ("episode", S.GAME_ID, S.SEAT, "start", "length")
+_KEYS = ("episode", "start", "length")  # and the spec's columns (see _key_columns)
 
 
 def _new_axes(n: int = 1, *, ncols: int | None = None):
@@ -79,10 +81,18 @@ def _many_axes(ax, n: int):
     return axes
 
 
-def _series_map(data, what: str) -> dict[str, np.ndarray]:
+def _key_columns(frame: pl.DataFrame, spec: FrameSpec | None) -> set[str]:
+    """Columns of ``frame`` that are not series to plot: episode keys and the spec's other columns."""
+    spec = spec if spec is not None else attached(frame)
+    skip = set(_KEYS) | set(episode_key_columns(frame, spec))
+    return skip | set(spec.required) if spec is not None else skip
+
+
+def _series_map(data, what: str, spec: FrameSpec | None = None) -> dict[str, np.ndarray]:
     """``{name: float64 array}`` from a mapping, a single array, or a frame's non-key columns."""
     if isinstance(data, pl.DataFrame):
-        cols = [c for c in data.columns if c not in _KEYS]
+        skip = _key_columns(data, spec)
+        cols = [c for c in data.columns if c not in skip]
         out = {(c[len(columns.REWARD_PREFIX):] if c.startswith(columns.REWARD_PREFIX) else c):
                data[c].cast(pl.Float64).to_numpy() for c in cols if data[c].dtype.is_numeric()}
     elif isinstance(data, Mapping):
@@ -111,14 +121,15 @@ def _ecdf(ax, x: np.ndarray, **kw):
 
 
 def plot_reward_distribution(values, *, ax=None, kind: str = "hist", layout: str = "overlay",
-                             bins: int = 50):
+                             bins: int = 50, spec: FrameSpec | None = None):
     """Distribution of step rewards per plug-in: histogram or ECDF of the nonzero values.
 
     Parameters
     ----------
     values : mapping of str to array, array, or polars.DataFrame
         Step rewards per plug-in (a frame's ``reward_*`` or other numeric
-        columns are used, keys such as ``game_id`` skipped).
+        columns are used; the columns of its spec, such as ``game_id``, are
+        skipped).
     ax : Axes, sequence of Axes, or None
         One Axes for ``layout="overlay"``, one per plug-in for ``"facet"``.
     kind : {"hist", "ecdf"}
@@ -127,6 +138,9 @@ def plot_reward_distribution(values, *, ax=None, kind: str = "hist", layout: str
         All plug-ins on one Axes, or one panel each.
     bins : int
         Histogram bins.
+    spec : FrameSpec, optional
+        The frame's spec, whose columns are not rewards (default: the spec
+        the frame carries, or a registered one whose episode columns it holds).
 
     Returns
     -------
@@ -140,7 +154,7 @@ def plot_reward_distribution(values, *, ax=None, kind: str = "hist", layout: str
     check_choice("kind", kind, ("hist", "ecdf"))
     check_choice("layout", layout, ("overlay", "facet"))
     bins = _check_bins(bins)
-    series = _series_map(values, "values")
+    series = _series_map(values, "values", spec)
     axes = [_one_axes(ax)] * len(series) if layout == "overlay" else list(_many_axes(ax, len(series)))
     for i, (name, x) in enumerate(series.items()):
         a = axes[i]
@@ -211,7 +225,7 @@ def plot_reward_by_rank(table: pl.DataFrame, *, ax=None):
     return ax
 
 
-def plot_return_distribution(returns, *, ax=None, bins: int = 40):
+def plot_return_distribution(returns, *, ax=None, bins: int = 40, spec: FrameSpec | None = None):
     """Histograms of episode returns, one outline per plug-in.
 
     Parameters
@@ -221,6 +235,9 @@ def plot_return_distribution(returns, *, ax=None, bins: int = 40):
         skipped) or ``{"top": episode_returns(frame, "top")["return"]}``.
     ax : Axes, optional
     bins : int
+    spec : FrameSpec, optional
+        Which columns are episode keys (default: the spec the table carries,
+        or a registered one whose episode columns it holds).
 
     Returns
     -------
@@ -231,7 +248,7 @@ def plot_return_distribution(returns, *, ax=None, bins: int = 40):
     >>> ax = plot_return_distribution(episode_return_table(frame))  # doctest: +SKIP
     """
     bins = _check_bins(bins)
-    series = _series_map(returns, "returns")
+    series = _series_map(returns, "returns", spec)
     ax = _one_axes(ax)
     for i, (name, x) in enumerate(series.items()):
         ax.hist(x, bins=bins, histtype="step", color=f"C{i}", label=f"{name} ({x.size} episodes)")

@@ -18,22 +18,34 @@ What streams and what does not
 
 Scopes
 ------
+Scopes that need episodes read them through the frame's spec
+(:func:`rewardlab.sources.registry.spec_of`: an explicit ``spec=``, the spec
+the frame carries, a recognized one such as kanachan's, or
+:data:`~rewardlab.sources.registry.REWARDS_ONLY` for a table of ``reward_*`` /
+``done_*`` columns alone, one stream).
+
 =====================  =====================================================================
 ``"all"``              every step
 ``"nonzero"``          steps whose reward is not 0
-``"end_of_round"``     the last step of each round of a player, *including* the game's last
-                       step (kanachan's offline files mark that one ``end_of_round=False``;
-                       it still ends the final round).  Needs ``end_of_round`` and
-                       ``end_of_game``.
-``"end_of_game"``      the last step of each player's game.  Needs ``end_of_game``.
+``"boundary"``         the last step of each sub-episode: a boundary flag of the spec
+                       (kanachan's ``end_of_round``) or an episode end, so a game's last step
+                       counts even where kanachan's offline files mark it
+                       ``end_of_round=False``.  Needs the spec's boundary flags and, like
+                       ``"episode_end"``, its terminal flags.
+``"episode_end"``      the last step of each episode: where the spec's ``terminated`` or
+                       ``truncated`` flag fires (kanachan's ``end_of_game``); a spec without
+                       terminal flags ends an episode where its episode key changes.  Needs
+                       the flags the spec declares.
 ``"episode_return"``   the undiscounted return of each trajectory, trajectories ending at the
-                       plug-in's own ``done_<name>`` (never across a player's game: see
+                       plug-in's own ``done_<name>`` and at every episode end (see
                        :func:`rewardlab.returns.episode_returns`).
+``"end_of_round"``     kanachan's word for ``"boundary"`` (same steps on any frame).
+``"end_of_game"``      kanachan's word for ``"episode_end"`` (same steps on any frame).
 =====================  =====================================================================
 
-Both a rewards table written by ``rewardlab apply`` (keys ``game_id, seat,
-step`` plus ``reward_*`` / ``done_*``) and a full frame with reward columns
-work; the two end-of scopes need the full frame.
+Both a rewards table written by ``rewardlab apply`` (the episode key columns
+plus ``reward_*`` / ``done_*``) and a full frame with reward columns work; the
+``boundary`` and ``episode_end`` scopes need the flags, so the full frame.
 
 Examples
 --------
@@ -58,10 +70,13 @@ import polars as pl
 
 from rewardlab import schema as S
 from rewardlab.core import columns
+from rewardlab.core.spec import SPEC_KEY, FrameSpec, attach, attached
 from rewardlab.errors import (
-    ColumnNotFoundError, FrameError, ParameterError, check_choice, check_finite, check_positive,
+    ColumnNotFoundError, FrameError, ParameterError, SpecError, check_choice, check_finite,
+    check_positive,
 )
 from rewardlab._io import check_input
+from rewardlab.sources.registry import known_specs, spec_of
 from rewardlab.storage import layout_of, scan_dataset, verify_table
 
 __all__ = [
@@ -81,12 +96,22 @@ __all__ = [
     "resolve_reward",
     "rewards_to_use",
     "need_column",
+    "declared_spec",
+    "episode_end_expr",
+    "trajectory_end_expr",
+    "segment_id_expr",
+    "scope_mask_expr",
     "game_end_expr",
     "boundary_expr",
+    "SCOPE_ALIASES",
 ]
 
-#: The scopes every statistic accepts (see the module docstring).
-SCOPES = ("all", "nonzero", "end_of_round", "end_of_game", "episode_return")
+#: The scopes every statistic accepts (see the module docstring): the generic ones, then
+#: kanachan's words for two of them (:data:`SCOPE_ALIASES`).
+SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "end_of_round", "end_of_game")
+
+#: kanachan's names for two generic scopes; they select the same steps on any frame.
+SCOPE_ALIASES = {"end_of_round": "boundary", "end_of_game": "episode_end"}
 
 #: Quantiles reported by default.
 DEFAULT_QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
@@ -240,7 +265,10 @@ def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
     if isinstance(data, pl.LazyFrame):
         return data, None
     if isinstance(data, pl.DataFrame):
-        return data.lazy(), None
+        lf = data.lazy()
+        if attached(data) is not None:  # the lazy view keeps the frame's spec
+            attach(lf, attached(data))
+        return lf, None
     if isinstance(data, (str, Path)):
         paths = [Path(data)]
     elif isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, Path)) for p in data):
@@ -267,10 +295,19 @@ def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
                              [str(p) for p in paths])
     _check_same_columns(targets)
     if any(layout_of(t) is not None for t in targets):  # converted datasets: decode their array columns
-        return scan_dataset(targets), ", ".join(map(str, paths))
+        return _with_stored_spec(scan_dataset(targets), targets[0]), ", ".join(map(str, paths))
     for t in targets:  # Polars does not verify page checksums: a flipped bit is an error, not a value
         verify_table(t)
-    return pl.scan_parquet(targets), ", ".join(map(str, paths))
+    return _with_stored_spec(pl.scan_parquet(targets), targets[0]), ", ".join(map(str, paths))
+
+
+def _with_stored_spec(lf: pl.LazyFrame, first: Path) -> pl.LazyFrame:
+    """Attach the spec a file stores in its metadata (:data:`~rewardlab.core.spec.SPEC_KEY`), if any."""
+    if attached(lf) is None:
+        text = (pl.read_parquet_metadata(first) or {}).get(SPEC_KEY)
+        if text:
+            attach(lf, FrameSpec.from_json(text))
+    return lf
 
 
 def _check_same_columns(targets: list[Path]) -> None:
@@ -332,8 +369,12 @@ def rewards_to_use(names: Sequence[str], rewards) -> list[str]:
     return [resolve_reward(names, r) for r in rewards]
 
 
-def need_column(names: Sequence[str], column: str, why: str) -> None:
+def need_column(names: Sequence[str], column: str, why: str, *,
+                keys: Sequence[str] = (S.GAME_ID, S.SEAT, S.STEP)) -> None:
     """Raise :class:`~rewardlab.errors.FrameError` (saying what needs it) when ``column`` is missing.
+
+    ``keys`` are the columns a rewards table shares with its dataset (named
+    in the hint; kanachan's by default).
 
     Examples
     --------
@@ -343,43 +384,163 @@ def need_column(names: Sequence[str], column: str, why: str) -> None:
         raise FrameError(
             f"{why} needs the column {column!r}, which the data lacks",
             hint="Pass the full frame (the dataset with reward columns, e.g. from apply_plugins), "
-            "or join the rewards table to the dataset on game_id, seat, step")
+            f"or join the rewards table to the dataset on {', '.join(keys)}")
 
 
-def game_end_expr(names: Sequence[str]) -> pl.Expr:
-    """True on the last step of each player's game, as far as the data tells.
+def declared_spec(data, spec: FrameSpec | None = None) -> tuple[FrameSpec, FrameSpec]:
+    """The spec describing ``data`` as declared, and as projected to the data's columns.
 
-    ``end_of_game`` when present; otherwise a change of ``(game_id, seat)`` to
-    the next row; the last row of the data always counts.
+    The projected one is :func:`rewardlab.sources.registry.spec_of`'s answer
+    (flags the data lacks are dropped); the declared one still names them, so
+    that a scope needing a flag can say which column is missing.
+
+    Examples
+    --------
+    >>> full, here = declared_spec(pl.DataFrame({"game_id": [1], "seat": [0], "reward_a": [0.0]}))
+    >>> full.terminated, here.terminated
+    ('end_of_game', None)
     """
-    last = pl.int_range(pl.len()) == pl.len() - 1
-    if S.END_OF_GAME in names:
-        return (pl.col(S.END_OF_GAME) | last).alias("_game_end")
-    if S.GAME_ID in names and S.SEAT in names:
-        change = ((pl.col(S.GAME_ID) != pl.col(S.GAME_ID).shift(-1))
-                  | (pl.col(S.SEAT) != pl.col(S.SEAT).shift(-1)))
-        return (change.fill_null(True) | last).alias("_game_end")
-    return last.alias("_game_end")
+    here = spec_of(data, spec)
+    if spec is not None:
+        return spec, here
+    full = attached(data) or known_specs().get(here.name)
+    return (full if full is not None and full.name == here.name else here), here
 
 
-def boundary_expr(names: Sequence[str], done: str) -> pl.Expr:
-    """True on the last step of each trajectory: at ``done`` and at the end of each player's game.
+def _keys_of(spec: FrameSpec) -> tuple[str, ...]:
+    """The columns a rewards table shares with its dataset: episode keys and step."""
+    return tuple(dict.fromkeys((*spec.episode, *((spec.step,) if spec.step else ()))))
 
-    A trajectory never runs across a player's game (the next row belongs to
-    another player); see :func:`game_end_expr`.
+
+def episode_end_expr(names: Sequence[str], spec: FrameSpec) -> pl.Expr:
+    """True on the last row of each episode of the data (column ``_episode_end``).
+
+    :meth:`FrameSpec.episode_end` over the flags present: a change of the
+    episode key to the next row, a terminal flag, and the data's last row.
+
+    Examples
+    --------
+    >>> spec = FrameSpec(name="s", episode=("e",))
+    >>> pl.DataFrame({"e": [0, 0, 1]}).select(episode_end_expr(["e"], spec))["_episode_end"].to_list()
+    [False, True, True]
     """
-    return (pl.col(done) | game_end_expr(names)).alias("_boundary")
+    return spec.episode_end(names).alias("_episode_end")
 
 
-def _episode_id_expr(boundary: pl.Expr) -> pl.Expr:
-    return boundary.shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias("_episode")
+def trajectory_end_expr(names: Sequence[str], done: str, spec: FrameSpec) -> pl.Expr:
+    """True on the last step of each trajectory of a reward: at ``done`` and at every episode end.
+
+    A trajectory never runs across an episode (the next row belongs to
+    another episode, another player of a kanachan game); see
+    :func:`episode_end_expr`.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"e": [0, 0, 1], "done_a": [True, False, False]})
+    >>> f.select(trajectory_end_expr(f.columns, "done_a", FrameSpec(name="s", episode=("e",))))["_boundary"].to_list()
+    [True, True, True]
+    """
+    return (pl.col(done) | episode_end_expr(names, spec)).alias("_boundary")
+
+
+def segment_id_expr(end: pl.Expr, name: str = "_episode") -> pl.Expr:
+    """The index (0, 1, ...) of the segment each row belongs to, segments ending where ``end`` is True.
+
+    Examples
+    --------
+    >>> pl.DataFrame({"x": [True, False, True]}).select(segment_id_expr(pl.col("x")))["_episode"].to_list()
+    [0, 1, 1]
+    """
+    return end.shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias(name)
+
+
+def game_end_expr(names: Sequence[str], *, spec: FrameSpec | None = None) -> pl.Expr:
+    """kanachan's name for :func:`episode_end_expr`: True on the last step of each player's game.
+
+    ``spec`` defaults to the spec the columns ``names`` are recognized as
+    (kanachan's for ``game_id`` / ``seat``; one stream for reward columns alone).
+    """
+    if spec is None:
+        spec = spec_of(pl.LazyFrame(schema=dict.fromkeys(names, pl.Null)))
+    return episode_end_expr(names, spec.project(names)).alias("_game_end")
+
+
+def boundary_expr(names: Sequence[str], done: str, *, spec: FrameSpec | None = None) -> pl.Expr:
+    """kanachan's name for :func:`trajectory_end_expr` (``spec`` as in :func:`game_end_expr`)."""
+    return (pl.col(done) | game_end_expr(names, spec=spec)).alias("_boundary")
 
 
 def _check_scope(scope: str) -> str:
     return check_choice("scope", scope, SCOPES)
 
 
-def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str) -> pl.LazyFrame:
+def scope_mask_expr(names: Sequence[str], name: str, scope: str, spec: FrameSpec,
+                    declared: FrameSpec | None = None) -> pl.Expr:
+    """True on the steps of a per-step scope (every scope but ``"episode_return"``).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The data's columns.
+    name : str
+        The plug-in name (``"nonzero"`` reads ``reward_<name>``).
+    scope : str
+        One of :data:`SCOPES` but ``"episode_return"``.
+    spec : FrameSpec
+        The data's spec, projected to its columns (:func:`declared_spec`).
+    declared : FrameSpec, optional
+        The spec as declared, naming the flags the data may lack; default ``spec``.
+
+    Raises
+    ------
+    FrameError
+        The scope needs a flag the spec declares and the data lacks (the
+        message names the column).
+    SpecError
+        The scope needs episodes and the spec has neither episode columns nor
+        terminal flags.
+
+    Examples
+    --------
+    >>> spec = FrameSpec(name="s", episode=("e",), terminated="term")
+    >>> f = pl.DataFrame({"e": [0, 0], "term": [False, True], "reward_a": [1.0, 0.0]})
+    >>> f.select(scope_mask_expr(f.columns, "a", "episode_end", spec)).to_series().to_list()
+    [False, True]
+    """
+    declared = spec if declared is None else declared
+    keys = _keys_of(spec)
+    why = f"scope {scope!r}"
+    kind = SCOPE_ALIASES.get(scope, scope)
+    if kind == "all":
+        return pl.lit(True)
+    if kind == "nonzero":
+        return pl.col(columns.reward_column(name)) != 0
+    if kind == "boundary":
+        for flag in declared.boundaries:
+            need_column(names, flag, why, keys=keys)
+        flags = [pl.col(f) for f in declared.boundaries]
+        end = _episode_end_steps(names, why, spec, declared, keys)
+        return pl.any_horizontal(*flags, end) if flags else end
+    if kind == "episode_end":
+        return _episode_end_steps(names, why, spec, declared, keys)
+    raise ParameterError("scope", "should be a per-step scope (not 'episode_return')", scope)
+
+
+def _episode_end_steps(names, why: str, spec: FrameSpec, declared: FrameSpec, keys) -> pl.Expr:
+    """The steps that end an episode: the declared terminal flags, or else a change of episode key."""
+    if declared.terminals:
+        for flag in declared.terminals:
+            need_column(names, flag, why, keys=keys)
+        return pl.any_horizontal(*[pl.col(f) for f in declared.terminals])
+    if spec.episode:
+        return episode_end_expr(names, spec)
+    raise SpecError(f"{why} needs episodes, and the {spec.name} spec has no episode column and no "
+                    "terminal flag", column=None,
+                    hint="Pass the full frame, or declare its episodes with spec=rewardlab.FrameSpec("
+                    "name=..., episode=('episode_id',), terminated='terminated')")
+
+
+def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str, spec: FrameSpec | None = None) -> pl.LazyFrame:
     """A lazy frame with one Float64 column ``value``: the values of ``reward`` in ``scope``."""
     names = column_names(lf)
     col = columns.REWARD_PREFIX + name
@@ -388,19 +549,14 @@ def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str) -> pl.LazyFrame:
         return lf.select(value)
     if scope == "nonzero":
         return lf.select(value).filter(pl.col(_VALUE) != 0)
-    if scope == "end_of_game":
-        need_column(names, S.END_OF_GAME, "scope 'end_of_game'")
-        return lf.filter(pl.col(S.END_OF_GAME)).select(value)
-    if scope == "end_of_round":
-        need_column(names, S.END_OF_ROUND, "scope 'end_of_round'")
-        need_column(names, S.END_OF_GAME, "scope 'end_of_round'")
-        return lf.filter(pl.col(S.END_OF_ROUND) | pl.col(S.END_OF_GAME)).select(value)
-    # episode_return
+    declared, here = declared_spec(lf, spec)
+    if scope != "episode_return":
+        return lf.filter(scope_mask_expr(names, name, scope, here, declared)).select(value)
     done = columns.DONE_PREFIX + name
     if done not in names:
         raise ColumnNotFoundError(done, [c for c in names if c.startswith(columns.DONE_PREFIX)])
     return (
-        lf.select(value, _episode_id_expr(boundary_expr(names, done)))
+        lf.select(value, segment_id_expr(trajectory_end_expr(names, done, here)))
         .group_by("_episode")
         .agg(pl.col(_VALUE).sum())
         .sort("_episode")
@@ -408,7 +564,7 @@ def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str) -> pl.LazyFrame:
     )
 
 
-def scope_values(data, reward: str, *, scope: str = "all") -> np.ndarray:
+def scope_values(data, reward: str, *, scope: str = "all", spec: FrameSpec | None = None) -> np.ndarray:
     """The values of ``reward`` in ``scope`` as a float64 array (data order; episode returns in episode order).
 
     Parameters
@@ -419,6 +575,10 @@ def scope_values(data, reward: str, *, scope: str = "all") -> np.ndarray:
         The plug-in name (``"top"``) or its column (``"reward_top"``).
     scope : str
         One of :data:`SCOPES`.
+    spec : FrameSpec, optional
+        How the data's rows form episodes, for the scopes that need them
+        (default: the spec the frame carries or is recognized by; see
+        :func:`rewardlab.sources.registry.spec_of`).
 
     Returns
     -------
@@ -434,7 +594,7 @@ def scope_values(data, reward: str, *, scope: str = "all") -> np.ndarray:
     _check_scope(scope)
     lf, _ = lazy_table(data)
     name = resolve_reward(column_names(lf), reward)
-    sl = _scope_lazy(lf, name, scope)
+    sl = _scope_lazy(lf, name, scope, spec)
     return sl.collect()[_VALUE].to_numpy().astype(np.float64, copy=False)
 
 
@@ -473,7 +633,7 @@ def _values_of_lazy(sl: pl.LazyFrame, *, what: str) -> np.ndarray:
     return x
 
 
-def reward_moments(data, reward: str, *, scope: str = "all") -> Moments:
+def reward_moments(data, reward: str, *, scope: str = "all", spec: FrameSpec | None = None) -> Moments:
     """Streaming moments (count, mean, M2, min, max) of a reward in a scope.
 
     One Polars aggregation over the lazy frame with the streaming engine; the
@@ -487,6 +647,10 @@ def reward_moments(data, reward: str, *, scope: str = "all") -> Moments:
         The plug-in name (``"top"``) or its column (``"reward_top"``).
     scope : str
         One of :data:`SCOPES`.
+    spec : FrameSpec, optional
+        How the data's rows form episodes, for the scopes that need them
+        (default: the spec the frame carries or is recognized by; see
+        :func:`rewardlab.sources.registry.spec_of`).
 
     Returns
     -------
@@ -500,7 +664,7 @@ def reward_moments(data, reward: str, *, scope: str = "all") -> Moments:
     _check_scope(scope)
     lf, _ = lazy_table(data)
     name = resolve_reward(column_names(lf), reward)
-    return _moments_of_lazy(_scope_lazy(lf, name, scope), what=f"reward {name!r}")[0]
+    return _moments_of_lazy(_scope_lazy(lf, name, scope, spec), what=f"reward {name!r}")[0]
 
 
 def _check_quantiles(quantiles) -> tuple[float, ...]:
@@ -582,6 +746,7 @@ def reward_stats(
     scope: str = "all",
     quantiles: Sequence[float] = DEFAULT_QUANTILES,
     constants: "NormalizationConstants | None" = None,
+    spec: FrameSpec | None = None,
 ) -> RewardStats:
     """Count, mean, population and sample std, min, max, zero fraction and exact quantiles.
 
@@ -600,6 +765,10 @@ def reward_stats(
         Apply ``(x - mean) / std`` to the values in scope first: "what
         normalization does".  With the constants computed from the same data
         and scope the result has mean 0 and std 1.
+    spec : FrameSpec, optional
+        How the data's rows form episodes, for the scopes that need them
+        (default: the spec the frame carries or is recognized by; see
+        :func:`rewardlab.sources.registry.spec_of`).
 
     Returns
     -------
@@ -621,7 +790,7 @@ def reward_stats(
                              type(constants).__name__)
     lf, _ = lazy_table(data)
     name = resolve_reward(column_names(lf), reward)
-    sl = _scope_lazy(lf, name, scope)
+    sl = _scope_lazy(lf, name, scope, spec)
     if constants is not None:
         sl = sl.select(((pl.col(_VALUE) - constants.mean) / constants.std).alias(_VALUE))
     what = f"reward {name!r}"
@@ -649,6 +818,7 @@ def describe_rewards(
     *,
     scopes: Iterable[str] = ("all",),
     quantiles: Sequence[float] = DEFAULT_QUANTILES,
+    spec: FrameSpec | None = None,
 ) -> pl.DataFrame:
     """One row of :func:`reward_stats` per reward and scope, as a Polars frame.
 
@@ -662,6 +832,10 @@ def describe_rewards(
         Scopes from :data:`SCOPES`.
     quantiles : sequence of float
         Quantile levels; columns ``q0.25`` etc.
+    spec : FrameSpec, optional
+        How the data's rows form episodes, for the scopes that need them
+        (default: the spec the frame carries or is recognized by; see
+        :func:`rewardlab.sources.registry.spec_of`).
 
     Returns
     -------
@@ -683,7 +857,7 @@ def describe_rewards(
     rows = []
     for name in names:
         for scope in scopes:
-            s = reward_stats(lf, name, scope=scope, quantiles=qs)
+            s = reward_stats(lf, name, scope=scope, quantiles=qs, spec=spec)
             row = {k: getattr(s, k) for k in ("reward", "scope", "count", "mean", "std", "sample_std",
                                                "min", "max", "zero_fraction")}
             row |= {f"q{q:g}": s.quantiles[q] for q in qs}
@@ -791,7 +965,8 @@ def _fingerprint(values: np.ndarray) -> str:
     return "blake2b-128:" + hashlib.blake2b(memoryview(x).cast("B"), digest_size=16).hexdigest()
 
 
-def normalization_constants(data, reward: str, *, scope: str = "all") -> NormalizationConstants:
+def normalization_constants(data, reward: str, *, scope: str = "all",
+                            spec: FrameSpec | None = None) -> NormalizationConstants:
     """Compute, in one call, the mean and std a plug-in should normalize ``reward`` with.
 
     kanachan's reward plug-in contract asks for rewards with mean near 0 and
@@ -809,6 +984,10 @@ def normalization_constants(data, reward: str, *, scope: str = "all") -> Normali
         Which values to normalize (:data:`SCOPES`): e.g. ``"end_of_game"``
         for a reward that is non-zero only at the end of a game, as in the
         kanachan examples.
+    spec : FrameSpec, optional
+        How the data's rows form episodes, for the scopes that need them
+        (default: the spec the frame carries or is recognized by; see
+        :func:`rewardlab.sources.registry.spec_of`).
 
     Returns
     -------
@@ -831,7 +1010,7 @@ def normalization_constants(data, reward: str, *, scope: str = "all") -> Normali
     _check_scope(scope)
     lf, source = lazy_table(data)
     name = resolve_reward(column_names(lf), reward)
-    values = scope_values(lf, name, scope=scope)
+    values = scope_values(lf, name, scope=scope, spec=spec)
     if not np.all(np.isfinite(values)):
         raise FrameError(f"reward {name!r} has {int((~np.isfinite(values)).sum())} non-finite values "
                          f"in scope {scope!r}", hint="Rewards must be finite numbers; check the plug-in")

@@ -57,10 +57,12 @@ def scope_values_loop(frame: pl.DataFrame, name: str, scope: str) -> list[float]
             keep = True
         elif scope == "nonzero":
             keep = x != 0
-        elif scope == "end_of_game":
+        elif scope in ("end_of_game", "episode_end"):  # kanachan's word for the generic scope
             keep = frame["end_of_game"][i]
-        else:
+        elif scope in ("end_of_round", "boundary"):
             keep = frame["end_of_round"][i] or frame["end_of_game"][i]
+        else:
+            raise AssertionError(f"no loop reference for scope {scope!r}")
         if keep:
             out.append(x)
     return out

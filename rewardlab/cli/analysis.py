@@ -6,7 +6,7 @@ import contextlib
 import json
 import math
 
-_SCOPES = ("all", "nonzero", "end_of_round", "end_of_game", "episode_return")
+_SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "end_of_round", "end_of_game")
 _KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization")
 
 
