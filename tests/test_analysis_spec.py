@@ -439,3 +439,28 @@ def test_an_episode_key_called_episode(steps):
     assert table["episode"].to_list() == [100 + e for e in range(len(EPISODES))]
     assert compare_rewards(table).names == ("a", "b")
     assert episode_returns(f, "a", spec=spec).columns[:3] == ["trajectory", "episode", "start"]
+
+
+# --------------------------------------------------------------------------
+# sessions read the spec too
+# --------------------------------------------------------------------------
+
+
+def test_normalization_and_comparison_sessions_work_on_a_steps_frame():
+    """The sessions take the frame's spec (explicit, or attached) and key their tables by its episodes."""
+    from rewardlab.sessions import ComparisonSession, NormalizationSession
+
+    frame = steps_frame().with_columns(reward_b=pl.col("reward_a") * 2 + 1, done_b=pl.col("done_a"))
+    with pytest.raises(SpecError, match="the frame has no spec"):
+        NormalizationSession(frame, reward="a", scope="episode_end")
+    for session_frame, spec in ((frame, SPEC), (attach(frame.clone(), SPEC), None)):
+        norm = NormalizationSession(session_frame, reward="a", scope="episode_end", spec=spec)
+        ends = frame.filter(pl.col("terminated") | pl.col("truncated"))["reward_a"].to_numpy()
+        assert norm.results.before.count == ends.size
+        assert math.isclose(norm.results.before.mean, ends.mean(), rel_tol=1e-12)
+        norm.scope = "episode_return"
+        assert norm.results.before.count == frame["done_a"].sum()  # trajectories end at done_a
+        cmp = ComparisonSession(session_frame, spec=spec)
+        assert cmp.candidates == ("a", "b")
+        assert cmp.results.returns.columns[:2] == ["episode", "episode_id"]
+        assert cmp.results.comparison.matrix("pearson")[0, 1] == pytest.approx(1.0)

@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core import columns
+from rewardlab.core.spec import attach, attached
 from rewardlab.dataset import as_lazy
 from rewardlab.errors import ExportCancelled, ParameterError, RewardlabError
 
@@ -41,6 +42,7 @@ __all__ = [
     "Session",
     "check_bool",
     "load_frame",
+    "keep_spec",
     "base_columns",
 ]
 
@@ -496,6 +498,9 @@ def check_bool(name: str, value) -> bool:
 def load_frame(data) -> tuple[pl.DataFrame, str | None]:
     """An eager frame and, when ``data`` was a path, its description.
 
+    The spec ``data`` carries (:func:`rewardlab.core.spec.attached`) stays
+    attached to the frame returned.
+
     Examples
     --------
     >>> load_frame(pl.DataFrame({"x": [1]}))[1] is None
@@ -504,13 +509,29 @@ def load_frame(data) -> tuple[pl.DataFrame, str | None]:
     if isinstance(data, pl.DataFrame):
         return data, None
     if isinstance(data, pl.LazyFrame):
-        return data.collect(), None
+        return keep_spec(data, data.collect()), None
     if isinstance(data, (str, Path)) or (isinstance(data, (list, tuple)) and data
                                           and all(isinstance(p, (str, Path)) for p in data)):
         paths = [data] if isinstance(data, (str, Path)) else list(data)
-        return as_lazy(data).collect(), ", ".join(str(p) for p in paths)
+        lazy = as_lazy(data)
+        return keep_spec(lazy, lazy.collect()), ", ".join(str(p) for p in paths)
     raise ParameterError("data", "should be a polars DataFrame or LazyFrame, or path(s) to a dataset",
                          type(data).__name__)
+
+
+def keep_spec(source, derived):
+    """``derived`` (a frame made from ``source``) with ``source``'s attached spec, if it has one.
+
+    Examples
+    --------
+    >>> from rewardlab.core.spec import FrameSpec, attach, attached
+    >>> spec = FrameSpec(name="s", episode=("e",))
+    >>> f = attach(pl.DataFrame({"e": [0]}), spec)
+    >>> attached(keep_spec(f, f.with_columns(x=1))) is spec
+    True
+    """
+    spec = attached(source)
+    return attach(derived, spec) if spec is not None else derived
 
 
 def base_columns(frame: pl.DataFrame) -> pl.DataFrame:

@@ -14,12 +14,15 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
 from rewardlab.core import columns
-from rewardlab.compare import compare_rewards, episode_return_table, most_disagreeing_episodes
+from rewardlab.core.spec import FrameSpec
+from rewardlab.compare import (
+    compare_rewards, episode_key_columns, episode_return_table, most_disagreeing_episodes,
+)
 from rewardlab.errors import FrameError, ParameterError, check_choice
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
-from rewardlab.sessions.base import Param, Session, check_bool, load_frame
+from rewardlab.sessions.base import Param, Session, check_bool, keep_spec, load_frame
+from rewardlab.sources.registry import spec_of
 
 __all__ = ["ComparisonResults", "ComparisonSession"]
 
@@ -75,6 +78,9 @@ class ComparisonSession(Session):
         The matrix shown.
     k : int
         How many most-disagreeing episodes to list.
+    spec : FrameSpec, optional
+        How the frame's rows form episodes; default: the spec the frame
+        carries or its columns show (:func:`rewardlab.sources.registry.spec_of`).
 
     Examples
     --------
@@ -92,17 +98,18 @@ class ComparisonSession(Session):
     _numeric = {"k": "int"}
 
     def __init__(self, data, plugins=(), *, batch_mode: str = "episodes", batch_size: int | None = None,
-                 chosen=None, metric: str = "spearman", k: int = 10):
+                 chosen=None, metric: str = "spearman", k: int = 10, spec: FrameSpec | None = None):
         super().__init__()
         frame, _ = load_frame(data)
         self.frame = frame
+        self.spec = spec_of(frame, spec)
         self.batch_mode = batch_mode
         self.batch_size = batch_size
         if isinstance(plugins, (str, Path)) or not hasattr(plugins, "__iter__"):
             plugins = [plugins]
         plugins = list(plugins)
         if plugins:
-            self.frame = self._apply(self.frame, plugins)
+            self.frame = keep_spec(self.frame, self._apply(self.frame, plugins))
         self._refresh_candidates()
         names = self.candidates
         if not names:
@@ -119,7 +126,7 @@ class ComparisonSession(Session):
 
     def _refresh_candidates(self) -> None:
         self.candidates = tuple(columns.reward_names(self.frame))
-        self._returns = episode_return_table(self.frame, list(self.candidates)) if self.candidates \
+        self._returns = episode_return_table(self.frame, list(self.candidates), spec=self.spec) if self.candidates \
             else pl.DataFrame()
 
     def add_plugin(self, plugin, *, name: str | None = None, choose: bool = True) -> str:
@@ -144,7 +151,7 @@ class ComparisonSession(Session):
             raise ParameterError("name", "should differ from the candidates already loaded ("
                                  + ", ".join(self.candidates) + ")", loaded.name,
                                  hint="Pass name= to load it under another name.")
-        self.frame = self._apply(self.frame, [loaded])
+        self.frame = keep_spec(self.frame, self._apply(self.frame, [loaded]))
         self._refresh_candidates()
         chosen = self.chosen + ((loaded.name,) if check_bool("choose", choose) else ())
         self.update(chosen=chosen)
@@ -176,11 +183,12 @@ class ComparisonSession(Session):
     def _compute(self) -> ComparisonResults:
         p = self._params
         chosen = p["chosen"]
-        keys = [c for c in ("episode", S.GAME_ID, S.SEAT) if c in self._returns.columns]
+        keys = episode_key_columns(self._returns, self.spec)
         returns = self._returns.select(*keys, *chosen)
-        comparison = compare_rewards(returns) if len(chosen) >= 2 else None
+        comparison = compare_rewards(returns, spec=self.spec) if len(chosen) >= 2 else None
         pair = self._returns.select(*keys, *dict.fromkeys((p["a"], p["b"])))
-        disagreements = most_disagreeing_episodes(pair, p["a"], p["b"], k=p["k"]) if p["a"] != p["b"] else None
+        disagreements = (most_disagreeing_episodes(pair, p["a"], p["b"], k=p["k"], spec=self.spec)
+                         if p["a"] != p["b"] else None)
         steps = {c: self.frame[columns.reward_column(c)].to_numpy() for c in chosen}
         return ComparisonResults(chosen=chosen, metric=p["metric"], a=p["a"], b=p["b"], step_rewards=steps,
                                  returns=returns, comparison=comparison,

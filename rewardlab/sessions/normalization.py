@@ -13,9 +13,11 @@ import dataclasses
 import polars as pl
 
 from rewardlab.core import columns
+from rewardlab.core.spec import FrameSpec
 from rewardlab.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
 from rewardlab.normalizers import normalization_summary, normalized_rewards
 from rewardlab.sessions.base import Param, Session, load_frame, parse_number
+from rewardlab.sources.registry import spec_of
 from rewardlab.stats import SCOPES, normalization_constants, reward_stats
 
 __all__ = ["NormalizationResults", "NormalizationSession"]
@@ -74,6 +76,9 @@ class NormalizationSession(Session):
         One of :data:`rewardlab.stats.SCOPES`.
     gamma, epsilon, clip_reward : float
         The running normalizers' parameters (Gymnasium's and SB3's defaults).
+    spec : FrameSpec, optional
+        How the frame's rows form episodes; default: the spec the frame
+        carries or its columns show (:func:`rewardlab.sources.registry.spec_of`).
 
     Examples
     --------
@@ -92,10 +97,11 @@ class NormalizationSession(Session):
     _numeric = {"gamma": "float", "epsilon": "float", "clip_reward": "float"}
 
     def __init__(self, data, *, reward: str | None = None, scope: str = "end_of_game", gamma: float = 0.99,
-                 epsilon: float = 1e-8, clip_reward: float = 10.0):
+                 epsilon: float = 1e-8, clip_reward: float = 10.0, spec: FrameSpec | None = None):
         super().__init__()
         frame, _ = load_frame(data)
         self.frame = frame
+        self.spec = spec_of(frame, spec)
         names = columns.reward_names(frame)
         if not names:
             raise FrameError("the frame has no reward_<name> columns",
@@ -119,18 +125,20 @@ class NormalizationSession(Session):
         p = self._params
         name, scope = p["reward"], p["scope"]
         try:
-            constants, error = normalization_constants(self.frame, name, scope=scope), None
+            constants, error = normalization_constants(self.frame, name, scope=scope, spec=self.spec), None
         except RewardlabError as exc:  # no values, a constant reward, or statistics that overflow
             constants, error = None, str(exc)
-        before = reward_stats(self.frame, name, scope=scope)
-        after = reward_stats(self.frame, name, scope=scope, constants=constants) if constants else None
+        before = reward_stats(self.frame, name, scope=scope, spec=self.spec)
+        after = (reward_stats(self.frame, name, scope=scope, constants=constants, spec=self.spec)
+                 if constants else None)
         per_step = constants is not None and scope != "episode_return"
         note = None
         if constants is not None and not per_step:
             note = ("constants over episode returns scale returns, not single steps; the replays show "
                     "the raw reward and the running normalizers only")
         replays = normalized_rewards(self.frame, name, constants=constants if per_step else None,
-                                     gamma=p["gamma"], epsilon=p["epsilon"], clip_reward=p["clip_reward"])
+                                     gamma=p["gamma"], epsilon=p["epsilon"], clip_reward=p["clip_reward"],
+                                     spec=self.spec)
         return NormalizationResults(reward=name, scope=scope, constants=constants, constants_error=error,
                                     before=before, after=after, replays=replays,
                                     summary=normalization_summary(replays), note=note)
