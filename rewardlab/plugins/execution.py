@@ -69,7 +69,8 @@ def plugin_items(plugins) -> list:
     return items
 
 
-def load_items(items: list, status) -> list[Plugin]:
+def load_items(items: list, status, contract=None) -> list[Plugin]:
+    """Load the :func:`plugin_items` given as paths (for ``contract``; None: the default)."""
     loaded = []
     for item, name, path in items:
         if isinstance(item, Plugin):
@@ -77,7 +78,7 @@ def load_items(items: list, status) -> list[Plugin]:
             continue
         if status is not None:
             status.doing(f"loading plug-in {name!r} ({path})")
-        loaded.append(load_plugin(item, name=name))
+        loaded.append(load_plugin(item, name=name, contract=contract))
     return loaded
 
 
