@@ -11,9 +11,11 @@
 
 Examples
 --------
->>> from rewardlab.contracts import get_contract
->>> get_contract("steps").in_keys  # doctest: +ELLIPSIS
-<bound method StepsContract.in_keys of <rewardlab contract 'steps': get_reward(data, contiguous)>>
+>>> from rewardlab.contracts import get_contract, registered_contracts
+>>> sorted(registered_contracts())
+['kanachan', 'steps']
+>>> get_contract("steps")
+<rewardlab contract 'steps': get_reward(data, contiguous)>
 """
 
 from rewardlab.contracts.base import Contract, ContractArrays

@@ -55,8 +55,10 @@ class ContractArrays(Protocol):
 
     Examples
     --------
-    >>> from rewardlab.batching import FrameArrays
-    >>> issubclass(FrameArrays, ContractArrays)
+    >>> import polars as pl
+    >>> from rewardlab.contracts import get_contract
+    >>> arrays = get_contract("kanachan").arrays(pl.DataFrame(), None)  # doctest: +SKIP
+    >>> isinstance(arrays, ContractArrays)  # doctest: +SKIP
     True
     """
 

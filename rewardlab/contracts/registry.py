@@ -67,7 +67,7 @@ def get_contract(contract: str | Contract) -> Contract:
     >>> get_contract("atari")
     Traceback (most recent call last):
     ...
-    rewardlab.errors.ParameterError: contract should be one of the registered contracts 'kanachan', 'steps'; got 'atari'. Register it with rewardlab.contracts.register_contract(...) first.
+    rewardlab.errors.ParameterError: `contract` should be one of the registered contracts 'kanachan', 'steps'. Received 'atari'. Register it with rewardlab.contracts.register_contract(...) first.
     """
     if isinstance(contract, Contract):
         return contract
