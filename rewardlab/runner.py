@@ -16,10 +16,10 @@ rows (a bigger batch is a chunk of its own).  The contract's arrays
 (kanachan: :class:`~rewardlab.batching.FrameArrays`) build one TensorDict per
 chunk (one vectorized gather instead of one per call), and each call gets a
 **new** TensorDict whose tensors are the rows of its own batch in that chunk,
-plus its own copy of ``end_of_game`` as ``("next", "done")``.  No row is in two batches and IN fields may not be
-written, so a call never sees another call's writes: ``("next", "done")``
-equals ``end_of_game`` and there is no ``("next", "reward")`` before every
-call, exactly as kanachan guarantees.  Several plug-ins run on the same chunk,
+plus its own copy of ``end_of_game`` as ``("next", "done")``.  No row is in
+two batches and IN fields may not be written, so a call never sees another
+call's writes: ``("next", "done")`` equals ``end_of_game`` and there is no
+``("next", "reward")`` before every call, exactly as kanachan guarantees.  Several plug-ins run on the same chunk,
 each on its own copy of it (the last one on the original), so no plug-in ever
 sees another's writes, even writes that bypass torch.
 
@@ -126,7 +126,8 @@ class Locator:
         self._columns = [c for c in dict.fromkeys(wanted) if c in frame.columns]
 
     def info(self, row: int) -> dict:
-        """The row's labelled columns (``game_id``, ``seat``, ``step``), ``source_file``, ``source_line`` (those present)."""
+        """The row's labelled columns (``game_id``, ``seat``, ``step``) and ``source_file``,
+        ``source_line`` (those present)."""
         if not self._columns:
             return {}
         return dict(zip(self._columns, self._frame.select(self._columns).row(int(row))))
@@ -510,8 +511,9 @@ def run_plugins(
     options = contract.options(convention)
     in_keys = contract.in_keys(arrays)
     n = arrays.n
-    outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), contract.episode_flags(arrays).copy(),
-                           convention=convention) for p in plugins]
+    ends = contract.episode_flags(arrays)
+    outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), ends.copy(), convention=convention)
+                for p in plugins]
     runs = [_Run(o, collect) for o in outcomes]
     first_index = 0
     context = _Context(arrays, mode, options, setting, bar, status, interrupts_are_plugins,

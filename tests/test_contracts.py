@@ -159,6 +159,20 @@ def test_steps_tensordict_keys_shapes_dtypes_and_padding(frame):
     assert td["next", "pos"].tolist() == [71, 72, -1, 31, -1, 91, 92, 93, -1]
 
 
+def test_steps_next_states_of_a_kanachan_frame_equal_kanachans_builder(small_frame):
+    """An independent check of the padding: kanachan's own builder (pinned by the golden test)."""
+    from rewardlab.schema import KANACHAN_SPEC
+
+    rows = np.random.default_rng(5).permutation(small_frame.height)
+    steps = StepsArrays(small_frame, KANACHAN_SPEC).tensordict(rows)
+    kanachan = rewardlab.to_tensordict(small_frame, rows=rows)
+    for name in ("sparse", "numeric", "progression", "candidates"):
+        assert torch.equal(steps[name].int(), kanachan[name])
+        assert torch.equal(steps["next", name].int(), kanachan["next", name])
+    assert torch.equal(steps["next", "done"], kanachan["next", "done"])
+    assert not steps["next", "truncated"].any()
+
+
 def test_steps_gathered_rows_equal_the_whole_batch_rows(frame):
     arrays = StepsArrays(frame, SPEC)
     whole = arrays.tensordict()

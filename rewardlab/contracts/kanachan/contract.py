@@ -1,4 +1,4 @@
-"""kanachan's reward plug-in contract: today's TensorDict and checks, behind :class:`~rewardlab.contracts.base.Contract`.
+"""kanachan's plug-in contract: its TensorDict and checks behind a :class:`~rewardlab.contracts.Contract`.
 
 The TensorDict is :class:`rewardlab.batching.FrameArrays`'s (offline and
 simulation conventions), the IN keys :data:`rewardlab.contract.IN_KEYS`, the
