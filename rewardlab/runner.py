@@ -206,7 +206,7 @@ class Finding:
     rule : str
         The contract rule, or ``"raised"`` for a crash.
     message : str
-        The violation's message, or ``"get_reward raised T: text"``.
+        The violation's message, or ``"get_reward raised T: text"`` (the contract's entry point).
     batch : str
         :func:`describe_batch` of the call.
     first_row : int
@@ -397,9 +397,10 @@ class _Stop(Exception):
 class _Run:
     """One plug-in's pass over the batches (shared state for recording problems)."""
 
-    def __init__(self, outcome: RunOutcome, collect: bool):
+    def __init__(self, outcome: RunOutcome, collect: bool, entry_point: str = "get_reward"):
         self.outcome = outcome
         self.collect = collect
+        self.entry_point = entry_point
 
     def problem(self, violation: Violation, desc: str, rows) -> None:
         problems = self.outcome.problems
@@ -416,7 +417,7 @@ class _Run:
     def crashed(self, exc: BaseException, desc: str, rows) -> None:
         text, line = plugin_traceback(exc, self.outcome.plugin.path)
         self.outcome.error = Finding(
-            "crash", "raised", f"get_reward raised {type(exc).__name__}: {safe_text(exc)}", desc,
+            "crash", "raised", f"{self.entry_point} raised {type(exc).__name__}: {safe_text(exc)}", desc,
             _global_row(rows, 0), traceback=text, line=line)
         if not self.collect:
             raise _Stop
@@ -514,7 +515,7 @@ def run_plugins(
     ends = contract.episode_flags(arrays)
     outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), ends.copy(), convention=convention)
                 for p in plugins]
-    runs = [_Run(o, collect) for o in outcomes]
+    runs = [_Run(o, collect, contract.entry_point) for o in outcomes]
     first_index = 0
     context = _Context(arrays, mode, options, setting, bar, status, interrupts_are_plugins,
                        contract, in_keys, (*in_keys, contract.reward_key, contract.done_key))

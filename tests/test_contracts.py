@@ -16,7 +16,7 @@ from rewardlab.contracts import (
 )
 from rewardlab.contracts.steps import StepsArrays
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
-from rewardlab.errors import ContractError, ParameterError, PluginLoadError, SpecError
+from rewardlab.errors import ContractError, ParameterError, PluginLoadError, PluginRuntimeError, SpecError
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.runner import Locator, run_plugins
 
@@ -323,3 +323,7 @@ def test_entry_point_and_signature_come_from_the_contract(tmp_path, frame):
     out = apply_plugins(frame, good, contract=contract, isolate=False, progress=False)
     np.testing.assert_array_equal(out["reward_good"].to_numpy(), frame["obs"].to_numpy()[:, 1])
     assert isinstance(contract, Contract) and "one_argument" not in registered_contracts()
+    crash = tmp_path / "crash.py"
+    crash.write_text("def reward(data):\n    raise KeyError('obs2')\n")
+    with pytest.raises(PluginRuntimeError, match=r"\breward raised KeyError: 'obs2' on batch 0"):
+        apply_plugins(frame, crash, contract=contract, isolate=False, progress=False)
