@@ -16,7 +16,9 @@ from rewardlab.contracts import (
 )
 from rewardlab.contracts.steps import StepsArrays
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
-from rewardlab.errors import ContractError, ParameterError, PluginLoadError, PluginRuntimeError, SpecError
+from rewardlab.errors import (
+    ContractError, ParameterError, PluginLoadError, PluginRuntimeError, SpecError,
+)
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.runner import Locator, run_plugins
 
