@@ -321,7 +321,14 @@ def test_entry_point_and_signature_come_from_the_contract(tmp_path, frame):
     good.write_text("import torch\n\n\ndef reward(data):\n"
                     "    data['next', 'reward'] = data['obs'][:, 1].double()\n")
     plug = load_plugin(good, contract=contract)
-    assert not plug.reads_contiguous
+    assert not plug.reads_contiguous and plug.signature == "reward(data)"
+    with pytest.raises(ParameterError) as err:
+        apply_plugins(frame, load_plugin(write(tmp_path, "two", PROGRESS)), contract=contract,
+                      isolate=False, progress=False)
+    assert str(err.value) == (
+        "`plugins` should be loaded for the 'one_argument' contract, which calls reward(data); this "
+        "one was loaded for get_reward(data, contiguous). Received 'two'. Pass its path, or load it "
+        "with load_plugin(path, contract='one_argument').")
     out = apply_plugins(frame, good, contract=contract, isolate=False, progress=False)
     np.testing.assert_array_equal(out["reward_good"].to_numpy(), frame["obs"].to_numpy()[:, 1])
     assert isinstance(contract, Contract) and "one_argument" not in registered_contracts()

@@ -166,7 +166,7 @@ def apply_plugins(
         raise ParameterError("strict", "should be True or False", strict)
     isolate, timeout = check_isolation(isolate, timeout)
     cancel = check_cancel(cancel)
-    items = plugin_items(plugins)
+    items = plugin_items(plugins, chosen)
     arrays = chosen.arrays(frame, frame_spec)
     ends = episode_ends(chosen.episode_flags(arrays))
     setting = mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers)

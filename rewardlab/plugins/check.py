@@ -406,7 +406,7 @@ def check_plugin(
     isolate, timeout = check_isolation(isolate, timeout)
     cancel = check_cancel(cancel)
     chosen, frame_spec = contract_for(frame, contract, spec=spec)
-    [(item, name, path)] = plugin_items([plugin])
+    [(item, name, path)] = plugin_items([plugin], chosen)
     arrays = chosen.arrays(frame, frame_spec)
     ends = episode_ends(chosen.episode_flags(arrays))
     locator = Locator(frame, columns=chosen.locator_columns(frame_spec))

@@ -75,6 +75,8 @@ class Plugin:
         them itself (``torch`` used without ``import torch``, ...): it runs
         in kanachan's trainer but is not self-contained
         (:func:`rewardlab.trainer_scope.names_from_trainer`).
+    signature : str
+        How the contract it was loaded for calls it (``get_reward(data, contiguous)``).
 
     Examples
     --------
@@ -90,6 +92,7 @@ class Plugin:
     reads_contiguous: bool
     line: int | None = None
     trainer_names: tuple = ()
+    signature: str = "get_reward(data, contiguous)"
 
     def portable(self) -> "Plugin":
         """This plug-in without its function (which cannot leave the process that loaded it)."""
@@ -311,7 +314,7 @@ def load_plugin(path: str | os.PathLike, *, name: str | None = None,
     reads = contract.passes_contiguous and _reads_second_argument(get_reward)
     return Plugin(name=name, path=path, get_reward=get_reward, source=source,
                   reads_contiguous=reads, line=line,
-                  trainer_names=names_from_trainer(source, filename))
+                  trainer_names=names_from_trainer(source, filename), signature=contract.signature)
 
 
 _COUNTS = {1: "one", 2: "two", 3: "three"}
