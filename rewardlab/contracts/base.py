@@ -57,9 +57,10 @@ class ContractArrays(Protocol):
     --------
     >>> import polars as pl
     >>> from rewardlab.contracts import get_contract
-    >>> arrays = get_contract("kanachan").arrays(pl.DataFrame(), None)  # doctest: +SKIP
-    >>> isinstance(arrays, ContractArrays)  # doctest: +SKIP
-    True
+    >>> spec = FrameSpec(name="two_steps", episode=("e",))
+    >>> arrays = get_contract("steps").arrays(pl.DataFrame({"e": [0, 0]}), spec)
+    >>> isinstance(arrays, ContractArrays), arrays.n, arrays.tensordict(slice(0, 1)).batch_size
+    (True, 2, torch.Size([1]))
     """
 
     n: int
