@@ -48,6 +48,7 @@ __all__ = [
     "first_change",
     "check_reward",
     "check_done",
+    "check_done_form",
     "check_in_fields",
     "changed_in_place",
     "reward_scale",
@@ -228,6 +229,39 @@ def check_reward(reward, batch_size: int, *, returned=None) -> Violation | None:
     return None
 
 
+def check_done_form(done, batch_size: int) -> Violation | None:
+    """Check that ``data["next", "done"]`` is still a CPU bool tensor of shape ``[B]`` (every contract).
+
+    Returns
+    -------
+    Violation or None
+        Rules ``done_missing``, ``done_type``, ``done_device``, ``done_dtype``,
+        ``done_shape``.
+
+    Examples
+    --------
+    >>> check_done_form(torch.zeros(3, dtype=torch.bool), 3) is None
+    True
+    >>> check_done_form(torch.zeros(3), 3).rule
+    'done_dtype'
+    """
+    name = _DONE_TEXT
+    if done is None:
+        return Violation("done_missing", f"{name} was removed; it is an IN-OUT field: leave it, or "
+                         "set it to a bool tensor of shape [B]")
+    bad_type = tensor_type_problem(name, done)
+    if bad_type is not None:
+        return Violation("done_type", bad_type)
+    if done.device.type != "cpu":
+        return Violation("done_device", f"{name} should be on the CPU; got device {done.device}")
+    if done.dtype != torch.bool:
+        return Violation("done_dtype", f"{name} should have dtype torch.bool; got {done.dtype}")
+    if tuple(done.shape) != (batch_size,):
+        return Violation("done_shape", f"{name} should have shape [B] with B = {batch_size}; got "
+                         f"{list(done.shape)}")
+    return None
+
+
 def check_done(done, end_of_game: np.ndarray, end_of_round: np.ndarray) -> Violation | None:
     """Check ``data["next", "done"]`` after a call.
 
@@ -255,20 +289,9 @@ def check_done(done, end_of_game: np.ndarray, end_of_round: np.ndarray) -> Viola
     True
     """
     name = _DONE_TEXT
-    size = int(end_of_game.shape[0])
-    if done is None:
-        return Violation("done_missing", f"{name} was removed; it is an IN-OUT field: leave it, or "
-                         "set it to a bool tensor of shape [B]")
-    bad_type = tensor_type_problem(name, done)
-    if bad_type is not None:
-        return Violation("done_type", bad_type)
-    if done.device.type != "cpu":
-        return Violation("done_device", f"{name} should be on the CPU; got device {done.device}")
-    if done.dtype != torch.bool:
-        return Violation("done_dtype", f"{name} should have dtype torch.bool; got {done.dtype}")
-    if tuple(done.shape) != (size,):
-        return Violation("done_shape", f"{name} should have shape [B] with B = {size}; got "
-                         f"{list(done.shape)}")
+    bad_form = check_done_form(done, int(end_of_game.shape[0]))
+    if bad_form is not None:
+        return bad_form
     flags = done.detach().numpy()
     missed = end_of_game & ~flags
     if not missed.any():

@@ -1,21 +1,25 @@
 """Call reward plug-ins batch by batch, as kanachan does, and check the contract after every call.
 
 The runner turns a batch plan (:mod:`rewardlab.batch_modes`) into calls of
-``get_reward(data, contiguous)`` under ``torch.no_grad()`` and streams the
+the contract's entry point (kanachan's ``get_reward(data, contiguous)``; see
+:mod:`rewardlab.contracts`) under ``torch.no_grad()`` and streams the
 results into preallocated arrays, so memory is bounded by the batches, not
-the dataset.
+the dataset.  What a call receives (its TensorDict, IN keys, the done it is
+handed) and what ``done`` may be afterwards come from the contract; the text
+below describes the kanachan contract's, and every contract's are handed
+over the same way.
 
 How a call's TensorDict is made
 -------------------------------
 Consecutive batches are grouped into *chunks* of about :data:`CHUNK_ROWS`
-rows (a bigger batch is a chunk of its own).  :class:`~rewardlab.batching.FrameArrays`
-builds one TensorDict per chunk (one vectorized gather instead of one per
-call), and each call gets a **new** TensorDict whose tensors are the rows of
-its own batch in that chunk, plus its own copy of ``end_of_game`` as
-``("next", "done")``.  No row is in two batches and IN fields may not be
-written, so a call never sees another call's writes: ``("next", "done")``
-equals ``end_of_game`` and there is no ``("next", "reward")`` before every
-call, exactly as kanachan guarantees.  Several plug-ins run on the same chunk,
+rows (a bigger batch is a chunk of its own).  The contract's arrays
+(kanachan: :class:`~rewardlab.batching.FrameArrays`) build one TensorDict per
+chunk (one vectorized gather instead of one per call), and each call gets a
+**new** TensorDict whose tensors are the rows of its own batch in that chunk,
+plus its own copy of ``end_of_game`` as ``("next", "done")``.  No row is in
+two batches and IN fields may not be written, so a call never sees another
+call's writes: ``("next", "done")`` equals ``end_of_game`` and there is no
+``("next", "reward")`` before every call, exactly as kanachan guarantees.  Several plug-ins run on the same chunk,
 each on its own copy of it (the last one on the original), so no plug-in ever
 sees another's writes, even writes that bypass torch.
 
@@ -56,11 +60,9 @@ import torch
 from tensordict import TensorDict
 
 from rewardlab import schema as S
-from rewardlab.batching import FrameArrays
-from rewardlab.contract import (
-    DONE_KEY, IN_KEYS, REWARD_KEY, Violation, changed_in_place, check_done, check_in_fields,
-    check_reward,
-)
+from rewardlab.contract import Violation, changed_in_place, check_in_fields
+from rewardlab.contracts.base import Contract, ContractArrays
+from rewardlab.contracts.registry import DEFAULT_CONTRACT, get_contract
 from rewardlab.errors import ContractError, PluginRuntimeError
 
 __all__ = ["CHUNK_ROWS", "Finding", "Locator", "RunOutcome", "run_plugins", "resolve",
@@ -113,14 +115,19 @@ class Locator:
     'frame row 0 (game 940eee3c..., seat 0, step 0; data/sample.tsv.gz:1)'
     """
 
-    _COLUMNS = (S.GAME_ID, S.SEAT, S.STEP, S.SOURCE_FILE, S.SOURCE_LINE)
+    #: The ``(column, label)`` pairs that describe a row unless ``columns=`` says otherwise.
+    LABELS = ((S.GAME_ID, "game"), (S.SEAT, "seat"), (S.STEP, "step"))
+    _SOURCE = (S.SOURCE_FILE, S.SOURCE_LINE)
 
-    def __init__(self, frame: pl.DataFrame):
+    def __init__(self, frame: pl.DataFrame, *, columns: tuple | None = None):
         self._frame = frame
-        self._columns = [c for c in self._COLUMNS if c in frame.columns]
+        self._labels = tuple(self.LABELS if columns is None else columns)
+        wanted = (*(c for c, _ in self._labels), *self._SOURCE)
+        self._columns = [c for c in dict.fromkeys(wanted) if c in frame.columns]
 
     def info(self, row: int) -> dict:
-        """The row's ``game_id``, ``seat``, ``step``, ``source_file``, ``source_line`` (those present)."""
+        """The row's labelled columns (``game_id``, ``seat``, ``step``) and ``source_file``,
+        ``source_line`` (those present)."""
         if not self._columns:
             return {}
         return dict(zip(self._columns, self._frame.select(self._columns).row(int(row))))
@@ -135,8 +142,7 @@ class Locator:
     def transition(self, row: int) -> str:
         """``frame row N (game G, seat S, step T; file:line)``."""
         info = self.info(row)
-        parts = [f"{label} {info[col]}" for col, label in
-                 ((S.GAME_ID, "game"), (S.SEAT, "seat"), (S.STEP, "step")) if info.get(col) is not None]
+        parts = [f"{label} {info[col]}" for col, label in self._labels if info.get(col) is not None]
         where = ", ".join(parts)
         if info.get(S.SOURCE_FILE) is not None and info.get(S.SOURCE_LINE) is not None:
             where += ("; " if where else "") + f"{info[S.SOURCE_FILE]}:{info[S.SOURCE_LINE]}"
@@ -200,7 +206,7 @@ class Finding:
     rule : str
         The contract rule, or ``"raised"`` for a crash.
     message : str
-        The violation's message, or ``"get_reward raised T: text"``.
+        The violation's message, or ``"get_reward raised T: text"`` (the contract's entry point).
     batch : str
         :func:`describe_batch` of the call.
     first_row : int
@@ -258,7 +264,8 @@ class RunOutcome:
         widens to float64 without rounding); NaN where the plug-in gave no
         float tensor of the right shape (or was not called, after an exception).
     dones : bool array of shape ``[N]``
-        ``end_of_game`` where the plug-in gave no bool tensor of the right shape.
+        The contract's episode flags (kanachan: ``end_of_game``) where the
+        plug-in gave no bool tensor of the right shape.
     calls : int
         Calls made.
     problems : dict
@@ -272,8 +279,9 @@ class RunOutcome:
         order first seen: what kanachan's trainer receives.
     contiguous : bool or None
         The ``contiguous`` flag of an ``episodes`` run (None for other modes).
-    convention : str
-        ``"offline"`` or ``"simulation"`` (:data:`rewardlab.batching.CONVENTIONS`).
+    convention : str or None
+        The contract's convention the TensorDicts were built in (kanachan:
+        ``"offline"`` or ``"simulation"``); None for a contract that has none.
 
     Examples
     --------
@@ -293,7 +301,7 @@ class RunOutcome:
     error: object = None
     reward_dtypes: tuple = ()
     contiguous: bool | None = None
-    convention: str = "offline"
+    convention: str | None = "offline"
 
     @property
     def reward_dtype(self) -> str | None:
@@ -389,9 +397,10 @@ class _Stop(Exception):
 class _Run:
     """One plug-in's pass over the batches (shared state for recording problems)."""
 
-    def __init__(self, outcome: RunOutcome, collect: bool):
+    def __init__(self, outcome: RunOutcome, collect: bool, entry_point: str = "get_reward"):
         self.outcome = outcome
         self.collect = collect
+        self.entry_point = entry_point
 
     def problem(self, violation: Violation, desc: str, rows) -> None:
         problems = self.outcome.problems
@@ -408,14 +417,14 @@ class _Run:
     def crashed(self, exc: BaseException, desc: str, rows) -> None:
         text, line = plugin_traceback(exc, self.outcome.plugin.path)
         self.outcome.error = Finding(
-            "crash", "raised", f"get_reward raised {type(exc).__name__}: {safe_text(exc)}", desc,
+            "crash", "raised", f"{self.entry_point} raised {type(exc).__name__}: {safe_text(exc)}", desc,
             _global_row(rows, 0), traceback=text, line=line)
         if not self.collect:
             raise _Stop
 
 
 def run_plugins(
-    arrays: FrameArrays,
+    arrays: ContractArrays,
     locator: Locator | None,
     plugins: list,
     batches: Iterable,
@@ -426,17 +435,19 @@ def run_plugins(
     collect: bool = False,
     bar=None,
     chunk_rows: int = CHUNK_ROWS,
-    convention: str = "offline",
+    convention: str | None = None,
     setting: str | None = None,
     status=None,
     interrupts_are_plugins: bool = False,
+    contract: Contract | str | None = None,
 ) -> list[RunOutcome]:
     """Call every plug-in on every batch; check the contract after each call.
 
     Parameters
     ----------
-    arrays : FrameArrays
-        The frame's arrays, built once per run.
+    arrays : ContractArrays
+        The frame's arrays, built once per run by the contract
+        (``contract.arrays(frame, spec)``; kanachan: :class:`~rewardlab.batching.FrameArrays`).
     locator : Locator or None
         Describes rows in messages; None leaves the problems as
         :class:`Finding` objects (for a child process: :func:`resolve` them
@@ -459,8 +470,10 @@ def run_plugins(
         Advanced by the rows of every call.
     chunk_rows : int
         Rows built into one TensorDict at a time.
-    convention : {"offline", "simulation"}
-        How the TensorDicts are built (:data:`rewardlab.batching.CONVENTIONS`).
+    convention : str or None
+        How the TensorDicts are built, one of the contract's conventions
+        (kanachan: ``"offline"``, ``"simulation"``); None is its default.
+        A contract without conventions refuses one.
     setting : str or None
         The kanachan setting the mode reproduces, for messages.
     status : rewardlab.isolation.ChildStatus or None
@@ -469,6 +482,10 @@ def run_plugins(
         Treat a ``KeyboardInterrupt`` raised inside ``get_reward`` as the
         plug-in's failure (in a child process, which ignores Ctrl-C, only the
         plug-in can raise it); False lets it through as the user's Ctrl-C.
+    contract : Contract, str or None
+        The plug-in contract ``arrays`` were built by (a registered name or a
+        :class:`~rewardlab.contracts.base.Contract`); None is
+        :data:`rewardlab.contracts.registry.DEFAULT_CONTRACT` (kanachan's).
 
     Returns
     -------
@@ -483,17 +500,25 @@ def run_plugins(
     Examples
     --------
     >>> from rewardlab.batch_modes import episode_ends, plan_batches
-    >>> arrays = FrameArrays(frame)  # doctest: +SKIP
-    >>> plan = plan_batches("episodes", episode_ends(arrays.end_of_game), batch_size=1)  # doctest: +SKIP
+    >>> arrays = KANACHAN.arrays(frame, None)  # doctest: +SKIP
+    >>> plan = plan_batches("episodes", episode_ends(KANACHAN.episode_flags(arrays)),
+    ...                     batch_size=1)  # doctest: +SKIP
     >>> [out] = run_plugins(arrays, Locator(frame), [plugin], plan, mode="episodes",
     ...                     batch_size=None)  # doctest: +SKIP
     """
+    contract = get_contract(DEFAULT_CONTRACT if contract is None else contract)
+    if convention is None:
+        convention = contract.default_convention
+    options = contract.options(convention)
+    in_keys = contract.in_keys(arrays)
     n = arrays.n
-    outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), arrays.end_of_game.copy(),
-                           convention=convention) for p in plugins]
-    runs = [_Run(o, collect) for o in outcomes]
+    ends = contract.episode_flags(arrays)
+    outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), ends.copy(), convention=convention)
+                for p in plugins]
+    runs = [_Run(o, collect, contract.entry_point) for o in outcomes]
     first_index = 0
-    context = _Context(arrays, mode, convention, setting, bar, status, interrupts_are_plugins)
+    context = _Context(arrays, mode, options, setting, bar, status, interrupts_are_plugins,
+                       contract, in_keys, (*in_keys, contract.reward_key, contract.done_key))
     copies = _Copies()
     stopped = False
     with torch.no_grad():
@@ -501,18 +526,15 @@ def run_plugins(
             active = [r for r in runs if r.outcome.error is None]
             if not active or stopped:
                 break
-            eog = np.ascontiguousarray(arrays.end_of_game[chunk.rows])
-            eor = np.ascontiguousarray(arrays.end_of_round[chunk.rows])
-            if convention == "simulation":
-                eor = eor | eog
-            base = _leaves(arrays.tensordict(chunk.rows, convention=convention))
-            pristine = {k: copies.copy(("pristine", k), base[k]) for k in IN_KEYS} if strict else None
+            flags = contract.done_flags(arrays, chunk.rows, **options)
+            base = _leaves(arrays.tensordict(chunk.rows, **options))
+            pristine = {k: copies.copy(("pristine", k), base[k]) for k in in_keys} if strict else None
             for i, run in enumerate(active):
                 # every plug-in but the last gets its own copy: none sees another's writes
                 leaves = base if i == len(active) - 1 else {
                     k: copies.copy(("plug-in", k), v) for k, v in base.items()}
                 try:
-                    _run_chunk(run, context, chunk, leaves, pristine, eog, eor, first_index)
+                    _run_chunk(run, context, chunk, leaves, pristine, flags, first_index)
                 except _Stop:
                     stopped = True
                     break
@@ -550,16 +572,16 @@ class _Copies:
 
 @dataclasses.dataclass(frozen=True)
 class _Context:
-    arrays: FrameArrays
+    arrays: ContractArrays
     mode: str
-    convention: str
+    options: dict
     setting: str | None
     bar: object
     status: object
     interrupts_are_plugins: bool
-
-
-_WATCHED = IN_KEYS + (REWARD_KEY, DONE_KEY)
+    contract: Contract
+    in_keys: tuple
+    watched: tuple  # the IN keys, the reward and the done
 
 
 def _leaves(data: TensorDict) -> dict:
@@ -567,21 +589,22 @@ def _leaves(data: TensorDict) -> dict:
 
 
 def _run_chunk(run: _Run, ctx: _Context, chunk: _Chunk, leaves: dict, pristine: dict | None,
-               eog, eor, first_index: int) -> None:
-    """One plug-in over one chunk's batches."""
+               flags: tuple, first_index: int) -> None:
+    """One plug-in over one chunk's batches (``flags``: the contract's done flags of the chunk)."""
     outcome = run.outcome
     get_reward = outcome.plugin.get_reward
+    contract, in_keys = ctx.contract, ctx.in_keys
     for j, (a, b, rows, contiguous) in enumerate(chunk.batches):
         size = b - a
         handed = {k: v[a:b] for k, v in leaves.items()}
-        handed[DONE_KEY] = torch.from_numpy(eog[a:b].copy())
-        versions = [handed[k]._version for k in IN_KEYS]
+        handed[contract.done_key] = torch.from_numpy(flags[0][a:b].copy())
+        versions = [handed[k]._version for k in in_keys]
         data = _nest(handed, size)
         desc = describe_batch(ctx.mode, first_index + j, rows, contiguous, setting=ctx.setting)
         if ctx.status is not None:
             ctx.status.doing(f"plug-in {outcome.plugin.name!r} on {desc}")
         try:
-            returned = get_reward(data, contiguous)
+            returned = contract.call(get_reward, data, contiguous)
         except BaseException as exc:  # noqa: BLE001 - the plug-in's own failure, with its traceback
             if isinstance(exc, KeyboardInterrupt) and not ctx.interrupts_are_plugins:
                 raise  # the user's Ctrl-C
@@ -591,28 +614,28 @@ def _run_chunk(run: _Run, ctx: _Context, chunk: _Chunk, leaves: dict, pristine: 
         if ctx.mode == "episodes":
             outcome.contiguous = contiguous
         after = _leaves(data)
-        for key in _WATCHED:  # a non-tensor value is not a leaf: fetch it to report it
+        for key in ctx.watched:  # a non-tensor value is not a leaf: fetch it to report it
             if key not in after:
                 after[key] = data.get(key, None)
         found: list[Violation] = []
         if pristine is not None:
-            reference = {k: pristine[k][a:b] for k in IN_KEYS}
-            suspects = [k for k in IN_KEYS
+            reference = {k: pristine[k][a:b] for k in in_keys}
+            suspects = [k for k in in_keys
                         if not np.array_equal(handed[k].numpy(), reference[k].numpy())]
         else:
-            suspects = [k for k, v in zip(IN_KEYS, versions) if handed[k]._version != v]
-            reference = (_leaves(ctx.arrays.tensordict(rows, convention=ctx.convention))
+            suspects = [k for k, v in zip(in_keys, versions) if handed[k]._version != v]
+            reference = (_leaves(ctx.arrays.tensordict(rows, **ctx.options))
                          if suspects else {})
         changes = [v for k in suspects if (v := changed_in_place(k, reference[k], handed[k])) is not None]
         if changes:
             found.append(min(changes, key=lambda v: v.row))
-        v = check_in_fields({k: handed[k] for k in IN_KEYS}, after)
+        v = check_in_fields({k: handed[k] for k in in_keys}, after)
         if v is not None:
             found.append(v)
-        reward = after.get(REWARD_KEY)
-        bad_reward = check_reward(reward, size, returned=returned)
-        done = after.get(DONE_KEY)
-        bad_done = check_done(done, eog[a:b], eor[a:b])
+        reward = after.get(contract.reward_key)
+        bad_reward = contract.check_reward(reward, size, returned=returned)
+        done = after.get(contract.done_key)
+        bad_done = contract.check_done(done, *(f[a:b] for f in flags))
         found += [x for x in (bad_reward, bad_done) if x is not None]
         # keep what the plug-in gave whenever it has the right form (even NaN, or a missed
         # episode end), so runs in different modes compare the plug-in's own outputs

@@ -52,9 +52,10 @@ def register(sub) -> None:
     p.add_argument("--num-workers", type=int, default=DEFAULT_NUM_WORKERS, metavar="N",
                    help=f"DataLoader workers of --batch-mode dataloader (default {DEFAULT_NUM_WORKERS}, "
                    "what kanachan's cql/train.py uses on CUDA)")
-    p.add_argument("--convention", choices=CONVENTIONS, default="offline",
-                   help="build batches as kanachan's offline loaders do (default) or as its "
-                   "simulator does (end_of_round on a game's last step, no round summary)")
+    p.add_argument("--convention", choices=CONVENTIONS, default=None,
+                   help="kanachan contract: build batches as kanachan's offline loaders do "
+                   "(default) or as its simulator does (end_of_round on a game's last step, no "
+                   "round summary)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffled mode (default 0)")
     p.add_argument("--strict", action="store_true",
                    help="compare IN fields with a full copy after every call (slower, exact)")

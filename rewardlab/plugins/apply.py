@@ -18,8 +18,10 @@ from rewardlab.batch_modes import (
     BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_contiguous, check_num_workers,
     episode_ends, mode_setting, plan_batches,
 )
-from rewardlab.batching import CONVENTIONS, FrameArrays
 from rewardlab.contract import RewardScale, reward_scale
+from rewardlab.contracts.base import Contract
+from rewardlab.contracts.registry import contract_for
+from rewardlab.core.spec import FrameSpec
 from rewardlab.errors import ParameterError, RewardScaleWarning, check_choice
 from rewardlab.plugins.execution import (
     check_cancel, check_frame, check_int, check_isolation, execute, failed_plugin, failure_error,
@@ -43,18 +45,22 @@ def apply_plugins(
     seed: int = 0,
     contiguous: bool | None = None,
     num_workers: int = DEFAULT_NUM_WORKERS,
-    convention: str = "offline",
+    convention: str | None = None,
     strict: bool = False,
     isolate: bool | None = None,
     timeout: float | None = None,
     cancel=None,
     progress: bool | None = None,
+    contract: str | Contract | None = None,
+    spec: FrameSpec | None = None,
 ) -> pl.DataFrame:
     """Run reward plug-ins over a frame the way kanachan's training programs call them.
 
     Every call gets a fresh TensorDict of its batch (see :mod:`rewardlab.runner`),
-    under ``torch.no_grad()``, with ``("next", "done")`` equal to
-    ``end_of_game``; the contract is checked after every call.  Each plug-in
+    built by the plug-in contract (:mod:`rewardlab.contracts`; kanachan's
+    for kanachan frames), under ``torch.no_grad()``, with ``("next", "done")``
+    equal to the episode ends (kanachan: ``end_of_game``); the contract is
+    checked after every call.  Each plug-in
     works on its own copy of the data, so none sees another's writes.
     Results stream into preallocated arrays (memory bounded by the batches).
 
@@ -79,9 +85,11 @@ def apply_plugins(
         None is kanachan's default, False.  The other modes always pass False.
     num_workers : int
         DataLoader workers of ``dataloader`` (default 2, as ``cql/train.py`` on CUDA).
-    convention : {"offline", "simulation"}
-        Build the TensorDicts as kanachan's offline loaders do, or as its
-        simulator does (:data:`rewardlab.batching.CONVENTIONS`).
+    convention : {"offline", "simulation"} or None
+        The kanachan contract's option: build the TensorDicts as kanachan's
+        offline loaders do (None: the default), or as its simulator does
+        (:data:`rewardlab.batching.CONVENTIONS`).  A contract without
+        conventions (``steps``) refuses one.
     strict : bool
         Compare IN fields exactly with a pristine copy after every call
         (catches any write, costs a copy of each chunk) instead of watching
@@ -100,6 +108,12 @@ def apply_plugins(
         raised (in-process runs check it between plug-ins only).
     progress : bool or None
         Progress bar; None shows one on an interactive terminal or in Jupyter.
+    contract : str, Contract or None
+        The plug-in contract (a registered name, :func:`rewardlab.contracts.registered_contracts`);
+        None takes the one the frame's spec names
+        (:func:`rewardlab.contracts.registry.contract_for`).
+    spec : FrameSpec or None
+        The frame's spec, when the frame does not carry one.
 
     Returns
     -------
@@ -139,7 +153,8 @@ def apply_plugins(
     """
     frame = check_frame(frame)
     check_choice("batch_mode", batch_mode, BATCH_MODES)
-    check_choice("convention", convention, CONVENTIONS)
+    chosen, frame_spec = contract_for(frame, contract, spec=spec)
+    chosen.options(convention)
     if batch_size is not None:
         batch_size = check_int("batch_size", batch_size, 1)
     size = DEFAULT_BATCH_SIZES[batch_mode] if batch_size is None else batch_size
@@ -151,14 +166,14 @@ def apply_plugins(
         raise ParameterError("strict", "should be True or False", strict)
     isolate, timeout = check_isolation(isolate, timeout)
     cancel = check_cancel(cancel)
-    items = plugin_items(plugins)
-    arrays = FrameArrays(frame)
-    ends = episode_ends(arrays.end_of_game)
+    items = plugin_items(plugins, chosen)
+    arrays = chosen.arrays(frame, frame_spec)
+    ends = episode_ends(chosen.episode_flags(arrays))
     setting = mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers)
     bar = progress_bar(progress, arrays.n * len(items), f"apply_plugins ({batch_mode})")
 
     def job(status, send):
-        loaded = load_items(items, status)
+        loaded = load_items(items, status, chosen)
         for plugin in loaded:
             send(plugin.portable())
         outcomes = run_plugins(
@@ -167,7 +182,7 @@ def apply_plugins(
                          num_workers=num_workers),
             mode=batch_mode, batch_size=size, strict=strict, collect=False,
             bar=None if isolate else bar, convention=convention, setting=setting, status=status,
-            interrupts_are_plugins=isolate)
+            interrupts_are_plugins=isolate, contract=chosen)
         for outcome in outcomes:
             outcome.plugin = outcome.plugin.portable()
         return outcomes
@@ -187,7 +202,7 @@ def apply_plugins(
     outcomes = result
     for outcome, loaded_plugin, (item, _, _) in zip(outcomes, loaded, items):
         outcome.plugin = item if isinstance(item, Plugin) else loaded_plugin
-    raise_first(resolve(outcomes, Locator(frame)))
+    raise_first(resolve(outcomes, Locator(frame, columns=chosen.locator_columns(frame_spec))))
     added = []
     for outcome in outcomes:
         scale = reward_scale(outcome.rewards, outcome.dones)

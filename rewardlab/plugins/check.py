@@ -18,8 +18,10 @@ import polars as pl
 from rewardlab import isolation
 from rewardlab.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_num_workers, \
     episode_ends, mode_setting, plan_batches
-from rewardlab.batching import FrameArrays
 from rewardlab.contract import RewardScale, compare_outputs, float16_precision, reward_scale
+from rewardlab.contracts.base import Contract
+from rewardlab.contracts.registry import contract_for
+from rewardlab.core.spec import FrameSpec
 from rewardlab.errors import ParameterError, PluginRunCancelled
 from rewardlab.plugins.execution import (
     check_cancel, check_frame, check_int, check_isolation, execute, failure_error, load_items,
@@ -47,8 +49,9 @@ class RunSummary:
         ended its process or ran out of time.
     num_workers : int or None
         DataLoader workers (``dataloader`` runs).
-    convention : str
-        ``"offline"`` or ``"simulation"``.
+    convention : str or None
+        The contract's convention (kanachan: ``"offline"`` or
+        ``"simulation"``); None for a contract that has none.
     reward_dtypes : tuple of str
         The reward dtypes the plug-in returned in this run.
     error_summary : str or None
@@ -73,7 +76,7 @@ class RunSummary:
     calls: int
     error: str | None
     num_workers: int | None = None
-    convention: str = "offline"
+    convention: str | None = "offline"
     reward_dtypes: tuple = ()
     error_summary: str | None = None
     error_traceback: str | None = None
@@ -86,7 +89,7 @@ class RunSummary:
             text += " (contiguous=True)"
         if self.mode == "dataloader" and self.num_workers is not None:
             text += f" ({self.num_workers} worker{'s' if self.num_workers != 1 else ''})"
-        if self.convention != "offline":
+        if self.convention not in (None, "offline"):
             text = f"{self.convention} {text}"
         return text
 
@@ -252,7 +255,8 @@ class CheckReport:
             lines.append("contract: " + ("ok" if not self.problems else f"{len(self.problems)} problem(s)"))
         for rule, message, count, runs in self.problems:
             lines.append(f"  - [{rule}] in {count:,} batch(es) ({runs}); first: {message}")
-        compared = len([r for r in self.runs if r.error is None and r.convention == "offline"]) - 1
+        compared = len([r for r in self.runs if r.error is None
+                        and r.convention in (None, "offline")]) - 1
         bad = [d for d in self.differences if not d.allowed]
         allowed = [d for d in self.differences if d.allowed]
         if compared < 1 or not self.transitions:
@@ -296,13 +300,15 @@ class _Config:
     mode: str
     batch_size: int | None
     contiguous: bool
-    convention: str = "offline"
+    convention: str | None = "offline"
 
 
-def _configs(sizes: list[int]) -> list[_Config]:
-    configs = [_Config("episodes", None, False), _Config("episodes", None, True)]
-    configs += [_Config(m, b, False) for m in BATCH_MODES if m != "episodes" for b in sizes]
-    configs.append(_Config("episodes", None, True, "simulation"))
+def _configs(sizes: list[int], conventions: tuple) -> list[_Config]:
+    """The runs: every mode in the contract's default convention, then whole episodes in each other one."""
+    default = conventions[0] if conventions else None
+    configs = [_Config("episodes", None, False, default), _Config("episodes", None, True, default)]
+    configs += [_Config(m, b, False, default) for m in BATCH_MODES if m != "episodes" for b in sizes]
+    configs += [_Config("episodes", None, True, c) for c in conventions[1:]]
     return configs
 
 
@@ -318,14 +324,16 @@ def check_plugin(
     timeout: float | None = None,
     cancel=None,
     progress: bool | None = None,
+    contract: str | Contract | None = None,
+    spec: FrameSpec | None = None,
 ) -> CheckReport:
     """Check a plug-in's contract in every batch mode, and that its rewards do not depend on batching.
 
     The plug-in runs in ``episodes`` twice (kanachan's replay buffer with
     ``contiguous_training_data`` False, its default, and True), once per batch
     size in ``sequential``, ``dataloader`` (``num_workers`` workers),
-    ``fragments`` and ``shuffled``, and once on whole episodes in kanachan's
-    *simulation* convention; every call is checked as in
+    ``fragments`` and ``shuffled``, and (kanachan contract) once on whole
+    episodes in kanachan's *simulation* convention; every call is checked as in
     :func:`apply_plugins` but problems are collected, not raised.  Then every
     offline run's rewards and dones are compared with the first ``episodes``
     run (``|a - b| <= 1e-9 + 1e-7 * |b|``).  A plug-in that reads
@@ -364,6 +372,11 @@ def check_plugin(
         :class:`~rewardlab.errors.PluginRunCancelled` is raised.
     progress : bool or None
         Progress bar.
+    contract : str, Contract or None
+        The plug-in contract; None takes the one the frame's spec names
+        (:func:`rewardlab.contracts.registry.contract_for`).
+    spec : FrameSpec or None
+        The frame's spec, when the frame does not carry one.
 
     Returns
     -------
@@ -392,15 +405,16 @@ def check_plugin(
         raise ParameterError("strict", "should be True or False", strict)
     isolate, timeout = check_isolation(isolate, timeout)
     cancel = check_cancel(cancel)
-    [(item, name, path)] = plugin_items([plugin])
-    arrays = FrameArrays(frame)
-    ends = episode_ends(arrays.end_of_game)
-    locator = Locator(frame)
-    configs = _configs(sizes)
+    chosen, frame_spec = contract_for(frame, contract, spec=spec)
+    [(item, name, path)] = plugin_items([plugin], chosen)
+    arrays = chosen.arrays(frame, frame_spec)
+    ends = episode_ends(chosen.episode_flags(arrays))
+    locator = Locator(frame, columns=chosen.locator_columns(frame_spec))
+    configs = _configs(sizes, chosen.conventions)
     bar = progress_bar(progress, arrays.n * len(configs), f"check_plugin {name}")
 
     def job(status, send):
-        [loaded] = load_items([(item, name, path)], status)
+        [loaded] = load_items([(item, name, path)], status, chosen)
         send(loaded.portable())
         for cfg in configs:
             if status is None and cancel is not None and cancel():
@@ -413,7 +427,8 @@ def check_plugin(
             [outcome] = run_plugins(arrays, None, [loaded], plan, mode=cfg.mode,
                                     batch_size=cfg.batch_size, strict=strict, collect=True,
                                     bar=None if isolate else bar, convention=cfg.convention,
-                                    setting=setting, status=status, interrupts_are_plugins=isolate)
+                                    setting=setting, status=status, interrupts_are_plugins=isolate,
+                                    contract=chosen)
             outcome.plugin = loaded.portable()
             send(outcome)
         return None
@@ -438,7 +453,7 @@ def check_plugin(
         stopped = (f"the plug-in {how} during the run {_label(cfg, num_workers)}, so no further run "
                    "was made (see below)")
         outcome = RunOutcome(report_plugin, cfg.mode, cfg.batch_size, np.full(arrays.n, np.nan),
-                             arrays.end_of_game.copy(), error=error,
+                             chosen.episode_flags(arrays).copy(), error=error,
                              contiguous=cfg.contiguous if cfg.mode == "episodes" else None,
                              convention=cfg.convention)
         outcomes.append(outcome)
@@ -447,10 +462,10 @@ def check_plugin(
     resolve(outcomes, locator)
     done_configs = configs[:len(outcomes)]
     runs = tuple(_summary(o, cfg, num_workers) for o, cfg in zip(outcomes, done_configs))
-    offline = [(o, r) for o, r in zip(outcomes, runs) if r.convention == "offline"]
+    offline = [(o, r) for o, r in zip(outcomes, runs) if r.convention == chosen.default_convention]
     differences = tuple(_differences(offline, report_plugin, locator))
     convention_differences = ()
-    if len(outcomes) == len(configs):
+    if len(chosen.conventions) > 1 and len(outcomes) == len(configs):
         sim, sim_run = outcomes[-1], runs[-1]
         ref = next(((o, r) for o, r in offline if r.mode == "episodes" and r.contiguous), None)
         if ref is not None and sim.error is None and ref[0].error is None:

@@ -32,11 +32,12 @@ __all__ = ["plugin_items", "load_items", "check_frame", "check_int", "check_isol
            "check_cancel", "execute", "failure_error", "failed_plugin", "raise_first"]
 
 
-def plugin_items(plugins) -> list:
+def plugin_items(plugins, contract=None) -> list:
     """Validate ``plugins`` (a Plugin, a path, or a sequence of them) without running any code.
 
     Paths are read and compiled (:func:`read_plugin`) so their names are
-    known and syntax errors come first; names must be distinct.
+    known and syntax errors come first; names must be distinct; a loaded
+    Plugin must have been loaded for a contract called as ``contract`` is.
     Returns ``[(item, name, path)]``.
     """
     if isinstance(plugins, (Plugin, str, os.PathLike)):
@@ -53,6 +54,12 @@ def plugin_items(plugins) -> list:
                 raise ParameterError("plugins", "should hold loaded plug-ins; this one was loaded in "
                                      "a child process and has no function here", item.name,
                                      hint="Pass its path instead.")
+            if contract is not None and item.signature != contract.signature:
+                raise ParameterError("plugins", f"should be loaded for the {contract.name!r} "
+                                     f"contract, which calls {contract.signature}; this one was "
+                                     f"loaded for {item.signature}", item.name,
+                                     hint="Pass its path, or load it with "
+                                     f"load_plugin(path, contract={contract.name!r}).")
             items.append((item, item.name, item.path))
         elif isinstance(item, (str, os.PathLike)):
             name, path, _, _ = read_plugin(item)
@@ -69,7 +76,8 @@ def plugin_items(plugins) -> list:
     return items
 
 
-def load_items(items: list, status) -> list[Plugin]:
+def load_items(items: list, status, contract=None) -> list[Plugin]:
+    """Load the :func:`plugin_items` given as paths (for ``contract``; None: the default)."""
     loaded = []
     for item, name, path in items:
         if isinstance(item, Plugin):
@@ -77,7 +85,7 @@ def load_items(items: list, status) -> list[Plugin]:
             continue
         if status is not None:
             status.doing(f"loading plug-in {name!r} ({path})")
-        loaded.append(load_plugin(item, name=name))
+        loaded.append(load_plugin(item, name=name, contract=contract))
     return loaded
 
 

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Callable
 
 from rewardlab.core import columns
+from rewardlab.contracts.base import Contract
+from rewardlab.contracts.registry import DEFAULT_CONTRACT, get_contract
 from rewardlab.errors import ParameterError, PluginLoadError
 from rewardlab.runner import plugin_traceback, safe_text
 from rewardlab.trainer_scope import TRAINER_NAMES, names_from_trainer, trainer_globals
@@ -73,6 +75,8 @@ class Plugin:
         them itself (``torch`` used without ``import torch``, ...): it runs
         in kanachan's trainer but is not self-contained
         (:func:`rewardlab.trainer_scope.names_from_trainer`).
+    signature : str
+        How the contract it was loaded for calls it (``get_reward(data, contiguous)``).
 
     Examples
     --------
@@ -88,6 +92,7 @@ class Plugin:
     reads_contiguous: bool
     line: int | None = None
     trainer_names: tuple = ()
+    signature: str = "get_reward(data, contiguous)"
 
     def portable(self) -> "Plugin":
         """This plug-in without its function (which cannot leave the process that loaded it)."""
@@ -193,7 +198,7 @@ def read_plugin(path: str | os.PathLike, *, name: str | None = None) -> tuple[st
 
 
 def load_plugin(path: str | os.PathLike, *, name: str | None = None,
-                trainer_scope: bool = True) -> Plugin:
+                trainer_scope: bool = True, contract: str | Contract | None = None) -> Plugin:
     """Load a reward plug-in file the way kanachan does.
 
     The text is compiled under the file's real name (tracebacks point at
@@ -219,6 +224,10 @@ def load_plugin(path: str | os.PathLike, *, name: str | None = None,
     trainer_scope : bool
         Put kanachan's trainer names in scope (default); False runs the file
         in an empty namespace, as a stand-alone module would.
+    contract : str, Contract or None
+        The plug-in contract whose entry point and signature the file must
+        define (:mod:`rewardlab.contracts`); None is kanachan's,
+        ``get_reward(data, contiguous)``.
 
     Returns
     -------
@@ -243,6 +252,8 @@ def load_plugin(path: str | os.PathLike, *, name: str | None = None,
     """
     if not isinstance(trainer_scope, bool):
         raise ParameterError("trainer_scope", "should be True or False", trainer_scope)
+    contract = get_contract(DEFAULT_CONTRACT if contract is None else contract)
+    entry = contract.entry_point
     name, path, source, code = read_plugin(path, name=name)
     filename = str(path)
     # keep the loaded text for tracebacks even if the file changes on disk later
@@ -269,19 +280,19 @@ def load_plugin(path: str | os.PathLike, *, name: str | None = None,
         sys.modules.pop(module_name, None)
 
     tree = ast.parse(source, filename)  # compile() accepted it
-    line = _def_line(tree)
-    if "get_reward" not in namespace:
+    line = _def_line(tree, entry)
+    if entry not in namespace:
         own = [k for k in namespace if not k.startswith("__") and k not in TRAINER_NAMES]
-        close = difflib.get_close_matches("get_reward", own, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(entry, own, n=1, cutoff=0.6)
         hint = ""
         if close:
             near = _def_line(tree, close[0])
             hint = f"; did you mean `{close[0]}`" + (f" (line {near})" if near else "") + "?"
-        raise PluginLoadError(name, path, "defines no `get_reward`; a reward plug-in must define "
-                              f"`def get_reward(data, contiguous)`{hint}")
-    get_reward = namespace["get_reward"]
+        raise PluginLoadError(name, path, f"defines no `{entry}`; a reward plug-in must define "
+                              f"`def {contract.signature}`{hint}")
+    get_reward = namespace[entry]
     if not callable(get_reward):
-        raise PluginLoadError(name, path, f"`get_reward` should be a function; it is a "
+        raise PluginLoadError(name, path, f"`{entry}` should be a function; it is a "
                               f"{type(get_reward).__name__} ({safe_repr(get_reward)})", line=line)
     try:
         signature = inspect.signature(get_reward)
@@ -291,16 +302,22 @@ def load_plugin(path: str | os.PathLike, *, name: str | None = None,
         code_line = getattr(getattr(inspect.unwrap(get_reward), "__code__", None), "co_firstlineno", None)
         def_line = line or code_line
         try:
-            signature.bind(None, False)
+            signature.bind(*contract.sample_arguments())
         except TypeError:
+            count = len(contract.parameters)
             raise PluginLoadError(
-                name, path, "`get_reward` should accept exactly two parameters, (data, contiguous), "
-                f"as kanachan calls get_reward(data, contiguous); it is defined as "
-                f"get_reward{signature}", line=def_line) from None
+                name, path, f"`{entry}` should accept exactly {_COUNTS.get(count, count)} "
+                f"parameter{'s' if count != 1 else ''}, ({', '.join(contract.parameters)}), as "
+                f"{contract.caller} calls {contract.signature}; it is defined as "
+                f"{entry}{signature}", line=def_line) from None
         line = def_line
+    reads = contract.passes_contiguous and _reads_second_argument(get_reward)
     return Plugin(name=name, path=path, get_reward=get_reward, source=source,
-                  reads_contiguous=_reads_second_argument(get_reward), line=line,
-                  trainer_names=names_from_trainer(source, filename))
+                  reads_contiguous=reads, line=line,
+                  trainer_names=names_from_trainer(source, filename), signature=contract.signature)
+
+
+_COUNTS = {1: "one", 2: "two", 3: "three"}
 
 
 def safe_repr(value, limit: int = 60) -> str:

@@ -1,0 +1,194 @@
+"""What a plug-in contract is: :class:`Contract`, the one description the runner reads.
+
+A contract says what a reward plug-in receives and must give back:
+
+==================  ==========================================================
+``entry_point``     the function the plug-in file defines (``get_reward``)
+``parameters``      how it is called: ``("data", "contiguous")`` or ``("data",)``
+``arrays``          how a frame becomes per-row arrays, built once per run, whose
+                    ``tensordict(rows, **options)`` is the TensorDict of a batch
+``in_keys``         the fields a plug-in must not change
+``reward_key``      the OUT field (``("next", "reward")``)
+``done_key``        the IN-OUT field (``("next", "done")``)
+``done_flags``      the per-row flags the done rule reads; the first is the
+                    done the plug-in receives
+``check_done``      what ``done`` may be after a call
+``conventions``     the ways the contract can build TensorDicts (first: the
+                    default), or none; ``convention=`` picks one
+==================  ==========================================================
+
+The reward's post-conditions (:func:`rewardlab.contract.check_reward`) and the
+IN-field checks (:func:`~rewardlab.contract.check_in_fields`,
+:func:`~rewardlab.contract.changed_in_place`) are shared by every contract.
+A new contract subclasses :class:`Contract` and is registered with
+:func:`rewardlab.contracts.register_contract`.
+
+Examples
+--------
+>>> from rewardlab.contracts import get_contract
+>>> get_contract("kanachan").signature
+'get_reward(data, contiguous)'
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import polars as pl
+
+from rewardlab.contract import DONE_KEY, REWARD_KEY, Violation, check_reward
+from rewardlab.core.spec import FrameSpec
+from rewardlab.errors import ParameterError, check_choice
+
+__all__ = ["Contract", "ContractArrays"]
+
+
+@runtime_checkable
+class ContractArrays(Protocol):
+    """The per-row arrays a contract builds from a frame once per run.
+
+    Attributes
+    ----------
+    n : int
+        Rows (transitions).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from rewardlab.contracts import get_contract
+    >>> spec = FrameSpec(name="two_steps", episode=("e",))
+    >>> arrays = get_contract("steps").arrays(pl.DataFrame({"e": [0, 0]}), spec)
+    >>> isinstance(arrays, ContractArrays), arrays.n, arrays.tensordict(slice(0, 1)).batch_size
+    (True, 2, torch.Size([1]))
+    """
+
+    n: int
+
+    def tensordict(self, rows=None, **options):
+        """The TensorDict a plug-in receives for ``rows`` (frame positions; a slice or int array)."""
+
+
+class Contract:
+    """A plug-in contract (subclass it; see the module docstring for the parts).
+
+    Class attributes
+    ----------------
+    name : str
+        What ``contract=`` and ``FrameSpec.contract`` call it.
+    entry_point : str
+        The function a plug-in file defines.
+    parameters : tuple of str
+        Its parameters, in call order: ``("data", "contiguous")`` or ``("data",)``.
+    conventions : tuple of str
+        Ways of building the TensorDicts (the first is the default); empty
+        when the contract has only one, and then ``convention=`` is refused.
+    reward_key, done_key : tuple of str
+        The OUT and IN-OUT fields.
+    description : str
+        One line for messages and listings.
+    caller : str
+        Who calls the entry point, for messages ("kanachan").
+
+    Examples
+    --------
+    >>> from rewardlab.contracts import get_contract
+    >>> get_contract("steps").options(None)
+    {}
+    """
+
+    name: str = ""
+    entry_point: str = "get_reward"
+    parameters: tuple[str, ...] = ("data", "contiguous")
+    conventions: tuple[str, ...] = ()
+    reward_key: tuple[str, str] = REWARD_KEY
+    done_key: tuple[str, str] = DONE_KEY
+    description: str = ""
+    caller: str = "rewardlab's runner"
+
+    # --- the plug-in side -------------------------------------------------------
+
+    @property
+    def signature(self) -> str:
+        """``get_reward(data, contiguous)``: how the entry point is called."""
+        return f"{self.entry_point}({', '.join(self.parameters)})"
+
+    @property
+    def passes_contiguous(self) -> bool:
+        """True when the entry point receives the batch's ``contiguous`` flag."""
+        return "contiguous" in self.parameters
+
+    def call(self, function, data, contiguous: bool):
+        """Call the plug-in's entry point on one batch as the contract says; returns what it returned."""
+        if self.passes_contiguous:
+            return function(data, contiguous)
+        return function(data)
+
+    def sample_arguments(self) -> tuple:
+        """Arguments to test-bind the entry point's signature with (``(None, False)``)."""
+        return tuple(False if p == "contiguous" else None for p in self.parameters)
+
+    # --- options --------------------------------------------------------------------
+
+    @property
+    def default_convention(self) -> str | None:
+        """The convention runs use when none is given (None: the contract has none)."""
+        return self.conventions[0] if self.conventions else None
+
+    def options(self, convention: str | None) -> dict:
+        """The keyword options of :meth:`ContractArrays.tensordict` for ``convention``.
+
+        None is the contract's default.  A convention given to a contract that
+        has none is refused, naming the contracts' difference.
+        """
+        if convention is None:
+            return {}
+        if not self.conventions:
+            raise ParameterError(
+                "convention", f"is not an option of the {self.name!r} contract: it builds its "
+                "TensorDicts one way only (the kanachan contract's 'offline' / 'simulation' "
+                "conventions are kanachan's)", convention, hint="Leave convention= out.")
+        check_choice("convention", convention, self.conventions)
+        return {"convention": convention}
+
+    # --- the data side ------------------------------------------------------------
+
+    def arrays(self, frame: pl.DataFrame, spec: FrameSpec | None) -> ContractArrays:
+        """Build the frame's arrays once per run (see :class:`ContractArrays`)."""
+        raise NotImplementedError
+
+    def in_keys(self, arrays: ContractArrays) -> tuple:
+        """The fields a plug-in receives and must not change."""
+        raise NotImplementedError
+
+    def episode_flags(self, arrays: ContractArrays) -> np.ndarray:
+        """Bool ``[N]``, True on each episode's last row: plans batches, and is the done
+        a run records where a plug-in gave none of the right form."""
+        raise NotImplementedError
+
+    def done_flags(self, arrays: ContractArrays, rows, **options) -> tuple[np.ndarray, ...]:
+        """The per-row flags of ``rows`` the done rule reads (contiguous bool arrays);
+        the first is the ``done`` handed to the plug-in."""
+        raise NotImplementedError
+
+    def check_done(self, done, *flags: np.ndarray) -> Violation | None:
+        """Check ``data[done_key]`` after a call, given :meth:`done_flags` of the batch."""
+        raise NotImplementedError
+
+    def check_reward(self, reward, batch_size: int, *, returned=None) -> Violation | None:
+        """Check ``data[reward_key]`` after a call (:func:`rewardlab.contract.check_reward`)."""
+        return check_reward(reward, batch_size, returned=returned)
+
+    def locator_columns(self, spec: FrameSpec | None) -> tuple[tuple[str, str], ...] | None:
+        """``(column, label)`` pairs that describe a row in messages (None: the runner's default).
+
+        By default the spec's episode keys, agent and step, each labelled by its name.
+        """
+        if spec is None:
+            return None
+        names = (*spec.episode, spec.agent, spec.step)
+        return tuple((c, c) for c in dict.fromkeys(c for c in names if c is not None))
+
+    def __repr__(self) -> str:
+        return f"<rewardlab contract {self.name!r}: {self.signature}>"
+

@@ -1,0 +1,122 @@
+"""The registry of plug-in contracts, and which contract a frame's plug-ins get (:func:`contract_for`).
+
+Nothing in the runner, :func:`~rewardlab.plugins.apply_plugins` or
+:func:`~rewardlab.plugins.check_plugin` names a contract: they take the one
+the frame's spec names (:attr:`rewardlab.core.spec.FrameSpec.contract`) or the
+one passed as ``contract=``.  Adding a contract is a folder under
+``rewardlab/contracts/`` (or any module of your own) and one
+:func:`register_contract` call.
+
+Examples
+--------
+>>> from rewardlab.contracts import registered_contracts
+>>> list(registered_contracts())
+['kanachan', 'steps']
+"""
+
+from __future__ import annotations
+
+from rewardlab.contracts.base import Contract
+from rewardlab.core.spec import FrameSpec
+from rewardlab.errors import ParameterError, SpecError
+from rewardlab.sources.registry import spec_of
+
+__all__ = ["register_contract", "get_contract", "registered_contracts", "contract_for",
+           "DEFAULT_CONTRACT"]
+
+#: The contract a run gets when neither a ``contract=`` argument nor a spec names one
+#: (the runner's default, as before contracts were a registry).
+DEFAULT_CONTRACT = "kanachan"
+
+_CONTRACTS: dict[str, Contract] = {}
+
+
+def register_contract(contract: Contract, *, replace: bool = False) -> Contract:
+    """Add ``contract`` to the registry under ``contract.name``; returns it.
+
+    A name already taken is refused unless ``replace=True``.
+
+    Examples
+    --------
+    >>> from rewardlab.contracts import get_contract
+    >>> register_contract(get_contract("steps")) is get_contract("steps")
+    True
+    """
+    if not isinstance(contract, Contract):
+        raise ParameterError("contract", "should be a rewardlab.contracts.Contract instance",
+                             type(contract).__name__)
+    if not isinstance(contract.name, str) or not contract.name.isidentifier():
+        raise ParameterError("contract.name", "should be a Python identifier", contract.name)
+    if contract.name in _CONTRACTS and not replace and _CONTRACTS[contract.name] is not contract:
+        raise ParameterError("contract", f"names a contract already registered ({contract.name!r}); "
+                             "pass replace=True to replace it", contract.name)
+    _CONTRACTS[contract.name] = contract
+    return contract
+
+
+def registered_contracts() -> dict[str, Contract]:
+    """The registered contracts, by name, in registration order."""
+    return dict(_CONTRACTS)
+
+
+def get_contract(contract: str | Contract) -> Contract:
+    """The contract registered as ``contract`` (a :class:`Contract` is returned as is).
+
+    Examples
+    --------
+    >>> get_contract("atari")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rewardlab.errors.ParameterError: `contract` should be one of the registered contracts 'kanachan', ...
+    """
+    if isinstance(contract, Contract):
+        return contract
+    if not isinstance(contract, str) or contract not in _CONTRACTS:
+        raise ParameterError("contract", "should be one of the registered contracts "
+                             + ", ".join(map(repr, _CONTRACTS)), contract,
+                             hint="Register it with rewardlab.contracts.register_contract(...) first.")
+    return _CONTRACTS[contract]
+
+
+def contract_for(frame, contract: str | Contract | None = None, *,
+                 spec: FrameSpec | None = None) -> tuple[Contract, FrameSpec | None]:
+    """The contract a frame's plug-ins get, and the frame's spec.
+
+    ``contract`` when given (a name or a :class:`Contract`); otherwise the
+    contract named by the frame's spec (:func:`rewardlab.sources.registry.spec_of`:
+    ``spec``, the spec attached to the frame, or a registered spec its columns
+    match).
+
+    Returns
+    -------
+    (Contract, FrameSpec or None)
+        The spec is None when ``contract`` was given and no spec describes the
+        frame (a contract that needs one says so when it builds its arrays).
+
+    Raises
+    ------
+    ParameterError
+        ``contract`` names no registered contract.
+    SpecError
+        No contract given and the frame has no spec, or its spec names no contract.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> contract_for(pl.DataFrame({"x": [1]}), "steps")[0].name
+    'steps'
+    """
+    if contract is not None:
+        chosen = get_contract(contract)
+        try:
+            found = spec_of(frame, spec)
+        except SpecError:
+            found = None
+        return chosen, found
+    found = spec_of(frame, spec)
+    if found.contract is None:
+        raise SpecError(f"the frame's spec {found.name!r} names no plug-in contract, so rewardlab "
+                        "cannot tell what a plug-in receives",
+                        hint="Pass contract= one of " + ", ".join(map(repr, _CONTRACTS))
+                        + ", or declare FrameSpec(..., contract=...)")
+    return get_contract(found.contract), found

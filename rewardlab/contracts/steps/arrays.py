@@ -1,0 +1,161 @@
+"""Rows of a step table -> the TensorDict of the steps contract, in TorchRL's key layout.
+
+For each state column ``s`` of the spec the TensorDict holds ``s`` (this
+step's value) and ``("next", s)`` (the following row's value, or the
+column's ``pad`` after an episode's last step); the spec's numeric and
+Boolean extra columns (``action``, ...) sit at the root; the flags are
+``("next", "done")`` = ``("next", "terminated") | ("next", "truncated")``.
+Every tensor keeps the column's dtype and is a fresh copy (a plug-in's
+writes never reach the frame).
+
+Examples
+--------
+>>> import polars as pl
+>>> from rewardlab.core.spec import FrameSpec, StateColumn
+>>> spec = FrameSpec(name="toy", episode=("ep",), terminated="term", truncated="trunc",
+...                  states=(StateColumn("obs", None, "float32", -1.0),), columns=("action",))
+>>> frame = pl.DataFrame({"ep": [0, 0, 1], "obs": [0.5, 1.5, 2.5], "action": [1, 0, 1],
+...                       "term": [False, True, False], "trunc": [False, False, True]},
+...                      schema_overrides={"obs": pl.Float32})
+>>> td = StepsArrays(frame, spec).tensordict()
+>>> td["next", "obs"].tolist(), td["next", "done"].tolist(), td["next", "truncated"].tolist()
+([1.5, -1.0, -1.0], [False, True, True], [False, False, True])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import torch
+from tensordict import TensorDict
+
+from rewardlab.core.spec import DECLARE_HINT, FrameSpec, StateColumn
+from rewardlab.errors import ParameterError, SpecError
+
+__all__ = ["StepsArrays", "FLAG_KEYS"]
+
+#: The flags under ``"next"``, in the TensorDict's order.
+FLAG_KEYS = (("next", "done"), ("next", "terminated"), ("next", "truncated"))
+
+
+def _column(frame: pl.DataFrame, name: str, dtype: np.dtype | None) -> np.ndarray:
+    series = frame.get_column(name)
+    if series.null_count():
+        raise SpecError("the column has nulls; a plug-in's data must be complete", column=name,
+                        row=int(series.is_null().arg_true()[0]))
+    arr = series.to_numpy()
+    if arr.dtype == object:  # an Array column Polars could not view as 2-D
+        arr = np.stack(arr)
+    return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+def _handed(series_dtype: pl.DataType) -> bool:
+    """Whether an extra column goes into the TensorDict: numeric or Boolean, scalar or Array."""
+    inner = series_dtype.inner if isinstance(series_dtype, pl.Array) else series_dtype
+    while isinstance(inner, pl.Array):
+        inner = inner.inner
+    return inner.is_numeric() or inner == pl.Boolean
+
+
+class StepsArrays:
+    """NumPy arrays of a step table's states, extras and flags, built once per run.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        One row per step, episodes contiguous and complete (checked with
+        :meth:`FrameSpec.validate <rewardlab.core.spec.FrameSpec.validate>`).
+    spec : FrameSpec
+        Its spec: states, extras, terminal flags.  Where the spec has no
+        ``terminated`` column, every episode end that is not truncated is
+        terminated; with no ``truncated`` column nothing is truncated.
+
+    Attributes
+    ----------
+    n : int
+    episode_end, terminated, truncated : bool arrays of shape ``[N]``
+    states : dict
+        ``{name: (StateColumn, array [N] or [N, width])}``.
+    extras : dict
+        ``{name: array}`` of the extra columns handed over.
+    """
+
+    def __init__(self, frame: pl.DataFrame, spec: FrameSpec | None):
+        if isinstance(frame, pl.LazyFrame):
+            raise ParameterError("frame", "should be an eager polars.DataFrame (collect it first)",
+                                 "LazyFrame")
+        if spec is None:
+            raise SpecError("the steps contract needs the frame's spec (its state columns, flags and "
+                            "episodes), and the frame has none", hint=DECLARE_HINT)
+        spec.validate(frame)
+        self.spec = spec
+        self.n = frame.height
+        self.states: dict[str, tuple[StateColumn, np.ndarray]] = {
+            s.name: (s, _column(frame, s.name, s.numpy_dtype)) for s in spec.states}
+        self.extras: dict[str, np.ndarray] = {
+            c: _column(frame, c, None) for c in spec.columns
+            if c not in self.states and _handed(frame.schema[c])}
+        if self.n:
+            self.episode_end = frame.select(spec.episode_end()).to_series().to_numpy().astype(bool)
+        else:
+            self.episode_end = np.zeros(0, dtype=bool)
+        self.truncated = (_column(frame, spec.truncated, None).astype(bool) if spec.truncated
+                          else np.zeros(self.n, dtype=bool))
+        self.terminated = (_column(frame, spec.terminated, None).astype(bool) if spec.terminated
+                           else self.episode_end & ~self.truncated)
+
+    @property
+    def keys(self) -> tuple:
+        """Every key of the TensorDict, in its order."""
+        return (*self.states, *self.extras, *(("next", s) for s in self.states), *FLAG_KEYS)
+
+    def _rows(self, rows) -> np.ndarray | slice:
+        if rows is None:
+            return slice(0, self.n)
+        if isinstance(rows, slice):
+            start, stop, step = rows.indices(self.n)
+            if step == 1:
+                return slice(start, max(stop, start))
+            rows = np.arange(start, stop, step)
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
+            raise ParameterError("rows", "should be a 1-D integer array or a slice",
+                                 f"array of dtype {rows.dtype} and shape {rows.shape}")
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n):
+            raise ParameterError("rows", f"should be positions in [0, {self.n})",
+                                 f"min {rows.min()}, max {rows.max()}")
+        return rows.astype(np.int64, copy=False)
+
+    def tensordict(self, rows: np.ndarray | slice | None = None) -> TensorDict:
+        """The TensorDict of ``rows`` (frame positions, a slice or an int array in any order; default all).
+
+        Returns
+        -------
+        tensordict.TensorDict
+            Batch size ``[B]``; keys :attr:`keys`; states and extras of shape
+            ``[B]`` or ``[B, width]`` in their columns' dtypes, bool flags
+            ``[B]``; on CPU.
+        """
+        rows = self._rows(rows)
+        if isinstance(rows, slice):
+            size = rows.stop - rows.start
+            nxt = np.minimum(np.arange(rows.start + 1, rows.stop + 1), max(self.n - 1, 0))
+        else:
+            size = rows.size
+            nxt = np.minimum(rows + 1, max(self.n - 1, 0))
+        end = self.episode_end[rows]
+        root: dict = {}
+        following: dict = {}
+        for name, (state, arr) in self.states.items():
+            root[name] = torch.from_numpy(np.array(arr[rows], copy=True))
+            after = arr[nxt]  # a gather: already a copy
+            after[end] = state.pad
+            following[name] = torch.from_numpy(after)
+        for name, arr in self.extras.items():
+            root[name] = torch.from_numpy(np.array(arr[rows], copy=True))
+        terminated = np.array(self.terminated[rows], dtype=bool, copy=True)
+        truncated = np.array(self.truncated[rows], dtype=bool, copy=True)
+        following["done"] = torch.from_numpy(terminated | truncated)
+        following["terminated"] = torch.from_numpy(terminated)
+        following["truncated"] = torch.from_numpy(truncated)
+        return TensorDict({**root, "next": following}, batch_size=[size], device="cpu")
