@@ -98,6 +98,54 @@ class FrameArrays:
                 "the frame's last row is not the end of a game, so its next state is unknown",
                 hint="Pass the whole frame and select rows with `rows=` instead of slicing the frame.")
 
+    def window(self, start: int, stop: int) -> "FrameArrays":
+        """The arrays of rows ``start:stop`` (views, no copy), for a stream of shards.
+
+        ``stop`` must be :attr:`n` or follow an end of game, so that every row
+        keeps its next state (:mod:`rewardlab.plugins.shards` carries whole-episode tails).
+
+        Examples
+        --------
+        >>> arrays.window(64, arrays.n).n == arrays.n - 64  # doctest: +SKIP
+        True
+        """
+        if not (0 <= start <= stop <= self.n) or (stop < self.n and stop and not self.end_of_game[stop - 1]):
+            raise ParameterError("stop", f"should end a window of [0, {self.n}] at an end of game",
+                                 (start, stop))
+        return self._of({k: v[start:stop] for k, v in self._columns().items()}, stop - start)
+
+    @classmethod
+    def concat(cls, parts: list) -> "FrameArrays":
+        """The rows of ``parts`` (FrameArrays, each ending at an end of game) one after another.
+
+        One part is returned as it is; several are copied once.
+
+        Examples
+        --------
+        >>> FrameArrays.concat([a, b]).n == a.n + b.n  # doctest: +SKIP
+        True
+        """
+        if len(parts) == 1:
+            return parts[0]
+        columns = [p._columns() for p in parts]
+        return cls._of({k: np.concatenate([c[k] for c in columns]) for k in columns[0]},
+                       sum(p.n for p in parts))
+
+    _ROW_ARRAYS = ("action", "end_of_round", "end_of_game")
+
+    def _columns(self) -> dict:
+        return {**{("array", k): v for k, v in self.arrays.items()},
+                **{k: getattr(self, k) for k in self._ROW_ARRAYS}}
+
+    @classmethod
+    def _of(cls, columns: dict, n: int) -> "FrameArrays":
+        out = object.__new__(cls)
+        out.n = n
+        out.arrays = {k[1]: v for k, v in columns.items() if isinstance(k, tuple)}
+        for k in cls._ROW_ARRAYS:
+            setattr(out, k, columns[k])
+        return out
+
     def tensordict(self, rows: np.ndarray | slice | None = None, *,
                    convention: str = "offline") -> TensorDict:
         """Build the plug-in TensorDict for ``rows`` (positions in the frame; default all).
