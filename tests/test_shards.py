@@ -14,7 +14,7 @@ from rewardlab.batch_modes import (
 from rewardlab.batching import FrameArrays
 from rewardlab.errors import ContractError, ParameterError, ShardError
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
-from rewardlab.plugins.shards import BatchStream, merge_outcomes, run_shards, split_shards
+from rewardlab.plugins.shards import BatchStream, merge_outcomes, run_shards, split_shards, stream_shards
 
 # the test plug-ins' rewards are not normalized; that warning is not what is tested here
 pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.errors.RewardScaleWarning")
@@ -265,3 +265,35 @@ def test_shards_run_in_a_child_process_too(tmp_path, frame):
     parts = apply_plugins(split_shards(small, rows_per_shard=200), path, batch_mode="dataloader",
                           batch_size=50, progress=False)
     assert _digest(pl.concat(parts)["reward_batchy"]) == _digest(whole["reward_batchy"])
+
+
+@pytest.mark.parametrize("mode, size, window, ahead", [("episodes", None, SHUFFLE_WINDOW, 2),
+                                                       ("sequential", 64, SHUFFLE_WINDOW, 4),
+                                                       ("shuffled", 64, 1000, 6)])
+def test_a_stream_is_read_shard_by_shard_and_each_shard_comes_back_whole(tmp_path, frame, mode, size,
+                                                                         window, ahead):
+    path = tmp_path / "batchy.py"
+    path.write_text(BATCHY)
+    plugin = load_plugin(path)
+    shards = split_shards(frame, rows_per_shard=250)
+    shards.insert(3, frame.head(0))  # an empty shard is a shard too
+    pulled = []
+
+    def source():  # a reader that hands out one shard at a time
+        for shard in shards:
+            pulled.append(shard.height)
+            yield FrameArrays(shard)
+
+    got = []
+    for index, [outcome] in stream_shards(source(), [plugin], mode=mode, batch_size=size,
+                                          shuffle_window=window, seed=1):
+        # held back: one shard of look-ahead, and the shards (the empty one too) that fill one block
+        assert len(pulled) - index <= ahead
+        assert outcome.rewards.size == outcome.dones.size == shards[index].height
+        got.append(outcome)
+    assert len(got) == len(shards)
+    [whole] = run_shards([FrameArrays(frame)], [plugin], mode=mode, batch_size=size,
+                         shuffle_window=window, seed=1)
+    merged = merge_outcomes(got)
+    assert merged.rewards.tobytes() == whole.rewards.tobytes()
+    assert merged.dones.tobytes() == whole.dones.tobytes() and merged.calls == whole.calls

@@ -51,6 +51,7 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
+import numbers
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -104,7 +105,8 @@ def split_shards(frame: pl.DataFrame, *, rows_per_shard: int, spec=None) -> list
     """
     if not isinstance(frame, pl.DataFrame):
         raise ParameterError("frame", "should be a polars.DataFrame", type(frame).__name__)
-    if isinstance(rows_per_shard, bool) or not isinstance(rows_per_shard, int) or rows_per_shard < 1:
+    if (isinstance(rows_per_shard, bool) or not isinstance(rows_per_shard, numbers.Integral)
+            or rows_per_shard < 1):
         raise ParameterError("rows_per_shard", "should be an integer >= 1", rows_per_shard)
     spec = spec_of(frame, spec)
     ends = np.flatnonzero(frame.select(spec.episode_end(frame.columns)).to_series().to_numpy()) + 1
@@ -219,7 +221,7 @@ class BatchStream:
         self.num_workers = check_num_workers(num_workers)
         self.block = block_rows(mode, batch_size=batch_size, num_workers=num_workers,
                                 shuffle_window=check_shuffle_window(shuffle_window))
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ParameterError("seed", "should be an integer >= 0", seed)
         self._rng = np.random.default_rng(seed) if mode == "shuffled" else None
         self.carried = 0
@@ -263,6 +265,9 @@ class BatchStream:
 
 def _shifted(starts, blocks) -> Iterator:
     for start, block in zip(starts, blocks):
+        if not start:  # the window's first block: positions as planned
+            yield from block
+            continue
         for rows, contiguous in block:
             if isinstance(rows, slice):
                 yield slice(rows.start + start, rows.stop + start), contiguous
