@@ -297,3 +297,19 @@ def test_a_stream_is_read_shard_by_shard_and_each_shard_comes_back_whole(tmp_pat
     merged = merge_outcomes(got)
     assert merged.rewards.tobytes() == whole.rewards.tobytes()
     assert merged.dones.tobytes() == whole.dones.tobytes() and merged.calls == whole.calls
+
+
+def test_frame_arrays_window_keeps_whole_episode_tails_and_concat_joins_them(frame):
+    arrays = FrameArrays(frame)
+    eog = np.flatnonzero(arrays.end_of_game) + 1
+    tail = arrays.window(100, int(eog[2]))
+    rest = arrays.window(int(eog[2]), arrays.n)
+    joined = FrameArrays.concat([tail, rest])
+    rows = np.arange(100, arrays.n)
+    assert joined.n == rows.size
+    for a, b in zip(joined.tensordict().values(include_nested=True, leaves_only=True),
+                    arrays.tensordict(rows).values(include_nested=True, leaves_only=True)):
+        assert a.numpy().tobytes() == b.numpy().tobytes()
+    with pytest.raises(ParameterError, match=r"^`stop` should end a window of \[0, \d+\] at an end of "
+                                             r"game\. Received \(0, 5\)\.$"):
+        arrays.window(0, 5)
