@@ -8,9 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from rewardlab.batch_modes import (
-    BATCH_MODES, SHUFFLE_WINDOW, episode_ends, plan_batches, plan_shuffled,
-)
+from rewardlab.batch_modes import SHUFFLE_WINDOW, plan_batches, plan_shuffled
 from rewardlab.batching import FrameArrays
 from rewardlab.errors import ContractError, ParameterError, ShardError
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin

@@ -365,8 +365,13 @@ def stream_shards(
     ----------
     shards : iterable of FrameArrays
         The shards' arrays in stream order, each a run of whole episodes
-        (it ends at an end of episode).  Read one at a time: at most one
-        block of rows is held back (see :class:`BatchStream`).
+        (it ends at an end of episode).  Read one at a time, one shard
+        ahead (to know the last); at most one block of rows is held back
+        (see :class:`BatchStream`).  Any arrays object
+        :func:`~rewardlab.runner.run_plugins` takes will do if it has ``n``,
+        ``end_of_game`` (bool ``[n]``, True where an episode ends),
+        ``window(start, stop)`` (rows ``start:stop``, ``stop`` at an episode
+        end) and a class method ``concat(parts)``.
     plugins : list of Plugin
         As :func:`rewardlab.runner.run_plugins`.
     mode, batch_size, seed, contiguous, num_workers, shuffle_window
