@@ -101,16 +101,18 @@ class FrameArrays:
     def window(self, start: int, stop: int) -> "FrameArrays":
         """The arrays of rows ``start:stop`` (views, no copy), for a stream of shards.
 
-        ``stop`` must be :attr:`n` or follow an end of game, so that every row
-        keeps its next state (:mod:`rewardlab.plugins.shards` carries whole-episode tails).
+        A row's next state is the following row of the window (padding where
+        the row ends a game): a row whose next state lies after ``stop`` must
+        not be handed to a plug-in.  :mod:`rewardlab.plugins.shards` cuts
+        windows at ends of games, or keeps one row after the batches' rows.
 
         Examples
         --------
         >>> arrays.window(64, arrays.n).n == arrays.n - 64  # doctest: +SKIP
         True
         """
-        if not (0 <= start <= stop <= self.n) or (stop < self.n and stop and not self.end_of_game[stop - 1]):
-            raise ParameterError("stop", f"should end a window of [0, {self.n}] at an end of game",
+        if not (0 <= start <= stop <= self.n):
+            raise ParameterError("start, stop", f"should satisfy 0 <= start <= stop <= {self.n}",
                                  (start, stop))
         return self._of({k: v[start:stop] for k, v in self._columns().items()}, stop - start)
 

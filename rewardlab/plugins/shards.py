@@ -51,6 +51,7 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
+import itertools
 import numbers
 from typing import Iterable, Iterator
 
@@ -265,7 +266,7 @@ class BatchStream:
 
 def _shifted(starts, blocks) -> Iterator:
     for start, block in zip(starts, blocks):
-        if not start:  # the window's first block: positions as planned
+        if not start:  # positions as planned
             yield from block
             continue
         for rows, contiguous in block:
@@ -411,45 +412,73 @@ def stream_shards(
                for p in plugins]
     stopped = [False] * len(plugins)
     parts: list = []
-    offset = batches = yielded = 0
+    at = {"offset": 0, "batches": 0}
+    yielded = 0
     sizes: collections.deque = collections.deque()
     next_shard = 0
+
+    def run_window(window, plan, done: int) -> None:
+        """Run the plan over ``window``; keep the results of its first ``done`` rows."""
+        nonlocal stopped
+        active = [i for i, s in enumerate(stopped) if not s]
+        counted = _Counted(plan)
+        outs = dict(zip(active, run_plugins(
+            window, None, [plugins[i] for i in active], counted, mode=mode, batch_size=batch_size,
+            row_offset=at["offset"], first_batch=at["batches"], **options))) if active else {}
+        at["batches"] += counted.drain()
+        at["offset"] += done
+        for i, plugin in enumerate(plugins):
+            piece = outs[i] if i in outs else RunOutcome(
+                plugin, mode, batch_size, np.full(window.n, np.nan), window.end_of_game.copy(),
+                convention=convention)
+            piece, _ = _cut(piece, done)
+            if piece.error is not None:
+                stopped[i] = True
+            if not collect and (piece.error is not None or piece.problems):
+                stopped = [True] * len(plugins)  # one pass stops at the first problem
+            buffers[i] = merge_outcomes([buffers[i], piece])
+
     for index, (arrays, last) in enumerate(_with_last(shards)):
         if arrays.n and not arrays.end_of_game[-1]:
             raise ShardError(index, f"its last row (row {arrays.n - 1} of the shard) does not end an "
                              "episode, so its next state is unknown", hint=_SHARD_HINT)
         sizes.append(arrays.n)
+        carried = sum(p.n for p in parts)
         done, plan = stream.feed(episode_ends(arrays.end_of_game), last=last)
+        block = stream.block
+        if done > (block or 0) and carried and mode != "shuffled":
+            # the carried rows and the shard's first rows make one block (a small copy, with
+            # one more row for the next state); the rest of the shard runs without a copy
+            m = block - carried
+            plan = iter(plan)
+            head, first = [], None
+            for item in plan:
+                if _first(item[0]) >= block:
+                    first = item
+                    break
+                head.append(item)
+            run_window(type(arrays).concat(parts + [arrays.window(0, m + 1)]), head, block)
+            arrays, done = arrays.window(m, arrays.n), done - block
+            plan = _shifted([-block], [itertools.chain([] if first is None else [first], plan)])
+            parts = []
         parts.append(arrays)
         if done:
             window = type(parts[0]).concat(parts)
-            active = [i for i, s in enumerate(stopped) if not s]
-            counted = _Counted(plan)
-            outs = dict(zip(active, run_plugins(
-                window, None, [plugins[i] for i in active], counted, mode=mode, batch_size=batch_size,
-                row_offset=offset, first_batch=batches, **options))) if active else {}
-            batches += counted.drain()
-            for i, plugin in enumerate(plugins):
-                piece = outs[i] if i in outs else RunOutcome(
-                    plugin, mode, batch_size, np.full(window.n, np.nan), window.end_of_game.copy(),
-                    convention=convention)
-                piece, _ = _cut(piece, done)
-                if piece.error is not None:
-                    stopped[i] = True
-                if not collect and (piece.error is not None or piece.problems):
-                    stopped = [True] * len(plugins)  # one pass stops at the first problem
-                buffers[i] = merge_outcomes([buffers[i], piece])
-            offset += done
+            run_window(window, plan, done)
             parts = [window.window(done, window.n)] if done < window.n else []
-        while sizes and yielded + sizes[0] <= offset:
+        while sizes and yielded + sizes[0] <= at["offset"]:
             rows = sizes.popleft()
             heads = []
             for i in range(len(plugins)):
-                head, buffers[i] = _cut(buffers[i], rows)
-                heads.append(head)
+                head_rows, buffers[i] = _cut(buffers[i], rows)
+                heads.append(head_rows)
             yield next_shard, heads
             yielded += rows
             next_shard += 1
+
+
+def _first(rows) -> int:
+    return rows.start if isinstance(rows, slice) else int(rows[0])
 
 
 def run_shards(shards: Iterable, plugins: list, **options) -> list[RunOutcome]:
