@@ -311,3 +311,26 @@ def test_frame_arrays_window_keeps_whole_episode_tails_and_concat_joins_them(fra
     with pytest.raises(ParameterError, match=r"^`start, stop` should satisfy 0 <= start <= stop <= \d+\. "
                                              r"Received \(5, 0\)\.$"):
         arrays.window(5, 0)
+
+
+LATE_CRASH = """\
+import torch
+
+
+def get_reward(data, contiguous):
+    if ((data["progression"] == torch.tensor({progression})).all(dim=1)
+            & (data["numeric"] == torch.tensor({numeric})).all(dim=1)).any():
+        raise RuntimeError("late trouble")
+    data["next", "reward"] = torch.zeros(data.batch_size[0])
+"""
+
+
+def test_a_plugin_that_raises_in_a_late_shard_gets_the_frame_s_check_report(tmp_path, frame):
+    row = frame.row(frame.height - 300, named=True)
+    path = tmp_path / "late_crash.py"
+    path.write_text(LATE_CRASH.format(numeric=list(row["numeric"]), progression=list(row["progression"])))
+    whole = check_plugin(frame, path, isolate=False, progress=False)
+    shards = check_plugin(split_shards(frame, rows_per_shard=700), path, isolate=False, progress=False)
+    assert all(r.error for r in whole.runs) and "late trouble" in str(whole)
+    assert "sample.tsv.gz:" in str(whole)  # the batch's first transition, by file:line
+    assert str(shards) == str(whole)
