@@ -17,6 +17,9 @@ measured).  ``episodes`` (one call per episode, about
 125 rows here) and ``fragments`` (64 rows) pay a fixed cost per call, mostly
 inside the plug-in itself (a dozen small torch operations per call), which
 the single big call does not; ``shuffled`` gathers rows instead of slicing.
+The same run over the frame cut into shards of 10,000 rows
+(:mod:`rewardlab.plugins.shards`) is compared with one frame: streaming
+should cost little (each window's arrays are joined once).
 
 The reference's time depends a lot on the machine: it allocates about 1.5 GB
 at once, and first-touch page faults can make it several times slower than
@@ -39,6 +42,7 @@ from benchmarks._data import SAMPLE, tiled_frame, whole_episodes_head
 from rewardlab.batch_modes import DEFAULT_BATCH_SIZES
 from rewardlab.batching import FrameArrays
 from rewardlab.plugins import apply_plugins, load_plugin
+from rewardlab.plugins.shards import split_shards
 
 PLUGIN = Path(__file__).resolve().parents[1] / "data" / "plugins" / "rank_top.py"
 N_ROWS = 1_000_000
@@ -70,16 +74,24 @@ def run(report) -> None:
     def bulk_here():
         return apply_plugins(frame, plugin, batch_mode="sequential", isolate=False, progress=False)
 
-    baseline = runner = here = float("inf")
+    shards = split_shards(frame, rows_per_shard=10_000)
+
+    def bulk_shards():
+        return apply_plugins(shards, plugin, batch_mode="sequential", isolate=False, progress=False)
+
+    baseline = runner = here = sharded = float("inf")
     for _ in range(REPEAT):  # interleaved, so all see the same machine
         baseline = min(baseline, _time(one_call))
         runner = min(runner, _time(bulk))
         here = min(here, _time(bulk_here))
+        sharded = min(sharded, _time(bulk_shards))
     size = DEFAULT_BATCH_SIZES["sequential"]
     report(f"one TensorDict of {n:,} rows + one get_reward (rank_top)", baseline, "s")
     report(f"apply_plugins sequential x{size} (default size, child process)", runner, "s")
     report(f"apply_plugins sequential x{size} / one call", runner / baseline, "x", "<= 1.5")
     report(f"apply_plugins sequential x{size} in-process / one call", here / baseline, "x")
+    report(f"apply_plugins sequential x{size} in-process, {len(shards)} shards / one frame",
+           sharded / here, "x", "<= 1.5")
 
     inside = [0.0, 0]
 

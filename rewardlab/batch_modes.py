@@ -24,8 +24,9 @@ mode           contiguous  batches (and the kanachan setting they reproduce)
                            workers' batches out in turn
 ``fragments``  False       each episode cut into pieces of ``batch_size`` rows, one
                            piece per call (RLlib's ``truncate_episodes`` episode chunks)
-``shuffled``   False       a seeded random permutation of all rows cut into
-                           ``batch_size`` rows (a shuffling data loader)
+``shuffled``   False       the rows shuffled (seeded) within consecutive windows of
+                           ``shuffle_window`` rows, each window cut into ``batch_size``
+                           rows (a shuffling data loader with a shuffle buffer)
 =============  ==========  ==========================================================
 
 (*) ``contiguous`` is the user's choice in ``episodes`` (``plan_batches(...,
@@ -39,6 +40,17 @@ the first), and ``ends[-1]`` is the number of rows.  Every planner yields
 ``(rows, contiguous)`` pairs where ``rows`` is a ``slice`` (consecutive rows)
 or a 1-D int64 array (shuffled rows, in call order); every row appears in
 exactly one batch.
+
+Every mode can be planned shard by shard (:mod:`rewardlab.plugins.shards`):
+``episodes`` and ``fragments`` never cross an episode, and ``sequential``,
+``dataloader`` and ``shuffled`` are cut into *blocks* of consecutive rows
+(``batch_size``; ``num_workers * batch_size``; ``shuffle_window``) whose
+batches depend only on the block, so a stream carries at most one unfinished
+block from one shard to the next.  That is why ``shuffled`` shuffles within
+windows of :data:`SHUFFLE_WINDOW` rows instead of over all rows: a global
+permutation cannot be streamed.  With at most ``shuffle_window`` rows (the
+bundled sample, any frame of up to a million rows) it is one permutation of
+all rows.
 
 Examples
 --------
@@ -67,6 +79,7 @@ __all__ = [
     "CONTIGUOUS",
     "DEFAULT_BATCH_SIZES",
     "DEFAULT_NUM_WORKERS",
+    "SHUFFLE_WINDOW",
     "CHECK_BATCH_SIZES",
     "MODE_SETTINGS",
     "episode_ends",
@@ -78,6 +91,9 @@ __all__ = [
     "plan_batches",
     "check_contiguous",
     "check_num_workers",
+    "check_shuffle_window",
+    "block_rows",
+    "plan_block",
     "mode_setting",
 ]
 
@@ -100,6 +116,11 @@ CHECK_BATCH_SIZES = (64, 2048)
 #: ``num_workers`` of the ``dataloader`` mode when none is given: what kanachan's
 #: ``cql/train.py`` uses (and requires) on CUDA.
 DEFAULT_NUM_WORKERS = 2
+
+#: Rows shuffled together in ``shuffled`` mode (a shuffle buffer): each window of this
+#: many consecutive rows is permuted on its own, so a stream of shards holds at most
+#: one window.  2**20 rows: the bundled sample and any frame up to that size are one window.
+SHUFFLE_WINDOW = 1 << 20
 
 #: The kanachan setting each mode reproduces, in words (for reports and messages).
 MODE_SETTINGS = {
@@ -328,21 +349,44 @@ def plan_fragments(ends: np.ndarray, batch_size: int) -> Iterator[tuple[slice, b
     return ((slice(a, b), False) for a, b in zip(piece_start.tolist(), piece_stop.tolist()))
 
 
-def plan_shuffled(n_rows: int, batch_size: int, seed: int) -> Iterator[tuple[np.ndarray, bool]]:
-    """A seeded random permutation of the rows, cut into batches of ``batch_size``.
+def check_shuffle_window(shuffle_window) -> int:
+    """Validate ``shuffle_window`` (an integer >= 1: rows shuffled together in ``shuffled`` mode).
 
-    The permutation is ``numpy.random.default_rng(seed).permutation(n_rows)``,
-    so the same ``seed`` always gives the same batches.  It is held in memory
-    (8 bytes per row).
+    Examples
+    --------
+    >>> check_shuffle_window(4096)
+    4096
+    """
+    if (isinstance(shuffle_window, bool) or not isinstance(shuffle_window, numbers.Integral)
+            or shuffle_window < 1):
+        raise ParameterError("shuffle_window", "should be an integer >= 1 (rows shuffled together)",
+                             shuffle_window)
+    return int(shuffle_window)
+
+
+def plan_shuffled(n_rows: int, batch_size: int, seed: int, *, window: int = SHUFFLE_WINDOW
+                  ) -> Iterator[tuple[np.ndarray, bool]]:
+    """The rows shuffled within windows of ``window`` rows, each window cut into ``batch_size`` rows.
+
+    One generator, ``numpy.random.default_rng(seed)``, permutes the windows
+    in turn (rows ``0:window``, then ``window:2*window``, ...; the last may be
+    shorter), so the same ``seed`` and ``window`` always give the same
+    batches, however the rows arrive (one frame or shards).  Each window's
+    permutation is cut into batches of ``batch_size``; the last batch of a
+    window may be shorter.  With ``n_rows <= window`` this is
+    ``default_rng(seed).permutation(n_rows)`` cut into batches.  A window's
+    permutation is held in memory (8 bytes per row).
 
     Parameters
     ----------
     n_rows : int
         Number of rows ``N``.
     batch_size : int
-        Rows per batch, >= 1 (the last batch may be shorter).
+        Rows per batch, >= 1.
     seed : int
         Seed, >= 0.
+    window : int
+        Rows shuffled together, >= 1 (:data:`SHUFFLE_WINDOW` by default).
 
     Yields
     ------
@@ -354,12 +398,76 @@ def plan_shuffled(n_rows: int, batch_size: int, seed: int) -> Iterator[tuple[np.
     >>> batches = [rows for rows, _ in plan_shuffled(5, 2, seed=0)]
     >>> sorted(np.concatenate(batches).tolist())
     [0, 1, 2, 3, 4]
+    >>> [sorted(rows.tolist()) for rows, _ in plan_shuffled(5, 2, seed=0, window=2)]
+    [[0, 1], [2, 3], [4]]
     """
     batch_size = _check_batch_size(batch_size)
     seed = _check_seed(seed)
     n_rows = _check_rows(n_rows)
-    perm = np.random.default_rng(seed).permutation(n_rows).astype(np.int64, copy=False)
+    window = check_shuffle_window(window)
+    return _shuffled(n_rows, batch_size, np.random.default_rng(seed), window)
+
+
+def _shuffled(n_rows: int, batch_size: int, rng: np.random.Generator, window: int):
+    for start in range(0, n_rows, window):
+        for rows, contiguous in _shuffled_block(min(window, n_rows - start), batch_size, rng):
+            yield rows + start, contiguous
+
+
+def _shuffled_block(n_rows: int, batch_size: int, rng: np.random.Generator):
+    perm = rng.permutation(n_rows).astype(np.int64, copy=False)
     return ((perm[start:start + batch_size], False) for start in range(0, n_rows, batch_size))
+
+
+def block_rows(mode: str, *, batch_size: int, num_workers: int = DEFAULT_NUM_WORKERS,
+               shuffle_window: int = SHUFFLE_WINDOW) -> int | None:
+    """Rows of one *block* of ``mode``: consecutive rows whose batches depend on nothing else.
+
+    ``sequential`` cuts the rows into blocks of ``batch_size``, ``dataloader``
+    into blocks of ``num_workers * batch_size`` (one batch per worker),
+    ``shuffled`` into windows of ``shuffle_window``; the batches of the whole
+    data are the batches of each block (:func:`plan_block`) in turn, shifted
+    to the block's first row.  ``episodes`` and ``fragments`` never cross an
+    episode and have no blocks (None).
+
+    Examples
+    --------
+    >>> block_rows("dataloader", batch_size=64, num_workers=2), block_rows("episodes", batch_size=1)
+    (128, None)
+    """
+    check_choice("batch_mode", mode, BATCH_MODES)
+    batch_size = _check_batch_size(batch_size)
+    if mode == "sequential":
+        return batch_size
+    if mode == "dataloader":
+        return batch_size * max(check_num_workers(num_workers), 1)
+    if mode == "shuffled":
+        return check_shuffle_window(shuffle_window)
+    return None
+
+
+def plan_block(mode: str, n_rows: int, *, batch_size: int, num_workers: int = DEFAULT_NUM_WORKERS,
+               rng: np.random.Generator | None = None) -> Iterator[tuple[slice | np.ndarray, bool]]:
+    """The batches of one block of ``n_rows`` rows (positions ``0:n_rows``) of a blocked mode.
+
+    ``n_rows`` is :func:`block_rows`, or fewer for the data's last block.
+    ``shuffled`` draws the block's permutation from ``rng`` (the generator
+    :func:`plan_shuffled` seeds once and carries from window to window).
+
+    Examples
+    --------
+    >>> [rows.tolist() for rows, _ in plan_block("dataloader", 4, batch_size=2, num_workers=2)]
+    [[0, 2], [1, 3]]
+    """
+    check_choice("batch_mode", mode, ("sequential", "dataloader", "shuffled"))
+    if mode == "sequential":
+        return plan_sequential(n_rows, batch_size)
+    if mode == "dataloader":
+        return plan_dataloader(n_rows, batch_size, num_workers)
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError("rng", "should be a numpy.random.Generator in mode 'shuffled'",
+                             type(rng).__name__)
+    return _shuffled_block(_check_rows(n_rows), _check_batch_size(batch_size), rng)
 
 
 def check_contiguous(mode: str, contiguous) -> bool:
@@ -399,7 +507,7 @@ def mode_setting(mode: str, *, contiguous: bool = False, num_workers: int = DEFA
 
 def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0,
                  contiguous: bool | None = None, num_workers: int = DEFAULT_NUM_WORKERS,
-                 ) -> Iterator[tuple[slice | np.ndarray, bool]]:
+                 shuffle_window: int = SHUFFLE_WINDOW) -> Iterator[tuple[slice | np.ndarray, bool]]:
     """The batches of ``mode`` over the episodes ending at ``ends``.
 
     Parameters
@@ -417,6 +525,8 @@ def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0,
         modes accept only None or False.
     num_workers : int
         Workers of ``dataloader``; ignored by the other modes.
+    shuffle_window : int
+        Rows shuffled together in ``shuffled`` (:func:`plan_shuffled`).
 
     Yields
     ------
@@ -434,12 +544,13 @@ def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0,
     seed = _check_seed(seed)
     contiguous = check_contiguous(mode, contiguous)
     num_workers = check_num_workers(num_workers)
+    shuffle_window = check_shuffle_window(shuffle_window)
     n_rows = int(ends[-1]) if ends.size else 0
     planners = {
         "episodes": lambda: plan_episodes(ends, contiguous=contiguous),
         "sequential": lambda: plan_sequential(n_rows, batch_size),
         "dataloader": lambda: plan_dataloader(n_rows, batch_size, num_workers),
         "fragments": lambda: plan_fragments(ends, batch_size),
-        "shuffled": lambda: plan_shuffled(n_rows, batch_size, seed),
+        "shuffled": lambda: plan_shuffled(n_rows, batch_size, seed, window=shuffle_window),
     }
     return planners[mode]()

@@ -27,6 +27,7 @@ import torch
 from tensordict import TensorDict
 
 from rewardlab import schema as S
+from rewardlab.core.rows import RowArrays
 from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError, check_choice
 
 __all__ = ["FrameArrays", "to_tensordict", "TENSORDICT_KEYS", "CONVENTIONS"]
@@ -62,7 +63,7 @@ def _column_numpy(frame: pl.DataFrame, name: str, width: int | None) -> np.ndarr
     return arr
 
 
-class FrameArrays:
+class FrameArrays(RowArrays):
     """NumPy views of a frame's columns, built once and sliced per batch.
 
     Parameters
@@ -97,6 +98,9 @@ class FrameArrays:
             raise FrameError(
                 "the frame's last row is not the end of a game, so its next state is unknown",
                 hint="Pass the whole frame and select rows with `rows=` instead of slicing the frame.")
+
+    #: The per-row fields :meth:`~rewardlab.core.rows.RowArrays.window` and ``concat`` slice and join.
+    row_fields = ("arrays", "action", "end_of_round", "end_of_game")
 
     def tensordict(self, rows: np.ndarray | slice | None = None, *,
                    convention: str = "offline") -> TensorDict:

@@ -509,3 +509,25 @@ class SpecError(FrameError):
 
 
 __all__ += ["SpecError"]
+
+
+# --------------------------------------------------------------------------
+# Shards (issue 11, shard-ready execution).
+# --------------------------------------------------------------------------
+
+
+class ShardError(FrameError):
+    """One shard of a stream cannot be run: says which (its index, 0-based) and what to do.
+
+    Examples
+    --------
+    >>> str(ShardError(2, "it does not end at an end of episode", hint="Cut shards at episode ends."))
+    'shard 2: it does not end at an end of episode. Cut shards at episode ends.'
+    """
+
+    def __init__(self, shard: int, message: str, *, hint: str | None = None):
+        self.shard = shard
+        super().__init__(f"shard {shard}: {message}", hint=hint)
+
+
+__all__ += ["ShardError"]

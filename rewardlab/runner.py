@@ -166,11 +166,13 @@ def safe_text(exc: BaseException) -> str:
         return f"<str() of the {type(exc).__name__} raised {type(inner).__name__}>"
 
 
-def describe_batch(mode: str, index: int, rows, contiguous: bool, *, setting: str | None = None) -> str:
+def describe_batch(mode: str, index: int, rows, contiguous: bool, *, setting: str | None = None,
+                   offset: int = 0) -> str:
     """``batch 3 of mode 'episodes' (rows 120-188, 69 transitions, contiguous=True)``.
 
     ``setting`` (the kanachan setting the mode reproduces, see
-    :func:`rewardlab.batch_modes.mode_setting`) is added when given.
+    :func:`rewardlab.batch_modes.mode_setting`) is added when given;
+    ``offset`` is added to the row positions (a shard's first row in the stream).
 
     Examples
     --------
@@ -184,10 +186,11 @@ def describe_batch(mode: str, index: int, rows, contiguous: bool, *, setting: st
     """
     if isinstance(rows, slice):
         n = rows.stop - rows.start
-        span = f"rows {rows.start}-{rows.stop - 1}" if n > 1 else f"row {rows.start}"
+        a = rows.start + offset
+        span = f"rows {a}-{a + n - 1}" if n > 1 else f"row {a}"
     else:
         n = len(rows)
-        shown = ", ".join(str(int(r)) for r in rows[:3]) + (", ..." if n > 3 else "")
+        shown = ", ".join(str(int(r) + offset) for r in rows[:3]) + (", ..." if n > 3 else "")
         span = f"row{'s' if n > 1 else ''} {shown}"
     span += f", {n} transition{'s' if n != 1 else ''}"
     if setting:
@@ -397,10 +400,11 @@ class _Stop(Exception):
 class _Run:
     """One plug-in's pass over the batches (shared state for recording problems)."""
 
-    def __init__(self, outcome: RunOutcome, collect: bool, entry_point: str = "get_reward"):
+    def __init__(self, outcome: RunOutcome, collect: bool, entry_point: str = "get_reward", offset: int = 0):
         self.outcome = outcome
         self.collect = collect
         self.entry_point = entry_point
+        self.offset = offset
 
     def problem(self, violation: Violation, desc: str, rows) -> None:
         problems = self.outcome.problems
@@ -408,9 +412,10 @@ class _Run:
             first, count = problems[violation.rule]
             problems[violation.rule] = (first, count + 1)
             return
-        row = None if violation.row is None else _global_row(rows, violation.row)
+        row = None if violation.row is None else _global_row(rows, violation.row) + self.offset
         problems[violation.rule] = (
-            Finding("contract", violation.rule, violation.message, desc, _global_row(rows, 0), row), 1)
+            Finding("contract", violation.rule, violation.message, desc,
+                    _global_row(rows, 0) + self.offset, row), 1)
         if not self.collect:
             raise _Stop
 
@@ -418,7 +423,7 @@ class _Run:
         text, line = plugin_traceback(exc, self.outcome.plugin.path)
         self.outcome.error = Finding(
             "crash", "raised", f"{self.entry_point} raised {type(exc).__name__}: {safe_text(exc)}", desc,
-            _global_row(rows, 0), traceback=text, line=line)
+            _global_row(rows, 0) + self.offset, traceback=text, line=line)
         if not self.collect:
             raise _Stop
 
@@ -440,6 +445,8 @@ def run_plugins(
     status=None,
     interrupts_are_plugins: bool = False,
     contract: Contract | str | None = None,
+    row_offset: int = 0,
+    first_batch: int = 0,
 ) -> list[RunOutcome]:
     """Call every plug-in on every batch; check the contract after each call.
 
@@ -486,6 +493,11 @@ def run_plugins(
         The plug-in contract ``arrays`` were built by (a registered name or a
         :class:`~rewardlab.contracts.base.Contract`); None is
         :data:`rewardlab.contracts.registry.DEFAULT_CONTRACT` (kanachan's).
+    row_offset, first_batch : int
+        Added to the rows and batch numbers in messages and findings: the
+        position of ``arrays``' first row and the number of batches before
+        it in a stream of shards (:func:`rewardlab.plugins.shards.run_shards`).
+        The outcomes' arrays are indexed by ``arrays``' rows.
 
     Returns
     -------
@@ -515,10 +527,10 @@ def run_plugins(
     ends = contract.episode_flags(arrays)
     outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), ends.copy(), convention=convention)
                 for p in plugins]
-    runs = [_Run(o, collect, contract.entry_point) for o in outcomes]
-    first_index = 0
+    runs = [_Run(o, collect, contract.entry_point, row_offset) for o in outcomes]
+    first_index = first_batch
     context = _Context(arrays, mode, options, setting, bar, status, interrupts_are_plugins,
-                       contract, in_keys, (*in_keys, contract.reward_key, contract.done_key))
+                       contract, in_keys, (*in_keys, contract.reward_key, contract.done_key), row_offset)
     copies = _Copies()
     stopped = False
     with torch.no_grad():
@@ -582,6 +594,7 @@ class _Context:
     contract: Contract
     in_keys: tuple
     watched: tuple  # the IN keys, the reward and the done
+    row_offset: int = 0
 
 
 def _leaves(data: TensorDict) -> dict:
@@ -600,7 +613,8 @@ def _run_chunk(run: _Run, ctx: _Context, chunk: _Chunk, leaves: dict, pristine: 
         handed[contract.done_key] = torch.from_numpy(flags[0][a:b].copy())
         versions = [handed[k]._version for k in in_keys]
         data = _nest(handed, size)
-        desc = describe_batch(ctx.mode, first_index + j, rows, contiguous, setting=ctx.setting)
+        desc = describe_batch(ctx.mode, first_index + j, rows, contiguous, setting=ctx.setting,
+                              offset=ctx.row_offset)
         if ctx.status is not None:
             ctx.status.doing(f"plug-in {outcome.plugin.name!r} on {desc}")
         try:

@@ -57,7 +57,7 @@ import polars as pl
 from rewardlab.errors import ParameterError, SpecError
 
 __all__ = [
-    "FrameSpec", "StateColumn", "attach", "attached", "SPEC_KEY", "EPISODE_END", "DECLARE_HINT",
+    "FrameSpec", "StateColumn", "attach", "attached", "keep_spec", "SPEC_KEY", "EPISODE_END", "DECLARE_HINT",
 ]
 
 #: File-metadata key under which a dataset stores its spec (JSON).
@@ -506,3 +506,18 @@ def attached(frame) -> FrameSpec | None:
     if entry is None or entry[0]() is not frame:
         return None
     return entry[1]
+
+
+def keep_spec(source, derived):
+    """``derived`` (a frame made from ``source``) with ``source``'s attached spec, if it has one.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> spec = FrameSpec(name="s", episode=("e",))
+    >>> f = attach(pl.DataFrame({"e": [0]}), spec)
+    >>> attached(keep_spec(f, f.with_columns(x=1))) is spec
+    True
+    """
+    spec = attached(source)
+    return attach(derived, spec) if spec is not None else derived

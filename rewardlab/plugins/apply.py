@@ -9,26 +9,29 @@ Examples
 from __future__ import annotations
 
 import warnings
+from typing import Iterable
 
+import numpy as np
 import polars as pl
 
 from rewardlab import isolation
 from rewardlab.core import columns
 from rewardlab.batch_modes import (
     BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_contiguous, check_num_workers,
-    episode_ends, mode_setting, plan_batches,
+    mode_setting,
 )
 from rewardlab.contract import RewardScale, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
-from rewardlab.core.spec import FrameSpec
+from rewardlab.core.spec import FrameSpec, keep_spec
 from rewardlab.errors import ParameterError, RewardScaleWarning, check_choice
 from rewardlab.plugins.execution import (
-    check_cancel, check_frame, check_int, check_isolation, execute, failed_plugin, failure_error,
+    check_cancel, check_int, check_isolation, execute, failed_plugin, failure_error,
     load_items, plugin_items, progress_bar, raise_first,
 )
 from rewardlab.plugins.loading import Plugin
-from rewardlab.runner import Locator, resolve, run_plugins
+from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
+from rewardlab.runner import resolve
 
 __all__ = ["apply_plugins", "REWARD_DTYPES"]
 
@@ -37,7 +40,7 @@ REWARD_DTYPES = {"float16": pl.Float16, "float32": pl.Float32, "float64": pl.Flo
 
 
 def apply_plugins(
-    frame: pl.DataFrame,
+    frame: pl.DataFrame | Iterable[pl.DataFrame],
     plugins,
     *,
     batch_mode: str = "episodes",
@@ -66,8 +69,11 @@ def apply_plugins(
 
     Parameters
     ----------
-    frame : polars.DataFrame
-        The common frame (episode order, complete episodes).
+    frame : polars.DataFrame or iterable of them
+        The common frame (episode order, complete episodes), or its shards:
+        frames of whole episodes in episode order (see
+        :mod:`rewardlab.plugins.shards`; they are held in memory).  The
+        rewards are those of the frame the shards make, bit for bit.
     plugins : Plugin, path, or sequence of them
         Paths are loaded with :func:`load_plugin` (in the child process when
         ``isolate``).  Names must be distinct.
@@ -117,9 +123,10 @@ def apply_plugins(
 
     Returns
     -------
-    polars.DataFrame
+    polars.DataFrame or list of them
         ``frame`` with ``reward_<name>`` and ``done_<name>`` (Boolean) per
-        plug-in; columns of the same names are replaced.  A reward column
+        plug-in; columns of the same names are replaced.  Given shards, the
+        list of shards, each with its columns.  A reward column
         has the dtype the plug-in returned (Float16, Float32 or Float64:
         what kanachan's trainer receives).
 
@@ -151,9 +158,9 @@ def apply_plugins(
     ...                     batch_mode="dataloader", batch_size=256)  # doctest: +SKIP
     >>> out.select("reward_rank_top", "done_rank_top").describe()  # doctest: +SKIP
     """
-    frame = check_frame(frame)
+    shards, single = as_shard_frames(frame)
     check_choice("batch_mode", batch_mode, BATCH_MODES)
-    chosen, frame_spec = contract_for(frame, contract, spec=spec)
+    chosen, frame_spec = contract_for(shards[0], contract, spec=spec)
     chosen.options(convention)
     if batch_size is not None:
         batch_size = check_int("batch_size", batch_size, 1)
@@ -167,20 +174,18 @@ def apply_plugins(
     isolate, timeout = check_isolation(isolate, timeout)
     cancel = check_cancel(cancel)
     items = plugin_items(plugins, chosen)
-    arrays = chosen.arrays(frame, frame_spec)
-    ends = episode_ends(chosen.episode_flags(arrays))
+    arrays = shard_arrays(shards, lambda shard: chosen.arrays(shard, frame_spec))
+    n = sum(a.n for a in arrays)
     setting = mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers)
-    bar = progress_bar(progress, arrays.n * len(items), f"apply_plugins ({batch_mode})")
+    bar = progress_bar(progress, n * len(items), f"apply_plugins ({batch_mode})")
 
     def job(status, send):
         loaded = load_items(items, status, chosen)
         for plugin in loaded:
             send(plugin.portable())
-        outcomes = run_plugins(
-            arrays, None, loaded,
-            plan_batches(batch_mode, ends, batch_size=size or 1, seed=seed, contiguous=contiguous,
-                         num_workers=num_workers),
-            mode=batch_mode, batch_size=size, strict=strict, collect=False,
+        outcomes = run_shards(
+            arrays, loaded, mode=batch_mode, batch_size=size, seed=seed, contiguous=contiguous,
+            num_workers=num_workers, strict=strict, collect=False,
             bar=None if isolate else bar, convention=convention, setting=setting, status=status,
             interrupts_are_plugins=isolate, contract=chosen)
         for outcome in outcomes:
@@ -202,17 +207,20 @@ def apply_plugins(
     outcomes = result
     for outcome, loaded_plugin, (item, _, _) in zip(outcomes, loaded, items):
         outcome.plugin = item if isinstance(item, Plugin) else loaded_plugin
-    raise_first(resolve(outcomes, Locator(frame, columns=chosen.locator_columns(frame_spec))))
+    raise_first(resolve(outcomes, ShardLocator(shards, columns=chosen.locator_columns(frame_spec))))
     added = []
     for outcome in outcomes:
         scale = reward_scale(outcome.rewards, outcome.dones)
-        if arrays.n and scale.far:
+        if n and scale.far:
             warnings.warn(RewardScaleWarning(_scale_message(outcome.plugin, scale)), stacklevel=2)
         dtype = REWARD_DTYPES[outcome.reward_dtype or "float64"]
         added.append(pl.Series(columns.reward_column(outcome.plugin.name), outcome.rewards,
                                  dtype=pl.Float64).cast(dtype))
         added.append(pl.Series(columns.done_column(outcome.plugin.name), outcome.dones, dtype=pl.Boolean))
-    return frame.with_columns(added)
+    if single:
+        return keep_spec(shards[0], shards[0].with_columns(added))
+    starts = np.cumsum([0] + [s.height for s in shards]).tolist()
+    return [keep_spec(s, s.with_columns([c.slice(a, s.height) for c in added])) for s, a in zip(shards, starts)]
 
 
 def _scale_message(plugin: Plugin, scale: RewardScale) -> str:

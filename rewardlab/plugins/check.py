@@ -10,25 +10,26 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import polars as pl
 
 from rewardlab import isolation
 from rewardlab.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_num_workers, \
-    episode_ends, mode_setting, plan_batches
+    mode_setting
 from rewardlab.contract import RewardScale, compare_outputs, float16_precision, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
 from rewardlab.core.spec import FrameSpec
 from rewardlab.errors import ParameterError, PluginRunCancelled
 from rewardlab.plugins.execution import (
-    check_cancel, check_frame, check_int, check_isolation, execute, failure_error, load_items,
+    check_cancel, check_int, check_isolation, execute, failure_error, load_items,
     plugin_items, progress_bar,
 )
 from rewardlab.plugins.loading import Plugin
-from rewardlab.runner import Locator, RunOutcome, resolve, run_plugins
+from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
+from rewardlab.runner import Locator, RunOutcome, resolve
 from rewardlab.trainer_scope import TRAINER_NAMES, UNAVAILABLE
 
 __all__ = ["check_plugin", "CheckReport", "RunSummary", "Difference", "CHECK_BATCH_SIZES"]
@@ -313,7 +314,7 @@ def _configs(sizes: list[int], conventions: tuple) -> list[_Config]:
 
 
 def check_plugin(
-    frame: pl.DataFrame,
+    frame: pl.DataFrame | Iterable[pl.DataFrame],
     plugin,
     *,
     batch_sizes: Sequence[int] = CHECK_BATCH_SIZES,
@@ -347,8 +348,10 @@ def check_plugin(
 
     Parameters
     ----------
-    frame : polars.DataFrame
-        The common frame.
+    frame : polars.DataFrame or iterable of them
+        The common frame, or its shards (frames of whole episodes in
+        episode order, held in memory; :mod:`rewardlab.plugins.shards`):
+        the report is the frame's, rows counted from the first shard.
     plugin : Plugin or path
     batch_sizes : sequence of int
         Distinct batch sizes >= 1 tried in the modes other than ``episodes``.
@@ -392,7 +395,7 @@ def check_plugin(
     >>> report = check_plugin(frame, "data/plugins/round_delta.py")  # doctest: +SKIP
     >>> print(report)  # doctest: +SKIP
     """
-    frame = check_frame(frame)
+    shards, _ = as_shard_frames(frame)
     if isinstance(batch_sizes, (str, bytes)) or not isinstance(batch_sizes, Sequence) or not batch_sizes:
         raise ParameterError("batch_sizes", "should be a non-empty sequence of integers >= 1",
                              batch_sizes)
@@ -405,13 +408,13 @@ def check_plugin(
         raise ParameterError("strict", "should be True or False", strict)
     isolate, timeout = check_isolation(isolate, timeout)
     cancel = check_cancel(cancel)
-    chosen, frame_spec = contract_for(frame, contract, spec=spec)
+    chosen, frame_spec = contract_for(shards[0], contract, spec=spec)
     [(item, name, path)] = plugin_items([plugin], chosen)
-    arrays = chosen.arrays(frame, frame_spec)
-    ends = episode_ends(chosen.episode_flags(arrays))
-    locator = Locator(frame, columns=chosen.locator_columns(frame_spec))
+    arrays = shard_arrays(shards, lambda shard: chosen.arrays(shard, frame_spec))
+    n = sum(a.n for a in arrays)
+    locator = ShardLocator(shards, columns=chosen.locator_columns(frame_spec))
     configs = _configs(sizes, chosen.conventions)
-    bar = progress_bar(progress, arrays.n * len(configs), f"check_plugin {name}")
+    bar = progress_bar(progress, n * len(configs), f"check_plugin {name}")
 
     def job(status, send):
         [loaded] = load_items([(item, name, path)], status, chosen)
@@ -419,16 +422,15 @@ def check_plugin(
         for cfg in configs:
             if status is None and cancel is not None and cancel():
                 raise PluginRunCancelled(name)
-            plan = plan_batches(cfg.mode, ends, batch_size=cfg.batch_size or 1, seed=seed,
-                                contiguous=cfg.contiguous, num_workers=num_workers)
             setting = mode_setting(cfg.mode, contiguous=cfg.contiguous, num_workers=num_workers)
             if cfg.convention == "simulation":
                 setting = "kanachan's simulator (simulation convention)"
-            [outcome] = run_plugins(arrays, None, [loaded], plan, mode=cfg.mode,
-                                    batch_size=cfg.batch_size, strict=strict, collect=True,
-                                    bar=None if isolate else bar, convention=cfg.convention,
-                                    setting=setting, status=status, interrupts_are_plugins=isolate,
-                                    contract=chosen)
+            [outcome] = run_shards(arrays, [loaded], mode=cfg.mode, batch_size=cfg.batch_size,
+                                   seed=seed, contiguous=cfg.contiguous, num_workers=num_workers,
+                                   strict=strict, collect=True,
+                                   bar=None if isolate else bar, convention=cfg.convention,
+                                   setting=setting, status=status, interrupts_are_plugins=isolate,
+                                   contract=chosen)
             outcome.plugin = loaded.portable()
             send(outcome)
         return None
@@ -452,8 +454,9 @@ def check_plugin(
                "failed in its process")
         stopped = (f"the plug-in {how} during the run {_label(cfg, num_workers)}, so no further run "
                    "was made (see below)")
-        outcome = RunOutcome(report_plugin, cfg.mode, cfg.batch_size, np.full(arrays.n, np.nan),
-                             chosen.episode_flags(arrays).copy(), error=error,
+        outcome = RunOutcome(report_plugin, cfg.mode, cfg.batch_size, np.full(n, np.nan),
+                             np.concatenate([chosen.episode_flags(a) for a in arrays] or [np.zeros(0, bool)]),
+                             error=error,
                              contiguous=cfg.contiguous if cfg.mode == "episodes" else None,
                              convention=cfg.convention)
         outcomes.append(outcome)
@@ -472,9 +475,10 @@ def check_plugin(
             convention_differences = tuple(
                 _differences([ref, (sim, sim_run)], report_plugin, locator))
     first = outcomes[0]
-    scale = (reward_scale(first.rewards, first.dones) if first.error is None and arrays.n else None)
+    scale = (reward_scale(first.rewards, first.dones) if first.error is None and n else None)
     return CheckReport(
-        plugin=report_plugin, transitions=arrays.n, episodes=int(ends.size), runs=runs,
+        plugin=report_plugin, transitions=n, episodes=sum(int(chosen.episode_flags(a).sum()) for a in arrays),
+        runs=runs,
         problems=_merge_problems(outcomes, runs), differences=differences, scale=scale, seed=seed,
         convention_differences=convention_differences,
         warnings=tuple(_warnings(report_plugin, outcomes, runs)),

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core import columns
-from rewardlab.core.spec import attach, attached
+from rewardlab.core.spec import keep_spec
 from rewardlab.dataset import as_lazy
 from rewardlab.errors import ExportCancelled, ParameterError, RewardlabError
 
@@ -42,7 +42,6 @@ __all__ = [
     "Session",
     "check_bool",
     "load_frame",
-    "keep_spec",
     "base_columns",
 ]
 
@@ -517,21 +516,6 @@ def load_frame(data) -> tuple[pl.DataFrame, str | None]:
         return keep_spec(lazy, lazy.collect()), ", ".join(str(p) for p in paths)
     raise ParameterError("data", "should be a polars DataFrame or LazyFrame, or path(s) to a dataset",
                          type(data).__name__)
-
-
-def keep_spec(source, derived):
-    """``derived`` (a frame made from ``source``) with ``source``'s attached spec, if it has one.
-
-    Examples
-    --------
-    >>> from rewardlab.core.spec import FrameSpec, attach, attached
-    >>> spec = FrameSpec(name="s", episode=("e",))
-    >>> f = attach(pl.DataFrame({"e": [0]}), spec)
-    >>> attached(keep_spec(f, f.with_columns(x=1))) is spec
-    True
-    """
-    spec = attached(source)
-    return attach(derived, spec) if spec is not None else derived
 
 
 def base_columns(frame: pl.DataFrame) -> pl.DataFrame:

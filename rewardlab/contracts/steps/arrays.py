@@ -29,6 +29,7 @@ import polars as pl
 import torch
 from tensordict import TensorDict
 
+from rewardlab.core.rows import RowArrays
 from rewardlab.core.spec import DECLARE_HINT, FrameSpec, StateColumn
 from rewardlab.errors import ParameterError, SpecError
 
@@ -57,7 +58,7 @@ def _handed(series_dtype: pl.DataType) -> bool:
     return inner.is_numeric() or inner == pl.Boolean
 
 
-class StepsArrays:
+class StepsArrays(RowArrays):
     """NumPy arrays of a step table's states, extras and flags, built once per run.
 
     Parameters
@@ -74,11 +75,16 @@ class StepsArrays:
     ----------
     n : int
     episode_end, terminated, truncated : bool arrays of shape ``[N]``
+    state_columns : dict
+        ``{name: StateColumn}``.
     states : dict
-        ``{name: (StateColumn, array [N] or [N, width])}``.
+        ``{name: array [N] or [N, width]}``.
     extras : dict
         ``{name: array}`` of the extra columns handed over.
     """
+
+    #: The per-row fields :meth:`~rewardlab.core.rows.RowArrays.window` and ``concat`` slice and join.
+    row_fields = ("states", "extras", "episode_end", "terminated", "truncated")
 
     def __init__(self, frame: pl.DataFrame, spec: FrameSpec | None):
         if isinstance(frame, pl.LazyFrame):
@@ -90,8 +96,9 @@ class StepsArrays:
         spec.validate(frame)
         self.spec = spec
         self.n = frame.height
-        self.states: dict[str, tuple[StateColumn, np.ndarray]] = {
-            s.name: (s, _column(frame, s.name, s.numpy_dtype)) for s in spec.states}
+        self.state_columns: dict[str, StateColumn] = {s.name: s for s in spec.states}
+        self.states: dict[str, np.ndarray] = {
+            s.name: _column(frame, s.name, s.numpy_dtype) for s in spec.states}
         self.extras: dict[str, np.ndarray] = {
             c: _column(frame, c, None) for c in spec.columns
             if c not in self.states and _handed(frame.schema[c])}
@@ -146,7 +153,8 @@ class StepsArrays:
         end = self.episode_end[rows]
         root: dict = {}
         following: dict = {}
-        for name, (state, arr) in self.states.items():
+        for name, arr in self.states.items():
+            state = self.state_columns[name]
             root[name] = torch.from_numpy(np.array(arr[rows], copy=True))
             after = arr[nxt]  # a gather: already a copy
             after[end] = state.pad
