@@ -20,6 +20,7 @@ from rewardlab.errors import (
     ContractError, ParameterError, PluginLoadError, PluginRuntimeError, SpecError,
 )
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
+from rewardlab.plugins.shards import split_shards
 from rewardlab.runner import Locator, run_plugins
 
 from conftest import PLUGINS_DIR
@@ -336,3 +337,34 @@ def test_entry_point_and_signature_come_from_the_contract(tmp_path, frame):
     crash.write_text("def reward(data):\n    raise KeyError('obs2')\n")
     with pytest.raises(PluginRuntimeError, match=r"\breward raised KeyError: 'obs2' on batch 0"):
         apply_plugins(frame, crash, contract=contract, isolate=False, progress=False)
+
+
+# --- the steps contract over a stream of shards ------------------------------------------------
+
+# minus the batch mean: equal results need the very same batches
+BATCH_MEAN = ('    x = data["next", "obs"][:, 0] - data["obs"][:, 0]\n'
+              '    data["next", "reward"] = (x - x.mean()).double()\n')
+
+
+def test_steps_shards_give_the_single_frame_rewards_bit_for_bit(tmp_path):
+    """Shards of a steps table (windows and joins of StepsArrays) make the frame's batches in every mode."""
+    rows = []
+    rng = np.random.default_rng(3)
+    for ep in range(40):
+        length = int(rng.integers(1, 9))
+        for t in range(length):
+            last = t == length - 1
+            rows.append({"ep": ep, "t": t, "obs": [float(rng.normal()), float(t)], "pos": t, "action": 0,
+                         "label": "x", "term": last and ep % 3 > 0, "trunc": last and ep % 3 == 0})
+    big = pl.DataFrame(rows, schema_overrides={"obs": pl.Array(pl.Float32, 2), "pos": pl.Int16})
+    shards = split_shards(big, rows_per_shard=23, spec=SPEC)
+    assert len(shards) > 5
+    path = write(tmp_path, "batch_mean", BATCH_MEAN)
+    for mode in BATCH_MODES:
+        one = apply_plugins(big, path, spec=SPEC, batch_mode=mode, batch_size=7, isolate=False, progress=False)
+        parts = apply_plugins(shards, path, spec=SPEC, batch_mode=mode, batch_size=7, isolate=False,
+                              progress=False)
+        joined = pl.concat(parts)
+        same = joined["reward_batch_mean"].to_numpy().tobytes() == one["reward_batch_mean"].to_numpy().tobytes()
+        assert same, mode
+        assert joined["done_batch_mean"].equals(one["done_batch_mean"])
