@@ -61,7 +61,8 @@ from rewardlab.errors import (
     ColumnNotFoundError, FrameError, ParameterError, check_choice, check_finite, check_positive,
 )
 from rewardlab._io import check_input
-from rewardlab.storage import layout_of, scan_dataset, verify_table
+from rewardlab.core.spec import attach
+from rewardlab.storage import layout_of, read_spec, scan_dataset, verify_table
 
 __all__ = [
     "SCOPES",
@@ -229,6 +230,8 @@ def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
     """A LazyFrame of ``data`` (a frame, a lazy frame, or Parquet / dataset paths) and, for paths, their description.
 
     Paths are checked first (a FIFO is refused, rewards tables' page checksums are verified).
+    For paths, the LazyFrame carries the spec stored in the files
+    (:func:`rewardlab.core.spec.attached`) where they hold one.
 
     Examples
     --------
@@ -269,7 +272,9 @@ def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
         return scan_dataset(targets), ", ".join(map(str, paths))
     for t in targets:  # Polars does not verify page checksums: a flipped bit is an error, not a value
         verify_table(t)
-    return pl.scan_parquet(targets), ", ".join(map(str, paths))
+    lf = pl.scan_parquet(targets)
+    stored = read_spec(targets[0])  # the spec `rewardlab apply` stored with its rewards table
+    return (attach(lf, stored) if stored is not None else lf), ", ".join(map(str, paths))
 
 
 def _check_same_columns(targets: list[Path]) -> None:

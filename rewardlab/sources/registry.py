@@ -30,7 +30,7 @@ from rewardlab.errors import ParameterError, SpecError
 from rewardlab.schema import KANACHAN_SPEC
 
 __all__ = [
-    "Source", "register_source", "get_source", "registered_sources", "detect_source",
+    "Source", "register_source", "unregister_source", "get_source", "registered_sources", "detect_source",
     "register_spec", "known_specs", "spec_of", "REWARDS_ONLY", "BUILTIN_SOURCES", "format_names",
 ]
 
@@ -175,6 +175,26 @@ def register_source(source: Source, *, replace: bool = False) -> Source:
                              "pass replace=True to replace it", source.name)
     _SOURCES[source.name] = source
     register_spec(source.spec, replace=True)
+    return source
+
+
+def unregister_source(name: str) -> Source:
+    """Remove the source registered as ``name`` (and its spec from :func:`known_specs`); returns it.
+
+    For tests and notebooks that register a source of their own for a while.
+
+    Examples
+    --------
+    >>> unregister_source("nope")
+    Traceback (most recent call last):
+    ...
+    rewardlab.errors.ParameterError: `name` should be a registered format. Received 'nope'.
+    """
+    if name not in _SOURCES:
+        raise ParameterError("name", "should be a registered format", name)
+    source = _SOURCES.pop(name)
+    if _SPECS.get(source.spec.name) is source.spec and source.spec is not KANACHAN_SPEC:
+        del _SPECS[source.spec.name]
     return source
 
 
