@@ -303,3 +303,23 @@ def test_cli_info_and_convert_on_the_toy_source(tmp_path, toy_frame, capsys):
     assert (info["format"], info["spec"], info["transitions"], info["episodes"]) == ("dataset", "toy", 6, 3)
     assert main(["info", "--formats"]) == 0
     assert "\ntoy       toy steps" in capsys.readouterr().out
+
+
+def test_convert_refuses_a_skip_option_a_format_does_not_take(tmp_path, toy_frame):
+    with pytest.raises(ParameterError, match=r"`options` should name only options of the 'toy' format \(sep\); "
+                       r"'on_error' is not one"):
+        rewardlab.convert(tmp_path / "steps.toy", tmp_path / "toy.parquet", on_error="skip")
+    assert not (tmp_path / "toy.parquet").exists()
+
+
+def test_the_cli_parser_lists_formats_without_importing_the_sources():
+    import subprocess
+
+    from conftest import ROOT
+
+    code = ("import sys; from rewardlab.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('rewardlab.sources.kanachan', 'rewardlab.sources.datasets', "
+            "'rewardlab.storage', 'pyarrow') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
