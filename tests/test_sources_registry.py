@@ -323,3 +323,12 @@ def test_the_cli_parser_lists_formats_without_importing_the_sources():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_load_kanachan_refuses_another_sources_dataset(tmp_path, toy_frame):
+    out = tmp_path / "toy.parquet"
+    rewardlab.convert(tmp_path / "steps.toy", out)
+    for load in (rewardlab.load_kanachan, rewardlab.scan_kanachan):
+        with pytest.raises(ParameterError, match=r"`paths` should be kanachan data; .*toy\.parquet holds a "
+                           r"'toy' frame.*Open it with rewardlab\.load\(\)"):
+            load(out)

@@ -36,7 +36,7 @@ import polars as pl
 from rewardlab import schema as S
 from rewardlab._io import (atomic_open, check_input, check_not_input, check_output, compression_of,
                            open_compressed, progress_enabled)
-from rewardlab.core.spec import attach
+from rewardlab.core.spec import attach, attached
 from rewardlab.errors import (
     DataFormatError,
     ParameterError,
@@ -1003,7 +1003,7 @@ def read_kanachan(
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
     if all(is_dataset(p) for p in files):
-        return LoadResult(read_dataset(files), pl.DataFrame(schema=_SKIPPED_SCHEMA))
+        return LoadResult(_kanachan_dataset(read_dataset(files), files), pl.DataFrame(schema=_SKIPPED_SCHEMA))
     if any(is_dataset(p) for p in files):
         raise ParameterError("paths", "should be all annotation files or all Parquet datasets",
                              [str(p) for p in files])
@@ -1043,6 +1043,15 @@ def read_kanachan(
             f"skipped {skipped_df.height} of {skipped_df.height + frame.height} lines ({counts}){where}"),
             stacklevel=2)
     return result
+
+
+def _kanachan_dataset(frame, files: list[Path]):
+    """``frame`` (a DataFrame or LazyFrame read from a dataset), refused when it is another source's frame."""
+    spec = attached(frame)
+    if spec is not None and spec.name != S.KANACHAN_SPEC.name:
+        raise ParameterError("paths", f"should be kanachan data; {files[0]} holds a {spec.name!r} frame",
+                             [str(p) for p in files], hint="Open it with rewardlab.load() or rewardlab.scan().")
+    return frame
 
 
 def _number_games(frame: pl.DataFrame, files: list[Path], *, skip: bool) -> pl.DataFrame:
@@ -1120,7 +1129,7 @@ def scan_kanachan(paths) -> pl.LazyFrame:
     files = _as_paths(paths)
     if not all(is_dataset(p) for p in files):
         return load_kanachan(files, progress=False).lazy()
-    return scan_dataset(files)
+    return _kanachan_dataset(scan_dataset(files), files)
 
 
 # ----------------------------------------------------------------------------

@@ -210,9 +210,11 @@ def format_names() -> tuple[str, ...]:
 
 
 def registered_sources() -> dict[str, Source]:
-    """The registered sources (built-in ones first), by name, in registration order."""
+    """The registered sources by name: built-in ones first (in :data:`BUILTIN_SOURCES` order),
+    then the others in registration order."""
     _import_builtins()
-    return dict(_SOURCES)
+    ordered = {name: _SOURCES[name] for name in BUILTIN_SOURCES if name in _SOURCES}
+    return ordered | {name: s for name, s in _SOURCES.items() if name not in ordered}
 
 
 def get_source(name: str) -> Source:
