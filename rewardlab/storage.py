@@ -297,7 +297,8 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
 
         table = frame.to_arrow().replace_schema_metadata({SPEC_KEY: spec.to_json()})
         with pa.ipc.new_file(str(path), table.schema,
-                             options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+                             options=pa.ipc.IpcWriteOptions(compression="zstd",
+                                                             unify_dictionaries=True)) as writer:
             writer.write_table(table)
         return
     import pyarrow.parquet as pq

@@ -332,3 +332,14 @@ def test_load_kanachan_refuses_another_sources_dataset(tmp_path, toy_frame):
         with pytest.raises(ParameterError, match=r"`paths` should be kanachan data; .*toy\.parquet holds a "
                            r"'toy' frame.*Open it with rewardlab\.load\(\)"):
             load(out)
+
+
+def test_an_arrow_dataset_of_a_frame_in_several_chunks_round_trips(tmp_path, small_frame, monkeypatch):
+    """The IPC writer (pyarrow, to carry the spec) must unify the chunks' Categorical dictionaries."""
+    monkeypatch.setattr(storage, "PARQUET_ROW_GROUP", small_frame.height // 3)  # a game per row group
+    storage.write_dataset(small_frame, tmp_path / "groups.parquet")
+    frame = rewardlab.load(tmp_path / "groups.parquet")  # one chunk per row group, each its own dictionary
+    assert frame.n_chunks() > 1
+    path = tmp_path / "chunks.arrow"
+    storage.write_dataset(frame, path, kind="ipc")
+    assert rewardlab.load(path).equals(small_frame)
