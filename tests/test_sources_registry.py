@@ -343,3 +343,17 @@ def test_an_arrow_dataset_of_a_frame_in_several_chunks_round_trips(tmp_path, sma
     path = tmp_path / "chunks.arrow"
     storage.write_dataset(frame, path, kind="ipc")
     assert rewardlab.load(path).equals(small_frame)
+
+
+def test_a_plain_parquet_table_loads_with_a_declared_spec_and_is_checked(tmp_path):
+    spec = rewardlab.FrameSpec(name="steps", episode=("episode",), step="t", terminated="terminated")
+    table = pl.DataFrame({"episode": [0, 0, 1], "t": [0, 1, 0], "x": [1.0, 2.0, 3.0],
+                          "terminated": [False, True, True]})
+    table.write_parquet(tmp_path / "steps.parquet")  # no rewardlab metadata: read as kanachan by default
+    with pytest.raises(DataFormatError, match=r"steps\.parquet: the Parquet file lacks columns \['game_id'"):
+        rewardlab.load(tmp_path / "steps.parquet")
+    frame = rewardlab.load(tmp_path / "steps.parquet", spec=spec)
+    assert attached(frame) == spec and frame.equals(table)
+    table.with_columns(episode=pl.Series([0, 1, 0])).write_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(SpecError, match=r"column 'episode', row 2: episode 0 is not contiguous"):
+        rewardlab.load(tmp_path / "bad.parquet", spec=spec)

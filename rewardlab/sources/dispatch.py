@@ -61,14 +61,15 @@ def resolve_source(paths, *, format: str | None = None) -> tuple[list[Path], Sou
     return files, detect_source(files)
 
 
-def _call(source: Source, what: str, files: list[Path], spec, progress, options) -> tuple[dict, bool]:
+def _call(source: Source, what: str, spec, progress, options) -> dict:
+    """The keyword arguments of the source's ``load`` / ``scan``: its options, and progress and spec
+    where it declares them."""
     kwargs = source.check_options(options, what)
     if progress is not None and source.takes("progress", what):
         kwargs["progress"] = progress
-    passed = spec is not None and source.takes("spec", what)
-    if passed:
+    if spec is not None and source.takes("spec", what):
         kwargs["spec"] = spec
-    return kwargs, passed
+    return kwargs
 
 
 def _check_spec(spec) -> None:
@@ -110,12 +111,12 @@ def load(paths, *, format: str | None = None, spec: FrameSpec | None = None,
     """
     _check_spec(spec)
     files, source = resolve_source(paths, format=format)
-    kwargs, passed = _call(source, "load", files, spec, progress, options)
+    kwargs = _call(source, "load", spec, progress, options)
     frame = source.load(files, **kwargs)
     if not isinstance(frame, pl.DataFrame):
         raise FrameError(f"the {source.name!r} source's load returned {type(frame).__name__}, not a "
                          "polars DataFrame", hint="Fix the source's load function.")
-    return _described(frame, source, spec, passed)
+    return _described(frame, source, spec)
 
 
 def scan(paths, *, format: str | None = None, spec: FrameSpec | None = None,
@@ -132,19 +133,19 @@ def scan(paths, *, format: str | None = None, spec: FrameSpec | None = None,
     files, source = resolve_source(paths, format=format)
     if source.scan is None:
         return _described(load(files, format=source.name, spec=spec, progress=progress,
-                               options=options).lazy(), source, spec, False)
-    kwargs, passed = _call(source, "scan", files, spec, progress, options)
+                               options=options).lazy(), source, spec)
+    kwargs = _call(source, "scan", spec, progress, options)
     lf = source.scan(files, **kwargs)
     if not isinstance(lf, pl.LazyFrame):
         raise FrameError(f"the {source.name!r} source's scan returned {type(lf).__name__}, not a "
                          "polars LazyFrame", hint="Fix the source's scan function.")
-    return _described(lf, source, spec, passed)
+    return _described(lf, source, spec)
 
 
-def _described(frame, source: Source, spec: FrameSpec | None, passed: bool):
+def _described(frame, source: Source, spec: FrameSpec | None):
     """``frame`` with its spec attached: ``spec`` (checked), else the one the source attached, else its own."""
-    if spec is not None:
-        if isinstance(frame, pl.DataFrame) and not passed:
+    if spec is not None:  # a spec the caller declared: checked whole on an eager frame
+        if isinstance(frame, pl.DataFrame):
             spec.validate(frame)
         else:
             spec.check_columns(frame)
