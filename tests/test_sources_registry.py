@@ -357,3 +357,17 @@ def test_a_plain_parquet_table_loads_with_a_declared_spec_and_is_checked(tmp_pat
     table.with_columns(episode=pl.Series([0, 1, 0])).write_parquet(tmp_path / "bad.parquet")
     with pytest.raises(SpecError, match=r"column 'episode', row 2: episode 0 is not contiguous"):
         rewardlab.load(tmp_path / "bad.parquet", spec=spec)
+
+
+def test_cli_stats_with_format_reads_through_the_registry(tmp_path, small_frame, capsys):
+    table = small_frame.select(S.GAME_ID, S.SEAT, S.STEP, S.END_OF_GAME).with_columns(
+        reward_a=pl.lit(0.5), done_a=pl.col(S.END_OF_GAME))
+    path = tmp_path / "rewards.parquet"
+    storage.write_table(table, path)
+    assert main(["stats", "--json", str(path)]) == 0
+    auto = json.loads(capsys.readouterr().out)
+    assert main(["stats", "--json", "--format", "dataset", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out) == auto
+    assert auto["rows"] == small_frame.height and auto["rewards"]["a"]["all"]["mean"] == 0.5
+    assert main(["stats", "--format", "dataset", str(tmp_path / "nope.parquet")]) == 2
+    assert "nope.parquet: no such file" in capsys.readouterr().err
