@@ -8,6 +8,7 @@ widgets live in :mod:`rewardlab.widgets`.
 Examples
 --------
 >>> import rewardlab
+>>> frame = rewardlab.load("data/sample.tsv.gz")  # doctest: +SKIP
 >>> frame = rewardlab.load_kanachan("data/sample.tsv.gz")  # doctest: +SKIP
 >>> td = rewardlab.to_tensordict(frame, rows=slice(0, 64))  # doctest: +SKIP
 
@@ -27,6 +28,9 @@ _SUBMODULES = ("errors", "schema", "families", "schedules")
 
 #: Where each public name lives: ``{module: names}``.
 _EXPORTS = {
+    "rewardlab.sources.dispatch": ("load", "scan"),
+    "rewardlab.core.spec": ("FrameSpec", "StateColumn"),
+    "rewardlab.sources.registry": ("Source", "register_source"),
     "rewardlab.batching": ("FrameArrays", "to_tensordict"),
     "rewardlab.dataset": ("DatasetSummary", "convert", "summarize"),
     "rewardlab.mahjong": ("episode_outcomes", "ranks_from_scores"),

@@ -31,8 +31,10 @@ import polars as pl
 from rewardlab import schema as S
 from rewardlab._io import atomic_path, check_not_input
 from rewardlab.mahjong import episode_outcomes
+from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.errors import ParameterError
-from rewardlab.sources.kanachan import read_kanachan, scan_kanachan
+from rewardlab.sources.dispatch import load, resolve_source, scan
+from rewardlab.sources.kanachan import LoadResult
 from rewardlab.storage import DATASET_SUFFIXES, write_dataset
 
 __all__ = ["convert", "write_dataset", "summarize", "DatasetSummary", "as_lazy"]
@@ -51,7 +53,7 @@ def as_lazy(data) -> pl.LazyFrame:
         return data
     if isinstance(data, pl.DataFrame):
         return data.lazy()
-    return scan_kanachan(data)
+    return scan(data)
 
 
 def convert(
@@ -62,13 +64,20 @@ def convert(
     on_error: str = "raise",
     skipped_path: str | Path | None = None,
     progress: bool | None = None,
+    format: str | None = None,
+    spec: FrameSpec | None = None,
+    options: dict | None = None,
 ):
-    """Load annotation files and write the frame to a Parquet or Arrow dataset (atomic write).
+    """Load files of any registered format and write the frame to a Parquet or Arrow dataset (atomic write).
+
+    The dataset stores the frame's spec in its metadata
+    (:func:`rewardlab.storage.write_dataset`), so :func:`rewardlab.load`
+    reopens it with that spec.
 
     Parameters
     ----------
     paths : path or sequence of paths
-        kanachan annotation files (plain, ``.gz`` or ``.bz2``).
+        Files of one format (kanachan annotation files: plain, ``.gz`` or ``.bz2``).
     out : path
         The dataset file to write (see :func:`rewardlab.storage.write_dataset`):
         ``.parquet`` (lz4; array columns as little-endian fixed-size binary,
@@ -82,7 +91,15 @@ def convert(
         ``skipped_path`` may name one of ``paths`` (the same file, through
         a hard or symbolic link too), whatever ``overwrite`` says.
     on_error, skipped_path, progress
-        As in :func:`rewardlab.read_kanachan`.
+        As in :func:`rewardlab.read_kanachan` (``on_error`` and
+        ``skipped_path`` are options of formats that skip input, such as
+        kanachan's; another format refuses them by name).
+    format : str, optional
+        The input format (default: detected; see :func:`rewardlab.load`).
+    spec : FrameSpec, optional
+        Describe the frame with this spec instead of the source's.
+    options : dict, optional
+        The format's own options, as in :func:`rewardlab.load`.
 
     Returns
     -------
@@ -100,11 +117,26 @@ def convert(
     check_not_input(out, paths, name="out")  # even with overwrite
     if skipped_path is not None and Path(skipped_path).resolve() == out.resolve():
         raise ParameterError("skipped_path", "should differ from `out`", str(skipped_path))
+    options = dict(options or {})
+    if on_error != "raise":
+        options["on_error"] = on_error
+    if skipped_path is not None:
+        options["skipped_path"] = skipped_path
+        options.setdefault("overwrite", overwrite)
     with atomic_path(out, overwrite=overwrite) as tmp:  # refuse early, before parsing
-        result = read_kanachan(paths, on_error=on_error, skipped_path=skipped_path,
-                               overwrite=overwrite, progress=progress)
+        files, source = resolve_source(paths, format=format)
+        if source.read is not None and spec is None:
+            options = source.check_options(options, "read")
+            if source.takes("progress", "read"):
+                options["progress"] = progress
+            result = source.read(files, **options)
+        else:
+            result = LoadResult.nothing_skipped(load(files, format=source.name, spec=spec,
+                                                     progress=progress, options=options or None))
+        attach(result.frame, spec or attached(result.frame) or source.spec)  # write_dataset stores it
         write_dataset(result.frame, tmp, kind=kind)
     return result
+
 
 
 @dataclasses.dataclass(frozen=True)

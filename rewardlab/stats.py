@@ -70,14 +70,14 @@ import polars as pl
 
 from rewardlab import schema as S
 from rewardlab.core import columns
-from rewardlab.core.spec import SPEC_KEY, FrameSpec, attach, attached
+from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.errors import (
     ColumnNotFoundError, FrameError, ParameterError, SpecError, check_choice, check_finite,
     check_positive,
 )
 from rewardlab._io import check_input
 from rewardlab.sources.registry import known_specs, spec_of
-from rewardlab.storage import layout_of, scan_dataset, verify_table
+from rewardlab.storage import layout_of, read_spec, scan_dataset, verify_table
 
 __all__ = [
     "SCOPES",
@@ -255,6 +255,8 @@ def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
     """A LazyFrame of ``data`` (a frame, a lazy frame, or Parquet / dataset paths) and, for paths, their description.
 
     Paths are checked first (a FIFO is refused, rewards tables' page checksums are verified).
+    For paths, the LazyFrame carries the spec stored in the files
+    (:func:`rewardlab.core.spec.attached`) where they hold one.
 
     Examples
     --------
@@ -295,19 +297,12 @@ def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
                              [str(p) for p in paths])
     _check_same_columns(targets)
     if any(layout_of(t) is not None for t in targets):  # converted datasets: decode their array columns
-        return _with_stored_spec(scan_dataset(targets), targets[0]), ", ".join(map(str, paths))
+        return scan_dataset(targets), ", ".join(map(str, paths))  # attaches the stored spec
     for t in targets:  # Polars does not verify page checksums: a flipped bit is an error, not a value
         verify_table(t)
-    return _with_stored_spec(pl.scan_parquet(targets), targets[0]), ", ".join(map(str, paths))
-
-
-def _with_stored_spec(lf: pl.LazyFrame, first: Path) -> pl.LazyFrame:
-    """Attach the spec a file stores in its metadata (:data:`~rewardlab.core.spec.SPEC_KEY`), if any."""
-    if attached(lf) is None:
-        text = (pl.read_parquet_metadata(first) or {}).get(SPEC_KEY)
-        if text:
-            attach(lf, FrameSpec.from_json(text))
-    return lf
+    lf = pl.scan_parquet(targets)
+    stored = read_spec(targets[0])  # the spec `rewardlab apply` stored with its rewards table
+    return (attach(lf, stored) if stored is not None else lf), ", ".join(map(str, paths))
 
 
 def _check_same_columns(targets: list[Path]) -> None:

@@ -6,6 +6,8 @@ import contextlib
 import json
 import math
 
+from rewardlab.cli.options import add_format
+
 _SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "end_of_round", "end_of_game")
 _KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization")
 
@@ -24,6 +26,7 @@ def register(sub) -> None:
                    help="which values (repeatable; default: all)")
     p.add_argument("--json", action="store_true",
                    help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys)")
+    add_format(p)
     p.set_defaults(func=_stats)
 
     p = sub.add_parser(
@@ -49,6 +52,10 @@ def _data(args):
     from rewardlab.stats import lazy_table  # it checks every input before any open
 
     paths = args.data if len(args.data) > 1 else args.data[0]
+    if getattr(args, "format", None) is not None:  # stats --format NAME: through the source registry
+        from rewardlab.sources.dispatch import scan
+
+        return scan(args.data, format=args.format), ", ".join(args.data)
     return lazy_table(paths)
 
 

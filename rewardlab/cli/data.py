@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rewardlab.cli.options import add_format
+
 
 def register(sub) -> None:
     p = sub.add_parser("sample", help="write simulated kanachan annotation files",
@@ -21,17 +23,22 @@ def register(sub) -> None:
                        "a dataset (atomic write): .parquet (lz4; array columns as fixed-size "
                        "binary, decoded by rewardlab's loaders) or .arrow (Arrow IPC, zstd). "
                        "Loaders scan the result lazily.")
-    p.add_argument("sources", nargs="+", metavar="SRC", help="annotation files (plain, .gz, .bz2)")
+    p.add_argument("sources", nargs="+", metavar="SRC",
+                   help="input files (kanachan annotation files: plain, .gz, .bz2)")
     p.add_argument("--out", required=True, help="output .parquet or .arrow file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    add_format(p)
     _add_on_error(p)
     p.set_defaults(func=_convert)
 
     p = sub.add_parser("info", help="summarise a dataset",
                        description="Print games, episodes, transitions, rounds and the "
-                       "distribution of final ranks and scores.")
-    p.add_argument("dataset", nargs="+", help="annotation files or a converted .parquet / .arrow dataset")
+                       "distribution of final ranks and scores (of another source's frame: its spec, "
+                       "transitions and episodes). With --formats, list the input formats.")
+    p.add_argument("dataset", nargs="*", help="input files or a converted .parquet / .arrow dataset")
     p.add_argument("--json", action="store_true", help="print JSON (stable keys)")
+    p.add_argument("--formats", action="store_true", help="list the registered input formats and exit")
+    add_format(p)
     _add_on_error(p)
     p.add_argument("--overwrite", action="store_true",
                    help="with --on-error skip: replace an existing side file of skipped lines")
@@ -98,31 +105,82 @@ def _convert(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SkippedLinesWarning)
         result = convert(args.sources, args.out, overwrite=args.overwrite, on_error=args.on_error,
-                         skipped_path=skipped)
+                         skipped_path=skipped, format=args.format)
     _report_skipped(result)
     print(f"wrote {result.frame.height:,} transitions to {args.out}")
+    return 0
+
+
+def _formats(args) -> int:
+    from rewardlab.sources.registry import registered_sources
+
+    sources = registered_sources()
+    if args.json:
+        print(json.dumps({name: {"description": s.description, "suffixes": list(s.suffixes),
+                                 "by_content": s.sniff is not None, "spec": s.spec.name}
+                          for name, s in sources.items()}, indent=2))
+        return 0
+    width = max(map(len, sources))
+    for name, s in sources.items():
+        how = ", ".join(s.suffixes) + (" or by content" if s.sniff is not None else "")
+        print(f"{name:<{width}}  {s.description} [{how}]")
     return 0
 
 
 def _info(args) -> int:
     import warnings
 
-    from rewardlab.dataset import summarize
-    from rewardlab.errors import SkippedLinesWarning
-    from rewardlab.sources.kanachan import is_dataset, read_kanachan
+    from rewardlab.errors import ParameterError, SkippedLinesWarning
+    from rewardlab.sources.dispatch import resolve_source, scan
 
+    if args.formats:
+        return _formats(args)
+    if not args.dataset:
+        raise ParameterError("dataset", "should name at least one file (or pass --formats)", [])
     paths = [Path(p) for p in args.dataset]
-    if all(is_dataset(p) for p in paths):
-        data = paths
+    files, source = resolve_source(paths, format=args.format)
+    if source.read is None or all(_is_dataset(p) for p in paths):
+        data = scan(files, format=source.name)
     else:
         skipped = _skipped_path(args, str(paths[0]))
         _check_outputs(args, paths, {"--skipped": skipped})
+        options = {} if skipped is None else {"on_error": args.on_error, "skipped_path": skipped,
+                                              "overwrite": args.overwrite}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SkippedLinesWarning)
-            result = read_kanachan(paths, on_error=args.on_error, skipped_path=skipped,
-                                   overwrite=args.overwrite)
+            result = source.read(files, **source.check_options(options, "read"))
         _report_skipped(result)
         data = result.frame
-    summary = summarize(data)
-    print(json.dumps(summary.to_dict(), indent=2) if args.json else summary)
+    print(_summary(data, source.name, args.json))
     return 0
+
+
+def _is_dataset(path: Path) -> bool:
+    from rewardlab.storage import is_dataset
+
+    return is_dataset(path)
+
+
+def _summary(data, format_name: str, as_json: bool) -> str:
+    """kanachan's summary (games, ranks, scores) for a kanachan frame; spec, transitions and episodes otherwise."""
+    import polars as pl
+
+    from rewardlab import schema as S
+    from rewardlab.dataset import summarize
+    from rewardlab.sources.registry import spec_of
+
+    lf = data.lazy() if isinstance(data, pl.DataFrame) else data
+    names = lf.collect_schema().names()
+    if set(S.KANACHAN_SPEC.required) <= set(names):
+        summary = summarize(data)
+        return json.dumps(summary.to_dict(), indent=2) if as_json else str(summary)
+    spec = spec_of(data)
+    counts = lf.select(transitions=pl.len(), episodes=spec.episode_end(names).sum()).collect().row(0, named=True)
+    out = {"format": format_name, "spec": spec.name, "transitions": int(counts["transitions"]),
+           "episodes": int(counts["episodes"] or 0), "columns": names}
+    if as_json:
+        return json.dumps(out, indent=2)
+    return "\n".join([f"format       {format_name} (spec {spec.name})",
+                      f"episodes     {out['episodes']:>12,}",
+                      f"transitions  {out['transitions']:>12,}",
+                      "columns      " + ", ".join(names)])

@@ -7,6 +7,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from rewardlab.cli.options import add_format
+
 
 def _positive_seconds(text: str) -> float:
     try:
@@ -61,6 +63,7 @@ def register(sub) -> None:
                    help="compare IN fields with a full copy after every call (slower, exact)")
     p.add_argument("--out", required=True, metavar="REWARDS.parquet", help="output Parquet file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    add_format(p)
     _add_isolation(p)
     p.set_defaults(func=_apply)
 
@@ -86,14 +89,15 @@ def register(sub) -> None:
                    help=f"DataLoader workers of the dataloader runs (default {DEFAULT_NUM_WORKERS})")
     p.add_argument("--fast", action="store_true",
                    help="watch IN fields by version counters instead of full copies")
+    add_format(p)
     _add_isolation(p)
     p.set_defaults(func=_check)
 
 
-def _load(paths: list[str]):
-    from rewardlab.sources.kanachan import load_kanachan
+def _load(paths: list[str], format: str | None):
+    from rewardlab.sources.dispatch import load
 
-    return load_kanachan([Path(p) for p in paths])
+    return load([Path(p) for p in paths], format=format)
 
 
 def _apply(args) -> int:
@@ -103,6 +107,7 @@ def _apply(args) -> int:
     from rewardlab.core import columns
     from rewardlab._io import atomic_path, check_not_input
     from rewardlab.contract import reward_scale
+    from rewardlab.core.spec import attached
     from rewardlab.errors import ParameterError, RewardScaleWarning
     from rewardlab.plugins import apply_plugins, read_plugin
     from rewardlab.storage import write_table
@@ -119,7 +124,8 @@ def _apply(args) -> int:
     # read and compile every file before reading data; their code runs only in the child process
     names = [read_plugin(p)[0] for p in args.plugin]
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
-        frame = _load(args.dataset)
+        frame = _load(args.dataset, args.format)
+        spec = attached(frame)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RewardScaleWarning)
             result = apply_plugins(frame, [Path(p) for p in args.plugin], batch_mode=args.batch_mode,
@@ -127,10 +133,11 @@ def _apply(args) -> int:
                                    contiguous=True if args.contiguous else None,
                                    num_workers=args.num_workers, convention=args.convention,
                                    strict=args.strict, isolate=True, timeout=args.timeout)
-        kept = [c for c in S.KEY_COLUMNS + S.REWARDS_TABLE_CONTEXT if c in result.columns]
+        keep = dict.fromkeys([*S.KEY_COLUMNS, *S.REWARDS_TABLE_CONTEXT, *spec.structure])
+        kept = [c for c in keep if c in result.columns]
         for name in names:
             kept += [columns.reward_column(name), columns.done_column(name)]
-        write_table(result.select(kept), tmp)  # a checksum in every page
+        write_table(result.select(kept), tmp, spec=spec)  # the spec, projected; a checksum in every page
     print(f"wrote {result.height:,} transitions x {len(names)} plug-in(s) to {out}")
     for name in names:
         rewards = result[columns.reward_column(name)]
@@ -148,7 +155,7 @@ def _check(args) -> int:
     from rewardlab.plugins import check_plugin, read_plugin
 
     read_plugin(args.plugin)  # read and compile it before reading data; it runs only in the child
-    frame = _load(args.data)
+    frame = _load(args.data, args.format)
     report = check_plugin(frame, Path(args.plugin), batch_sizes=args.batch_sizes, seed=args.seed,
                           num_workers=args.num_workers, strict=not args.fast, isolate=True,
                           timeout=args.timeout)

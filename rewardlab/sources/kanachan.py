@@ -36,6 +36,7 @@ import polars as pl
 from rewardlab import schema as S
 from rewardlab._io import (atomic_open, check_input, check_not_input, check_output, compression_of,
                            open_compressed, progress_enabled)
+from rewardlab.core.spec import attach, attached
 from rewardlab.errors import (
     DataFormatError,
     ParameterError,
@@ -51,6 +52,8 @@ __all__ = [
     "SKIP_REASONS",
     "DATASET_SUFFIXES",
     "is_dataset",
+    "SOURCE",
+    "sniff_kanachan",
 ]
 
 #: Bytes of text parsed at a time (bounded memory for big files; 32 MB measured best on 2 cores).
@@ -113,6 +116,11 @@ class LoadResult:
             return {}
         counts = self.skipped.group_by("reason").len().sort(["len", "reason"], descending=[True, False])
         return dict(zip(counts["reason"].to_list(), counts["len"].to_list()))
+
+    @classmethod
+    def nothing_skipped(cls, frame: pl.DataFrame) -> "LoadResult":
+        """The result of a load that skipped nothing (what formats without a skip mode give)."""
+        return cls(frame, pl.DataFrame(schema=_SKIPPED_SCHEMA))
 
 
 _SKIPPED_SCHEMA = {
@@ -946,6 +954,7 @@ def _as_paths(paths) -> list[Path]:
 
 # Dataset layouts live in rewardlab.storage; the names are re-exported here.
 from rewardlab.storage import DATASET_SUFFIXES, is_dataset, read_dataset, scan_dataset  # noqa: E402
+from rewardlab.sources.registry import Source, register_source  # noqa: E402
 
 
 def read_kanachan(
@@ -994,7 +1003,7 @@ def read_kanachan(
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
     if all(is_dataset(p) for p in files):
-        return LoadResult(read_dataset(files), pl.DataFrame(schema=_SKIPPED_SCHEMA))
+        return LoadResult(_kanachan_dataset(read_dataset(files), files), pl.DataFrame(schema=_SKIPPED_SCHEMA))
     if any(is_dataset(p) for p in files):
         raise ParameterError("paths", "should be all annotation files or all Parquet datasets",
                              [str(p) for p in files])
@@ -1017,7 +1026,7 @@ def read_kanachan(
             skipped.append(skip_df)
     frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
     skipped_df = pl.concat(skipped) if skipped else pl.DataFrame(schema=_SKIPPED_SCHEMA)
-    frame = _number_games(frame, files, skip=skip)
+    frame = attach(_number_games(frame, files, skip=skip), S.KANACHAN_SPEC)
     result_path = None
     if skip and skipped_path is not None:
         result_path = Path(skipped_path)
@@ -1034,6 +1043,15 @@ def read_kanachan(
             f"skipped {skipped_df.height} of {skipped_df.height + frame.height} lines ({counts}){where}"),
             stacklevel=2)
     return result
+
+
+def _kanachan_dataset(frame, files: list[Path]):
+    """``frame`` (a DataFrame or LazyFrame read from a dataset), refused when it is another source's frame."""
+    spec = attached(frame)
+    if spec is not None and spec.name != S.KANACHAN_SPEC.name:
+        raise ParameterError("paths", f"should be kanachan data; {files[0]} holds a {spec.name!r} frame",
+                             [str(p) for p in files], hint="Open it with rewardlab.load() or rewardlab.scan().")
+    return frame
 
 
 def _number_games(frame: pl.DataFrame, files: list[Path], *, skip: bool) -> pl.DataFrame:
@@ -1111,4 +1129,66 @@ def scan_kanachan(paths) -> pl.LazyFrame:
     files = _as_paths(paths)
     if not all(is_dataset(p) for p in files):
         return load_kanachan(files, progress=False).lazy()
-    return scan_dataset(files)
+    return _kanachan_dataset(scan_dataset(files), files)
+
+
+# ----------------------------------------------------------------------------
+# The source registry entry
+# ----------------------------------------------------------------------------
+
+#: Suffixes claimed without looking inside (the content test recognizes any other name).
+KANACHAN_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bz2")
+
+_GAME_ID_BYTES = re.compile(rb"[0-9a-fA-F]{32}")
+
+
+def sniff_kanachan(path) -> bool:
+    """True when the file's first line looks like a kanachan annotation line (8, 10 or 12
+    TAB-separated columns, a 32-hex-digit game id first); reads at most 64 KiB.
+
+    Examples
+    --------
+    >>> sniff_kanachan("data/sample.tsv.gz")  # doctest: +SKIP
+    True
+    """
+    try:
+        with open_compressed(path) as f:
+            head = f.read(1 << 16)
+    except (OSError, EOFError, ValueError):  # not readable, not gzip / bz2 after all
+        return False
+    line = head.split(b"\n", 1)[0].rstrip(b"\r")
+    columns = line.split(b"\t")
+    return len(columns) in (8, 10, 12) and _GAME_ID_BYTES.fullmatch(columns[0]) is not None
+
+
+def _load_source(paths, *, on_error: str = "raise", skipped_path=None, overwrite: bool = False,
+                 progress: bool | None = None) -> pl.DataFrame:
+    return load_kanachan(paths, on_error=on_error, skipped_path=skipped_path, overwrite=overwrite,
+                         progress=progress)
+
+
+def _scan_source(paths, *, progress: bool | None = None) -> pl.LazyFrame:
+    files = _as_paths(paths)
+    if all(is_dataset(p) for p in files):
+        return scan_dataset(files)
+    frame = load_kanachan(files, progress=progress)
+    return attach(frame.lazy(), S.KANACHAN_SPEC)
+
+
+def _read_source(paths, *, on_error: str = "raise", skipped_path=None, overwrite: bool = False,
+                 progress: bool | None = None) -> LoadResult:
+    return read_kanachan(paths, on_error=on_error, skipped_path=skipped_path, overwrite=overwrite,
+                         progress=progress)
+
+
+#: kanachan annotation files as a source (format ``"kanachan"``).
+SOURCE = register_source(Source(
+    name="kanachan",
+    spec=S.KANACHAN_SPEC,
+    load=_load_source,
+    scan=_scan_source,
+    read=_read_source,
+    suffixes=KANACHAN_SUFFIXES,
+    sniff=sniff_kanachan,
+    description="kanachan offline-RL annotation files (TAB-separated text, plain, .gz or .bz2)",
+))

@@ -1,0 +1,155 @@
+"""``rewardlab.load`` and ``rewardlab.scan``: open files of any registered format.
+
+The format is detected from the files (their content or dataset metadata
+first, then their suffix; :func:`rewardlab.sources.registry.detect_source`)
+unless ``format=`` names it.  Format options go in ``options`` (a dict) and
+are checked against what the source declares, so a misspelt option is an
+error naming it, never silently ignored.  The frame returned carries its
+spec (:func:`rewardlab.core.spec.attached`).
+
+Examples
+--------
+>>> import rewardlab
+>>> frame = rewardlab.load("data/sample.tsv.gz", progress=False)  # doctest: +SKIP
+>>> rewardlab.core.spec.attached(frame).name  # doctest: +SKIP
+'kanachan'
+>>> lf = rewardlab.scan("sample.parquet")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from rewardlab._io import check_input
+from rewardlab.core.spec import FrameSpec, attach, attached
+from rewardlab.errors import FrameError, ParameterError
+from rewardlab.sources.registry import Source, detect_source, get_source
+
+__all__ = ["load", "scan", "resolve_source"]
+
+
+def _as_paths(paths) -> list[Path]:
+    if isinstance(paths, (str, Path)):
+        return [Path(paths)]
+    if isinstance(paths, (list, tuple)) and all(isinstance(p, (str, Path)) for p in paths):
+        if not paths:
+            raise ParameterError("paths", "should name at least one file", list(paths))
+        return [Path(p) for p in paths]
+    raise ParameterError("paths", "should be a path or a list of paths", type(paths).__name__)
+
+
+def resolve_source(paths, *, format: str | None = None) -> tuple[list[Path], Source]:
+    """The paths as a list and the source that reads them (``format`` or detected).
+
+    Detection checks each path first (a missing file, a FIFO: a
+    :class:`~rewardlab.errors.DataFormatError` naming it).
+
+    Examples
+    --------
+    >>> resolve_source("data/sample.tsv.gz")[1].name  # doctest: +SKIP
+    'kanachan'
+    """
+    files = _as_paths(paths)
+    if format is not None:
+        if not isinstance(format, str):
+            raise ParameterError("format", "should be a format name (a string)", format)
+        return files, get_source(format)
+    for p in files:
+        check_input(p, folder=True)
+    return files, detect_source(files)
+
+
+def _call(source: Source, what: str, spec, progress, options) -> dict:
+    """The keyword arguments of the source's ``load`` / ``scan``: its options, and progress and spec
+    where it declares them."""
+    kwargs = source.check_options(options, what)
+    if progress is not None and source.takes("progress", what):
+        kwargs["progress"] = progress
+    if spec is not None and source.takes("spec", what):
+        kwargs["spec"] = spec
+    return kwargs
+
+
+def _check_spec(spec) -> None:
+    if spec is not None and not isinstance(spec, FrameSpec):
+        raise ParameterError("spec", "should be a rewardlab.FrameSpec", type(spec).__name__)
+
+
+def load(paths, *, format: str | None = None, spec: FrameSpec | None = None,
+         progress: bool | None = None, options: dict | None = None) -> pl.DataFrame:
+    """Load trajectory files of any registered format into a frame that carries its spec.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Files (or folders of dataset files) of one format.
+    format : str, optional
+        A registered format name (``"kanachan"``, ``"dataset"``, ...; see
+        :func:`rewardlab.sources.registry.registered_sources`).  Default:
+        detected from content or metadata, then suffix.
+    spec : FrameSpec, optional
+        Describe the frame with this spec instead of the source's (for a
+        plain table).  The frame is checked against it.
+    progress : bool, optional
+        Show a progress bar where the source has one (default: when interactive).
+    options : dict, optional
+        The format's own options (kanachan: ``on_error``, ``skipped_path``,
+        ``overwrite``); a name the format does not declare is refused.
+
+    Returns
+    -------
+    polars.DataFrame
+        With its spec attached (:func:`rewardlab.core.spec.attached`).
+
+    Examples
+    --------
+    >>> frame = load("data/sample.tsv.gz", progress=False)  # doctest: +SKIP
+    >>> frame = load("trips.txt", format="kanachan", options={"on_error": "skip",
+    ...              "skipped_path": "trips.skipped.txt"})  # doctest: +SKIP
+    """
+    _check_spec(spec)
+    files, source = resolve_source(paths, format=format)
+    kwargs = _call(source, "load", spec, progress, options)
+    frame = source.load(files, **kwargs)
+    if not isinstance(frame, pl.DataFrame):
+        raise FrameError(f"the {source.name!r} source's load returned {type(frame).__name__}, not a "
+                         "polars DataFrame", hint="Fix the source's load function.")
+    return _described(frame, source, spec)
+
+
+def scan(paths, *, format: str | None = None, spec: FrameSpec | None = None,
+         progress: bool | None = None, options: dict | None = None) -> pl.LazyFrame:
+    """Scan trajectory files lazily (a source that cannot is loaded, then made lazy).
+
+    Same parameters as :func:`load`; returns a LazyFrame with its spec attached.
+
+    Examples
+    --------
+    >>> lf = scan("sample.parquet")  # doctest: +SKIP
+    """
+    _check_spec(spec)
+    files, source = resolve_source(paths, format=format)
+    if source.scan is None:
+        return _described(load(files, format=source.name, spec=spec, progress=progress,
+                               options=options).lazy(), source, spec)
+    kwargs = _call(source, "scan", spec, progress, options)
+    lf = source.scan(files, **kwargs)
+    if not isinstance(lf, pl.LazyFrame):
+        raise FrameError(f"the {source.name!r} source's scan returned {type(lf).__name__}, not a "
+                         "polars LazyFrame", hint="Fix the source's scan function.")
+    return _described(lf, source, spec)
+
+
+def _described(frame, source: Source, spec: FrameSpec | None):
+    """``frame`` with its spec attached: ``spec`` (checked), else the one the source attached, else its own."""
+    if spec is not None:  # a spec the caller declared: checked whole on an eager frame
+        if isinstance(frame, pl.DataFrame):
+            spec.validate(frame)
+        else:
+            spec.check_columns(frame)
+        return attach(frame, spec)
+    found = attached(frame) or source.spec
+    found.check_columns(frame)
+    return attach(frame, found)
