@@ -463,4 +463,6 @@ def test_normalization_and_comparison_sessions_work_on_a_steps_frame():
         cmp = ComparisonSession(session_frame, spec=spec)
         assert cmp.candidates == ("a", "b")
         assert cmp.results.returns.columns[:2] == ["episode", "episode_id"]
-        assert cmp.results.comparison.matrix("pearson")[0, 1] == pytest.approx(1.0)
+        returns = frame.group_by("episode_id", maintain_order=True).agg(pl.col("reward_a", "reward_b").sum())
+        assert cmp.results.returns.height == frame["done_a"].sum() > returns.height  # cut at done_a too
+        assert cmp.results.comparison.pearson[0, 1] == pytest.approx(1.0)  # b = 2a + 1 step by step

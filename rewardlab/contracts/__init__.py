@@ -19,7 +19,9 @@ Examples
 """
 
 from rewardlab.contracts.base import Contract, ContractArrays
-from rewardlab.contracts.registry import contract_for, get_contract, register_contract, registered_contracts
+from rewardlab.contracts.registry import (
+    contract_for, get_contract, register_contract, registered_contracts, unregister_contract,
+)
 from rewardlab.contracts.kanachan import KANACHAN, KanachanContract
 from rewardlab.contracts.steps import STEPS, StepsArrays, StepsContract
 
@@ -27,6 +29,7 @@ register_contract(KANACHAN)
 register_contract(STEPS)
 
 __all__ = [
-    "Contract", "ContractArrays", "register_contract", "get_contract", "registered_contracts",
+    "Contract", "ContractArrays", "register_contract", "unregister_contract", "get_contract",
+    "registered_contracts",
     "contract_for", "KANACHAN", "KanachanContract", "STEPS", "StepsContract", "StepsArrays",
 ]

@@ -22,7 +22,7 @@ from rewardlab.errors import ParameterError, SpecError
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["register_contract", "get_contract", "registered_contracts", "contract_for",
-           "DEFAULT_CONTRACT"]
+           "DEFAULT_CONTRACT", "unregister_contract"]
 
 #: The contract a run gets when neither a ``contract=`` argument nor a spec names one
 #: (the runner's default, as before contracts were a registry).
@@ -52,6 +52,23 @@ def register_contract(contract: Contract, *, replace: bool = False) -> Contract:
                              "pass replace=True to replace it", contract.name)
     _CONTRACTS[contract.name] = contract
     return contract
+
+
+def unregister_contract(name: str) -> Contract:
+    """Remove the contract registered as ``name``; returns it.
+
+    For tests and notebooks that register a contract of their own for a while.
+
+    Examples
+    --------
+    >>> unregister_contract("nope")
+    Traceback (most recent call last):
+    ...
+    rewardlab.errors.ParameterError: `name` should be a registered contract. Received 'nope'.
+    """
+    if name not in _CONTRACTS:
+        raise ParameterError("name", "should be a registered contract", name)
+    return _CONTRACTS.pop(name)
 
 
 def registered_contracts() -> dict[str, Contract]:
