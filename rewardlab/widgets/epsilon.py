@@ -91,7 +91,8 @@ class EpsilonScheduleTuner(SessionWidget):
         self.add_class("rewardlab-epsilon")
         self.children = [W.HTML("<b>Epsilon-greedy schedule</b>"), self.kind,
                          W.HBox([self.explorer_box, self.kanachan_box]),
-                         W.HBox([c["n_steps"], c["threshold"]]), self.error, self.summary, self.plot,
+                         W.HBox([c["n_steps"], c["threshold"]]), self.state_bar, self.error, self.summary,
+                         self.plot, self.pinned,
                          self.snippet_format, self.snippet]
         self.refresh()
 
