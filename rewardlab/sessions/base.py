@@ -602,7 +602,7 @@ class Session:
         rewardlab.errors.ParameterError: `label` should differ from the pinned candidates' labels (pin 1). Received 'pin 1'.
         """
         if label is None:
-            n = len(self._pins) + 1
+            n = 1
             while f"pin {n}" in self._pins:
                 n += 1
             label = f"pin {n}"
@@ -799,11 +799,8 @@ class Session:
         >>> s = RankingTuningSession.load_state("tuner.state.json", "data/sample.tsv.gz")  # doctest: +SKIP
         """
         check_choice("on_mismatch", on_mismatch, ("raise", "warn"))
-        state = read_state(path)
-        target = Session.kinds.get(state.kind)
-        if target is None:
-            raise state_error(path, "kind", f"is {state.kind!r}, not a session kind ("
-                              + ", ".join(map(repr, Session.kinds)) + ")")
+        state = read_state(path, kinds=tuple(Session.kinds))
+        target = Session.kinds[state.kind]
         if cls is not Session and target is not cls:
             raise state_error(path, "kind", f"is {state.kind!r}; {cls.__name__} reads {cls.state_kind!r} "
                               f"(load it with {target.__name__}.load_state)")

@@ -245,8 +245,10 @@ def write_state(state: SavedState, path, *, overwrite: bool = False) -> Path:
     return target
 
 
-def read_state(path) -> SavedState:
+def read_state(path, *, kinds=None) -> SavedState:
     """Read and check a state file; anything wrong is refused naming the file and the field.
+
+    ``kinds``: the session kinds accepted (default: any string).
 
     Raises
     ------
@@ -277,6 +279,8 @@ def read_state(path) -> SavedState:
         raise state_error(path, "format", f"is {json.dumps(fmt)}; this rewardlab ({__version__}) reads "
                           f"format {STATE_FORMAT}")
     kind = _expect(path, "kind", data.get("kind"), (str,), "a session kind")
+    if kinds is not None and kind not in kinds:
+        raise state_error(path, "kind", f"is {kind!r}, not a session kind (" + ", ".join(map(repr, kinds)) + ")")
     version = _expect(path, "rewardlab_version", data.get("rewardlab_version"), (str,), "a version string")
     parameters = _expect(path, "parameters", data.get("parameters"), (dict,), "an object")
     constants = _expect(path, "constants", data.get("constants"), (dict,), "an object or null", optional=True)
