@@ -481,7 +481,11 @@ class RankingTuningSession(Session):
             raise ParameterError("parameter", "should be one of " + ", ".join(self._param_names), unknown[0])
         if constants is None:
             raise ParameterError("constants", "should hold mean, std and provenance", None)
-        provenance = Provenance(**dict(constants["provenance"]))
+        try:
+            provenance = Provenance(**dict(constants["provenance"]))
+        except TypeError as exc:  # a field Provenance does not have
+            raise ParameterError("provenance", f"should hold Provenance's fields ({exc})",
+                                 dict(constants["provenance"])) from None
         params = {**self._params, **parameters, "mean": constants["mean"], "std": constants["std"]}
         params["vector"] = tuple(params["vector"]) if isinstance(params["vector"], (list, tuple)) \
             else params["vector"]

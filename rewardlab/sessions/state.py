@@ -308,7 +308,8 @@ def read_state(path, *, kinds=None) -> SavedState:
     return SavedState(kind=kind, version=version, parameters=frozen(parameters),
                       constants=None if constants is None else frozen(constants), pinned=pinned,
                       data_path=data_path,
-                      data_paths=None if paths is None else tuple(paths), fingerprint=fingerprint, rows=rows, options=frozen(options))
+                      data_paths=None if paths is None else tuple(paths), fingerprint=fingerprint, rows=rows,
+                      options=frozen(options))
 
 
 def fingerprint_columns(frame: pl.DataFrame, names) -> str:
