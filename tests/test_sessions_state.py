@@ -119,6 +119,12 @@ def test_ranking_comparison_table_matches_a_recomputation(small_frame):
     pin = s.pinned[0]
     assert pin.constants["provenance"]["kind"] == "dataset" and pin.parameters["vector"] == pinned_vector
     assert s.compare_pinned("tokujo").equals(table)
+    version, results, family = s.version, s.results, s.family
+    again = s.pinned_results("tokujo")  # recomputed for the overlay; the live state is untouched
+    assert (s.version, s.results, s.family) == (version, results, family)
+    reference = RankingTuningSession(small_frame, preset="tenhou_tokujo_6dan", constants="data").results
+    np.testing.assert_array_equal(again.reward, reference.reward)
+    assert again.family.params == reference.family.params
     with pytest.raises(ParameterError, match=r"^`labels` should name pinned candidates \('tokujo'\)\. "
                        r"Received 'nope'\.$"):
         s.compare_pinned(["nope"])
@@ -346,6 +352,22 @@ def test_malformed_state_files_name_the_file_and_the_field(tmp_path):
     assert s.parameters == before and [p.label for p in s.pinned] == ["a"]  # nothing changed
 
 
+def test_a_ranking_state_with_bad_constants_names_the_field(small_frame, tmp_path):
+    s = RankingTuningSession(small_frame, preset="top")
+    good = json.loads(s.save_state(tmp_path / "good.json").read_text())
+    bad = tmp_path / "bad.json"
+    for constants, start in [
+        ({**good["constants"], "provenance": {"kind": "dataset", "colour": "red"}},
+         f"{bad}: field 'constants.provenance' is refused: `provenance` should hold Provenance's fields"),
+        ({**good["constants"], "std": 0.0}, f"{bad}: field 'constants.std' is refused: `std` should be > 0"),
+        ({**good["constants"], "std": "1"}, f"{bad}: field 'constants.std' should be a number, not \"1\""),
+    ]:
+        write_json(bad, {**good, "constants": constants})
+        with pytest.raises(DataFormatError) as err:
+            RankingTuningSession.load_state(bad, small_frame)
+        assert str(err.value).startswith(start), (str(err.value), start)
+
+
 def test_save_state_never_replaces_a_file_unless_asked(tmp_path):
     s = EpsilonScheduleSession(n_steps=100)
     path = s.save_state(tmp_path / "s.json")
@@ -406,5 +428,6 @@ def test_tuner_buttons_drive_the_session(small_frame, tmp_path):
     assert tuner.pinned.value == "" and tuner.session.pinned == ()
 
     ranking = RankingTuner(small_frame, preset="top", background=False)
+    plot = ranking.plot.value
     ranking.pin_button.click()
-    assert "mean reward, 1st place" in ranking.pinned.value
+    assert "mean reward, 1st place" in ranking.pinned.value and ranking.plot.value != plot  # overlaid

@@ -657,6 +657,31 @@ class Session:
         self.pins_version += 1
         self._notify()
 
+    def pinned_results(self, label: str):
+        """The results a pinned candidate gives on the session's data, recomputed (the live state is untouched).
+
+        What the widgets overlay on the live plots (e.g. the pinned reward
+        distributions).  Computed on a shallow copy of the session, so a
+        background export or another reader never sees the pinned state.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> s = EpsilonScheduleSession(n_steps=100); _ = s.pin("short"); s.n_steps = 200
+        >>> int(s.pinned_results("short").steps[-1]), int(s.results.steps[-1])
+        (100, 200)
+        """
+        if label not in self._pins:
+            names = ", ".join(map(repr, self._pins)) or "none are pinned"
+            raise ParameterError("label", f"should be one of the pinned candidates ({names})", label)
+        pin = self._pins[label]
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._params, clone._observers = dict(self._params), []
+        clone._apply_state(dict(pin.parameters), pin.constants)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return clone._compute()
+
     def live_summary(self) -> dict:
         """The statistics of the live candidate, as :meth:`pin` records them (statistic -> number or None).
 

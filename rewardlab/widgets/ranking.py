@@ -206,12 +206,14 @@ class RankingTuner(SessionWidget):
             f"normalized <b class='rewardlab-expected'>{fmt(r.expected_reward)}</b>; "
             f"steps with reward 0: {r.zero_steps:,}; "
             f"<small>recomputed in {s.recompute_seconds * 1e3:.2f} ms</small></div>")
-        step_rewards = s.step_rewards()
+        step_rewards = {"reward": s.step_rewards()}
+        for p in s.pinned:  # overlaid: each pin's rewards on the same data
+            step_rewards[f"pinned: {p.label}"] = s.table.step_rewards(s.pinned_results(p.label).reward)
         by_rank = r.by_rank_table("reward")
         pins = [(p.label, [p.summary.get(f"mean reward, {place} place") for place in _RANKS]) for p in s.pinned]
 
         def draw(axes):
-            plot_reward_distribution({"reward": step_rewards}, ax=axes[0], bins=40)
+            plot_reward_distribution(step_rewards, ax=axes[0], bins=40)
             axes[0].set_title("reward at the end of the game")
             plot_reward_by_rank(by_rank, ax=axes[1])
             for k, (label, means) in enumerate(pins):  # pinned candidates over the live bars
