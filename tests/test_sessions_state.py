@@ -396,6 +396,11 @@ def test_exported_header_names_the_state_file(small_frame, tmp_path):
     assert header.replace(f"# state:       {state}\n", "").splitlines()[1:] == plain.splitlines()[1:]
     loaded = RankingTuningSession.load_state(state, small_frame)
     assert f"# state:       {state}" in loaded.export(tmp_path / "loaded.py", check=False).header.splitlines()
+    loaded.set_rank_value(0, 5.0)
+    header = loaded.export(tmp_path / "changed.py", check=False).header.splitlines()
+    assert f"# state:       {state} (parameters changed since)" in header
+    loaded.undo()  # back to the saved parameters
+    assert loaded.state_note == str(state)
 
 
 # --------------------------------------------------------------------------

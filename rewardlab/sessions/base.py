@@ -337,6 +337,7 @@ class Session:
         self.data_path: str | None = None
         self.data_paths: tuple[str, ...] | None = None
         self.state_path: Path | None = None
+        self._state_snapshot: dict | None = None
 
     # -- observers ---------------------------------------------------------
     def observe(self, callback: Callable) -> Callable:
@@ -789,8 +790,25 @@ class Session:
         PosixPath('tuner.state.json')
         """
         target = write_state(self.saved_state(), path, overwrite=check_bool("overwrite", overwrite))
-        self.state_path = target
+        self.state_path, self._state_snapshot = target, self._snapshot()
         return target
+
+    @property
+    def state_note(self) -> str | None:
+        """The state file this session was saved to or loaded from, and whether it changed since; or None.
+
+        What an exported plug-in's header says about its origin.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> EpsilonScheduleSession().state_note is None
+        True
+        """
+        if self.state_path is None:
+            return None
+        same = self._state_snapshot is not None and self._same_state(self._state_snapshot, self._snapshot())
+        return str(self.state_path) + ("" if same else " (parameters changed since)")
 
     @classmethod
     def load_state(cls, path: str | Path, data=None, *, on_mismatch: str = "raise", **options) -> "Session":
@@ -885,7 +903,7 @@ class Session:
         except (KeyError, TypeError) as exc:
             raise state_error(path, "parameters", f"is incomplete or of the wrong type ({exc})") from None
         self._pins = {p.label: p for p in state.pinned}
-        self.state_path = Path(path)
+        self.state_path, self._state_snapshot = Path(path), self._snapshot()
         self._pins_changed()
 
     # state hooks (subclasses refine them)

@@ -585,7 +585,7 @@ class RankingTuningSession(Session):
             raise ParameterError("results", "should be finite to export", "; ".join(bad))
         text = render_plugin(family, source=source or "rewardlab RankingTuningSession",
                              keep_constants=keep_constants,
-                             state=None if self.state_path is None else str(self.state_path))
+                             state=self.state_note)
         roundtrip = None
         if check:
             expected = (self.table.step_rewards(results.reward), self.prepared.done(family.scope))
