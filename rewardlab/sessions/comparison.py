@@ -129,7 +129,8 @@ class ComparisonSession(Session):
 
     def _apply(self, frame: pl.DataFrame, plugins: list) -> pl.DataFrame:
         applied = apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size)
-        self.plugin_paths += [str(p.path if isinstance(p, Plugin) else p) for p in plugins]
+        self.plugin_paths += [str(Path(p.path if isinstance(p, Plugin) else p).expanduser().resolve())
+                              for p in plugins]  # absolute: a state file is read from any folder
         return applied
 
     def _refresh_candidates(self) -> None:
