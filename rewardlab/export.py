@@ -169,7 +169,8 @@ def check_constants_fit(family: RewardFamily, *, keep_constants: bool = False) -
 
 
 def render_plugin(family_or_params, *, source: str | None = None,
-                  created: _dt.datetime | None = None, keep_constants: bool = False) -> str:
+                  created: _dt.datetime | None = None, keep_constants: bool = False,
+                  state: str | None = None) -> str:
     """The text of the plug-in file for a family (see :func:`export_plugin`).
 
     Everything is checked here, before any file is touched: every literal
@@ -189,6 +190,10 @@ def render_plugin(family_or_params, *, source: str | None = None,
     keep_constants : bool, default False
         Export constants fitted (on data or by the seed recipe) for other
         parameters as they are; the header says so.
+    state : str, optional
+        The tuner state file (:meth:`rewardlab.sessions.Session.save_state`)
+        the parameters come from; the header names it (sanitized).  Without
+        it the header has no ``state:`` line.
 
     Returns
     -------
@@ -211,6 +216,8 @@ def render_plugin(family_or_params, *, source: str | None = None,
     p = family.params
     if source is not None and not isinstance(source, (str, Path)):
         raise ParameterError("source", "should be a string or None", source)
+    if state is not None and not isinstance(state, (str, Path)):
+        raise ParameterError("state", "should be a string or None", state)
     created = created or _dt.datetime.now(_dt.timezone.utc)
     if not isinstance(created, _dt.datetime):
         raise ParameterError("created", "should be a datetime", created)
@@ -244,6 +251,8 @@ def render_plugin(family_or_params, *, source: str | None = None,
     header.append(f"constants fit: {constants_fit(family)}")
     if source is not None:
         header.append(f"source:      {source}")
+    if state is not None:
+        header.append(f"state:       {state}")
     header.append("reward:      " + _FORMULAS[family.name][0])
     header += ["             " + line for line in _FORMULAS[family.name][1:]]
     comment = "\n".join(("# " + sanitize_comment(line)).rstrip() for line in header)

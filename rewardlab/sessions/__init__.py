@@ -40,10 +40,25 @@ Sessions
   in a scope, before / after statistics, Gymnasium and SB3 replays.
 * :class:`ComparisonSession`: candidate plug-ins side by side.
 
+Pinned candidates, undo and saved state (every tuner)
+-----------------------------------------------------
+* ``session.pin(label)`` keeps the current candidate as an immutable
+  :class:`Pinned` record (parameters, constants and their origin, a summary
+  of its statistics); :attr:`Session.pinned`, :meth:`Session.unpin`,
+  :meth:`Session.clear_pins`; :meth:`Session.compare_pinned` is a table of
+  their statistics beside the live candidate's, with the differences.
+* ``session.undo()`` / ``session.redo()`` walk the accepted changes (up to
+  :data:`HISTORY_LIMIT`; a refused change is not recorded).
+* ``session.save_state(path)`` writes parameters, constants, pins, the data's
+  path and fingerprint to a small JSON file; ``Session.load_state(path, data)``
+  and ``session.restore(path)`` read it back and refuse other data.
+
 Modules
 -------
 * :mod:`rewardlab.sessions.base`: :class:`Session`, :func:`parse_number`,
   :class:`CancelToken`, :func:`locate` and the helpers every tuner uses.
+* :mod:`rewardlab.sessions.state`: :class:`Pinned`, :class:`SavedState`
+  and the state file.
 * :mod:`rewardlab.sessions.roundtrip`: :func:`roundtrip_check`,
   :class:`RoundTrip`, :class:`ExportResult` (the check an export runs).
 * :mod:`rewardlab.sessions.ranking`, :mod:`rewardlab.sessions.epsilon`,
@@ -63,11 +78,12 @@ False
 '`epsilon_stable` should be in [0, 1] (a probability). Received 1.5.'
 """
 
-from rewardlab.sessions.base import CancelToken, Session, locate, parse_number
+from rewardlab.sessions.base import HISTORY_LIMIT, CancelToken, Session, locate, parse_number
 from rewardlab.sessions.comparison import ComparisonResults, ComparisonSession
 from rewardlab.sessions.epsilon import SCHEDULE_KINDS, EpsilonResults, EpsilonScheduleSession
 from rewardlab.sessions.normalization import NormalizationResults, NormalizationSession
 from rewardlab.sessions.ranking import RankingResults, RankingTuningSession
+from rewardlab.sessions.state import STATE_FORMAT, Pinned, SavedState, read_state
 from rewardlab.sessions.roundtrip import (
     CHECK_ROWS, COMPARE_BATCH_SIZE, COMPARE_MODE, ExportResult, RoundTrip, roundtrip_check, sample_whole_games,
     whole_games,
@@ -81,6 +97,11 @@ __all__ = [
     "COMPARE_MODE",
     "COMPARE_BATCH_SIZE",
     "Session",
+    "Pinned",
+    "SavedState",
+    "read_state",
+    "STATE_FORMAT",
+    "HISTORY_LIMIT",
     "RankingTuningSession",
     "RankingResults",
     "ExportResult",

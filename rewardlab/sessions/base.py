@@ -21,6 +21,7 @@ import math
 import re
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, ClassVar
 
@@ -28,9 +29,13 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core import columns
+from rewardlab._version import __version__
 from rewardlab.core.spec import keep_spec
 from rewardlab.dataset import as_lazy
-from rewardlab.errors import ExportCancelled, ParameterError, RewardlabError
+from rewardlab.errors import (
+    ExportCancelled, FrameError, ParameterError, RewardlabError, RewardlabWarning, check_choice,
+)
+from rewardlab.sessions.state import Pinned, SavedState, read_state, state_error, write_state
 
 __all__ = [
     "locate",
@@ -40,8 +45,12 @@ __all__ = [
     "progress_callback",
     "Param",
     "Session",
+    "Pinned",
+    "HISTORY_LIMIT",
     "check_bool",
     "load_frame",
+    "saved_data",
+    "source_paths",
     "base_columns",
 ]
 
@@ -240,6 +249,9 @@ def progress_callback(progress) -> Callable[[float, str], None]:
 # The session base: parameters, validation, recompute, observers
 # --------------------------------------------------------------------------
 
+#: Parameter changes :meth:`Session.undo` can go back (the oldest are forgotten first).
+HISTORY_LIMIT = 100
+
 
 class Param:
     """A session parameter: reading returns its value, assigning calls :meth:`Session.update`.
@@ -300,6 +312,15 @@ class Session:
     _param_names: ClassVar[tuple[str, ...]] = ()
     #: Parameters that also take text (:func:`parse_number`): ``"int"`` or ``"float"``.
     _numeric: ClassVar[dict[str, str]] = {}
+    #: The kind written in state files and pinned records (``"ranking"``, ...); set by each tuner.
+    state_kind: ClassVar[str] = ""
+    #: Every tuner by its state kind (filled as the subclasses are defined), for :meth:`load_state`.
+    kinds: ClassVar[dict[str, type]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("state_kind"):
+            Session.kinds[cls.state_kind] = cls
 
     def __init__(self) -> None:
         self._observers: list[Callable] = []
@@ -308,6 +329,14 @@ class Session:
         self.last_error: str | None = None
         self.version = 0
         self.recompute_seconds = math.nan
+        self._undo: list = []
+        self._redo: list = []
+        self._pins: dict[str, Pinned] = {}
+        self.pins_version = 0
+        self.data_path: str | None = None
+        self.data_paths: tuple[str, ...] | None = None
+        self.state_path: Path | None = None
+        self._state_snapshot: dict | None = None
 
     # -- observers ---------------------------------------------------------
     def observe(self, callback: Callable) -> Callable:
@@ -416,18 +445,20 @@ class Session:
         return True
 
     @contextlib.contextmanager
-    def _change(self, changes: dict):
+    def _change(self, changes: dict, *, record: bool = True):
         """Apply the state changes made in the ``with`` block, recompute, and keep them only if all is well.
 
         The results are computed before anything is kept; an error in the
         block or in the recompute, or a non-finite statistic in the new
         results (:meth:`_nonfinite`), restores the previous state and
         raises (a ParameterError naming ``changes`` for a non-finite
-        statistic).  On success the results are replaced and the observers
-        told.
+        statistic).  On success the results are replaced, the previous
+        state goes on the undo history (with ``record``, when the state
+        changed; the redo history is cleared) and the observers are told.
         """
         saved = dict(self.__dict__)
         saved["_params"] = dict(self._params)
+        before = self._snapshot() if record and self.results is not None else None
         try:
             yield
             t0 = time.perf_counter()
@@ -449,6 +480,10 @@ class Session:
         self.recompute_seconds = seconds
         self.version += 1
         self.last_error = None
+        if before is not None and not self._same_state(before, self._snapshot()):
+            self._undo.append(before)
+            del self._undo[:-HISTORY_LIMIT]
+            self._redo.clear()
         self._notify()
 
     def _refresh(self, changes: dict | None = None) -> None:
@@ -466,6 +501,435 @@ class Session:
                 out.append(f"{what} would be {float(bad)!r}")
         return out
 
+    # -- undo / redo -------------------------------------------------------------
+    @property
+    def can_undo(self) -> bool:
+        """True when :meth:`undo` has a change to take back."""
+        return bool(self._undo)
+
+    @property
+    def can_redo(self) -> bool:
+        """True when :meth:`redo` has an undone change to apply again."""
+        return bool(self._redo)
+
+    def undo(self) -> bool:
+        """Go back to the state before the last parameter change; False when there is none.
+
+        Every accepted change (a parameter, a preset, constants from data...)
+        is remembered, up to :data:`HISTORY_LIMIT`; a refused change is not.
+        The observers are told as for any change.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> s = EpsilonScheduleSession(n_steps=1000)
+        >>> s.n_steps = 2000
+        >>> s.undo(), s.n_steps
+        (True, 1000)
+        >>> s.redo(), s.n_steps
+        (True, 2000)
+        """
+        return self._travel(self._undo, self._redo, "undo")
+
+    def redo(self) -> bool:
+        """Apply again the change :meth:`undo` took back; False when there is none (a new change clears it).
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> EpsilonScheduleSession().redo()
+        False
+        """
+        return self._travel(self._redo, self._undo, "redo")
+
+    def _travel(self, source: list, target: list, what: str) -> bool:
+        if not source:
+            return False
+        current = self._snapshot()
+        with self._change({what: "previous state"}, record=False):
+            self._restore(source[-1])
+        source.pop()
+        target.append(current)
+        return True
+
+    def _snapshot(self) -> dict:
+        """What undo restores: the parameters (subclasses add what else defines the candidate)."""
+        return {"params": dict(self._params)}
+
+    def _restore(self, snapshot: dict) -> None:
+        self._params = dict(snapshot["params"])
+
+    @staticmethod
+    def _same_state(a: dict, b: dict) -> bool:
+        return a == b
+
+    # -- pinned candidates -----------------------------------------------------------
+    @property
+    def pinned(self) -> tuple[Pinned, ...]:
+        """The pinned candidates, oldest first.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> s = EpsilonScheduleSession()
+        >>> _ = s.pin("first"); [p.label for p in s.pinned]
+        ['first']
+        """
+        return tuple(self._pins.values())
+
+    def pin(self, label: str | None = None) -> Pinned:
+        """Keep the current candidate (parameters, constants and their origin, statistics) under ``label``.
+
+        Parameters
+        ----------
+        label : str, optional
+            Default: ``"pin 1"``, ``"pin 2"``, ... (the first free one).
+            Must differ from the other pins and from ``"live"`` and
+            ``"statistic"`` (the comparison table's columns).
+
+        Returns
+        -------
+        Pinned
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> s = EpsilonScheduleSession()
+        >>> s.pin().label
+        'pin 1'
+        >>> s.pin("pin 1")
+        Traceback (most recent call last):
+        rewardlab.errors.ParameterError: `label` should differ from the pinned candidates' labels (pin 1). Received 'pin 1'.
+        """
+        if label is None:
+            n = 1
+            while f"pin {n}" in self._pins:
+                n += 1
+            label = f"pin {n}"
+        self._check_label(label)
+        record = Pinned(label=label, kind=self.state_kind, parameters=self._state_parameters(),
+                        constants=self._state_constants(), summary=self._summary(self.results))
+        self._pins[label] = record
+        self._pins_changed()
+        return record
+
+    def _check_label(self, label) -> None:
+        if not isinstance(label, str) or not label.strip():
+            raise ParameterError("label", "should be a non-empty string", label)
+        if label in ("live", "statistic") or any(label == f"{p} - live" for p in self._pins):
+            raise ParameterError("label", "should not be 'live', 'statistic' or '<a pin> - live' (the "
+                                 "comparison table's columns)", label)
+        if label in self._pins:
+            raise ParameterError("label", "should differ from the pinned candidates' labels ("
+                                 + ", ".join(self._pins) + ")", label)
+
+    def unpin(self, label: str) -> Pinned:
+        """Forget the pinned candidate ``label``; returns it.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> s = EpsilonScheduleSession()
+        >>> s.unpin("best")
+        Traceback (most recent call last):
+        rewardlab.errors.ParameterError: `label` should be one of the pinned candidates (none are pinned). Received 'best'.
+        """
+        if label not in self._pins:
+            names = ", ".join(map(repr, self._pins)) or "none are pinned"
+            raise ParameterError("label", f"should be one of the pinned candidates ({names})", label)
+        record = self._pins.pop(label)
+        self._pins_changed()
+        return record
+
+    def clear_pins(self) -> None:
+        """Forget every pinned candidate.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> s = EpsilonScheduleSession(); _ = s.pin(); s.clear_pins(); s.pinned
+        ()
+        """
+        self._pins.clear()
+        self._pins_changed()
+
+    def _pins_changed(self) -> None:
+        self.pins_version += 1
+        self._notify()
+
+    def pinned_results(self, label: str):
+        """The results a pinned candidate gives on the session's data, recomputed (the live state is untouched).
+
+        What the widgets overlay on the live plots (e.g. the pinned reward
+        distributions).  Computed on a shallow copy of the session, so a
+        background export or another reader never sees the pinned state.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> s = EpsilonScheduleSession(n_steps=100); _ = s.pin("short"); s.n_steps = 200
+        >>> int(s.pinned_results("short").steps[-1]), int(s.results.steps[-1])
+        (100, 200)
+        """
+        if label not in self._pins:
+            names = ", ".join(map(repr, self._pins)) or "none are pinned"
+            raise ParameterError("label", f"should be one of the pinned candidates ({names})", label)
+        pin = self._pins[label]
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._params, clone._observers = dict(self._params), []
+        clone._apply_state(dict(pin.parameters), pin.constants)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return clone._compute()
+
+    def live_summary(self) -> dict:
+        """The statistics of the live candidate, as :meth:`pin` records them (statistic -> number or None).
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> EpsilonScheduleSession(n_steps=10).live_summary()["steps"]
+        10
+        """
+        return dict(Pinned(label="live", kind=self.state_kind, parameters={}, constants=None,
+                           summary=self._summary(self.results)).summary)
+
+    def compare_pinned(self, labels=None) -> pl.DataFrame:
+        """The pinned candidates' statistics beside the live one's: one row per statistic.
+
+        Columns: ``statistic``, ``live``, then for each pin ``<label>`` and
+        ``<label> - live`` (its value minus the live value).  A statistic a
+        candidate does not have (e.g. an absent rank, another reward) is
+        null.  What the statistics are is each tuner's (its ``_summary``).
+
+        Parameters
+        ----------
+        labels : sequence of str, optional
+            The pins to show (default: all, oldest first).
+
+        Returns
+        -------
+        polars.DataFrame
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> s = EpsilonScheduleSession(n_steps=1000); _ = s.pin("short"); s.n_steps = 2000
+        >>> s.compare_pinned().filter(pl.col("statistic") == "steps").row(0)
+        ('steps', 2000.0, 1000.0, -1000.0)
+        """
+        if labels is None:
+            labels = list(self._pins)
+        elif isinstance(labels, str):
+            labels = [labels]
+        pins = []
+        for label in labels:
+            if label not in self._pins:
+                names = ", ".join(map(repr, self._pins)) or "none are pinned"
+                raise ParameterError("labels", f"should name pinned candidates ({names})", label)
+            pins.append(self._pins[label])
+        live = self.live_summary()
+        names = list(live)
+        for p in pins:
+            names += [k for k in p.summary if k not in names]
+        data: dict = {"statistic": names, "live": [live.get(k) for k in names]}
+        for p in pins:
+            values = [p.summary.get(k) for k in names]
+            data[p.label] = values
+            data[f"{p.label} - live"] = [None if v is None or w is None else v - w
+                                         for v, w in zip(values, data["live"])]
+        schema = {"statistic": pl.String, **{k: pl.Float64 for k in data if k != "statistic"}}
+        return pl.DataFrame(data, schema=schema)
+
+    # -- saved state --------------------------------------------------------------------
+    def data_fingerprint(self) -> str | None:
+        """A fingerprint of the columns the session reads (None when it reads no data).
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> EpsilonScheduleSession().data_fingerprint() is None
+        True
+        """
+        return None
+
+    def _data_rows(self) -> int | None:
+        return None
+
+    def saved_state(self) -> SavedState:
+        """What :meth:`save_state` writes, as a record.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> EpsilonScheduleSession(n_steps=10).saved_state().parameters["n_steps"]
+        10
+        """
+        return SavedState(kind=self.state_kind, version=__version__, parameters=self._state_parameters(),
+                          constants=self._state_constants(), pinned=self.pinned, data_path=self.data_path,
+                          data_paths=self.data_paths,
+                          fingerprint=self.data_fingerprint(), rows=self._data_rows(),
+                          options=self._state_options())
+
+    def save_state(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Save the parameters, constants and their origin, pinned candidates and the data's fingerprint.
+
+        A small JSON file, written atomically; an existing file is replaced
+        only with ``overwrite``.  :meth:`load_state` and :meth:`restore`
+        read it back; a plug-in exported afterwards names it in its header.
+
+        Raises
+        ------
+        ParameterError, OutputExistsError
+            Before anything is written.
+
+        Examples
+        --------
+        >>> s.save_state("tuner.state.json")  # doctest: +SKIP
+        PosixPath('tuner.state.json')
+        """
+        target = write_state(self.saved_state(), path, overwrite=check_bool("overwrite", overwrite))
+        self.state_path, self._state_snapshot = target, self._snapshot()
+        return target
+
+    @property
+    def state_note(self) -> str | None:
+        """The state file this session was saved to or loaded from, and whether it changed since; or None.
+
+        What an exported plug-in's header says about its origin.
+
+        Examples
+        --------
+        >>> from rewardlab.sessions import EpsilonScheduleSession
+        >>> EpsilonScheduleSession().state_note is None
+        True
+        """
+        if self.state_path is None:
+            return None
+        same = self._state_snapshot is not None and self._same_state(self._state_snapshot, self._snapshot())
+        return str(self.state_path) + ("" if same else " (parameters changed since)")
+
+    @classmethod
+    def load_state(cls, path: str | Path, data=None, *, on_mismatch: str = "raise", **options) -> "Session":
+        """A new session in the state saved in ``path`` (parameters, constants, pinned candidates).
+
+        Parameters
+        ----------
+        path : str or Path
+            A file written by :meth:`save_state`.
+        data : DataFrame, LazyFrame or path(s), optional
+            The data to tune on; default: the data path the file records
+            (tuners that read no data take none).
+        on_mismatch : {"raise", "warn"}
+            When ``data``'s fingerprint differs from the file's:
+            :class:`~rewardlab.errors.FrameError`, or a
+            :class:`~rewardlab.errors.RewardlabWarning` and the state is
+            applied anyway.
+        **options
+            Passed to the session's constructor (e.g. ``spec=``).
+
+        Raises
+        ------
+        DataFormatError
+            The file is not a state file of this kind (naming the file and
+            the field).
+        FrameError
+            The data differs from the data the state was saved with.
+
+        Examples
+        --------
+        >>> s = RankingTuningSession.load_state("tuner.state.json", "data/sample.tsv.gz")  # doctest: +SKIP
+        """
+        check_choice("on_mismatch", on_mismatch, ("raise", "warn"))
+        state = read_state(path, kinds=tuple(Session.kinds))
+        target = Session.kinds[state.kind]
+        if cls is not Session and target is not cls:
+            raise state_error(path, "kind", f"is {state.kind!r}; {cls.__name__} reads {cls.state_kind!r} "
+                              f"(load it with {target.__name__}.load_state)")
+        session = target._from_state(state, data, path, **options)
+        session._apply_saved(state, path, on_mismatch)
+        session._undo.clear()
+        session._redo.clear()
+        return session
+
+    def restore(self, path: str | Path, *, on_mismatch: str = "raise") -> None:
+        """Put this session in the state saved in ``path`` (its pinned candidates replace the current ones).
+
+        One change for :meth:`undo` (the pins are not part of the history).
+        Errors as in :meth:`load_state`; nothing changes then.
+
+        Examples
+        --------
+        >>> s.restore("tuner.state.json")  # doctest: +SKIP
+        """
+        check_choice("on_mismatch", on_mismatch, ("raise", "warn"))
+        state = read_state(path)
+        if state.kind != self.state_kind:
+            raise state_error(path, "kind", f"is {state.kind!r}; this {type(self).__name__} reads "
+                              f"{self.state_kind!r}")
+        self._apply_saved(state, path, on_mismatch)
+
+    @classmethod
+    def _from_state(cls, state: SavedState, data, path, **options) -> "Session":
+        """A fresh session on ``data`` (default: the path the state records), before the state is applied."""
+        return cls(saved_data(state, data, path), **options)
+
+    def _apply_saved(self, state: SavedState, path, on_mismatch: str) -> None:
+        found = self.data_fingerprint()
+        if state.fingerprint != found:
+            saved = f"{state.fingerprint}" + (f" ({state.data_path}" if state.data_path else " (in memory")
+            saved += f", {state.rows:,} rows)" if state.rows is not None else ")"
+            now = f"{found}" + (f" ({self._data_rows():,} rows)" if self._data_rows() is not None else "")
+            text = (f"the data differs from the data the state file {path} was saved with: fingerprint "
+                    f"expected {saved}, found {now}")
+            hint = ("Load the state with the data it was saved with, or pass on_mismatch='warn' to apply "
+                    "its parameters to this data anyway")
+            if on_mismatch == "raise":
+                raise FrameError(text, hint=hint)
+            warnings.warn(f"{text}; the state is applied anyway", RewardlabWarning, stacklevel=3)
+        for k, pin in enumerate(state.pinned):
+            if pin.label in ("live", "statistic"):
+                raise state_error(path, f"pinned[{k}].label", f"should not be {pin.label!r} (a column of the "
+                                  "comparison table)")
+        try:
+            with self._change({"state": str(path)}):
+                self._apply_state(dict(state.parameters), state.constants)
+        except ParameterError as exc:
+            field = f"parameters.{exc.name}" if exc.name in state.parameters else \
+                f"constants.{exc.name}" if state.constants is not None and exc.name in state.constants else \
+                "parameters"
+            raise state_error(path, field, f"is refused: {exc}") from None
+        except (KeyError, TypeError) as exc:
+            raise state_error(path, "parameters", f"is incomplete or of the wrong type ({exc})") from None
+        self._pins = {p.label: p for p in state.pinned}
+        self.state_path, self._state_snapshot = Path(path), self._snapshot()
+        self._pins_changed()
+
+    # state hooks (subclasses refine them)
+    def _state_parameters(self) -> dict:
+        """The parameters as JSON data (what a pin and a state file record)."""
+        return dict(self._params)
+
+    def _state_constants(self) -> dict | None:
+        """Constants and their provenance as JSON data, for tuners that have them."""
+        return None
+
+    def _state_options(self) -> dict:
+        """What the session was built with besides its parameters, as JSON data."""
+        return {}
+
+    def _apply_state(self, parameters: dict, constants) -> None:
+        """Set the saved parameters (inside a change: validated, recomputed, kept only if all is well)."""
+        unknown = [k for k in parameters if k not in self._param_names]
+        if unknown:
+            raise ParameterError("parameter", "should be one of " + ", ".join(self._param_names), unknown[0])
+        values = {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in parameters.items()}
+        self._params = self._validate({**self._params, **values}, values)
+
+    def _summary(self, results) -> dict:
+        """The statistics a pin records and :meth:`compare_pinned` shows (statistic -> number)."""
+        return {}
+
     # subclasses
     def _validate(self, params: dict, changes: dict) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -476,6 +940,22 @@ class Session:
     def _nonfinite(self, results) -> list[str]:
         """What in ``results`` is not finite (an empty list when all is well); subclasses list their numbers."""
         return []
+
+
+def saved_data(state: SavedState, data, path):
+    """``data``, or when None the paths the state file records (a ParameterError when it records none).
+
+    Examples
+    --------
+    >>> saved_data(None, "a.tsv", "s.json")
+    'a.tsv'
+    """
+    if data is not None:
+        return data
+    if not state.data_paths:
+        raise ParameterError("data", f"should be given: the state file {path} records no data path (the data "
+                             "was in memory)", None)
+    return list(state.data_paths) if len(state.data_paths) > 1 else state.data_paths[0]
 
 
 def check_bool(name: str, value) -> bool:
@@ -516,6 +996,25 @@ def load_frame(data) -> tuple[pl.DataFrame, str | None]:
         return keep_spec(lazy, lazy.collect()), ", ".join(str(p) for p in paths)
     raise ParameterError("data", "should be a polars DataFrame or LazyFrame, or path(s) to a dataset",
                          type(data).__name__)
+
+
+def source_paths(data) -> tuple[str, ...] | None:
+    """The absolute paths ``data`` names (a path or a list of paths), or None for a frame.
+
+    What a state file records so the data can be read again from any working directory.
+
+    Examples
+    --------
+    >>> source_paths(pl.DataFrame()) is None
+    True
+    >>> source_paths("/data/a.tsv")
+    ('/data/a.tsv',)
+    """
+    if isinstance(data, (str, Path)):
+        data = [data]
+    if isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, Path)) for p in data):
+        return tuple(str(Path(p).expanduser().resolve()) for p in data)
+    return None
 
 
 def base_columns(frame: pl.DataFrame) -> pl.DataFrame:

@@ -15,13 +15,16 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core import columns
-from rewardlab.core.spec import FrameSpec
+from rewardlab.core.spec import FrameSpec, keep_spec
 from rewardlab.compare import (
     compare_rewards, episode_key_columns, episode_return_table, most_disagreeing_episodes,
 )
 from rewardlab.errors import FrameError, ParameterError, check_choice
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
-from rewardlab.sessions.base import Param, Session, check_bool, keep_spec, load_frame
+from rewardlab.sessions.base import (
+    Param, Session, check_bool, load_frame, saved_data, source_paths,
+)
+from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["ComparisonResults", "ComparisonSession"]
@@ -96,11 +99,13 @@ class ComparisonSession(Session):
     k = Param("How many most-disagreeing episodes to list (>= 1).")
     _param_names = ("chosen", "a", "b", "metric", "k")
     _numeric = {"k": "int"}
+    state_kind = "comparison"
 
     def __init__(self, data, plugins=(), *, batch_mode: str = "episodes", batch_size: int | None = None,
                  chosen=None, metric: str = "spearman", k: int = 10, spec: FrameSpec | None = None):
         super().__init__()
-        frame, _ = load_frame(data)
+        frame, source = load_frame(data)
+        self.data_path, self.data_paths = source, source_paths(data)
         self.frame = frame
         self.spec = spec_of(frame, spec)
         self.batch_mode = batch_mode
@@ -108,6 +113,7 @@ class ComparisonSession(Session):
         if isinstance(plugins, (str, Path)) or not hasattr(plugins, "__iter__"):
             plugins = [plugins]
         plugins = list(plugins)
+        self.plugin_paths: list[str] = []
         if plugins:
             self.frame = keep_spec(self.frame, self._apply(self.frame, plugins))
         self._refresh_candidates()
@@ -122,7 +128,10 @@ class ComparisonSession(Session):
         self._refresh({"chosen": chosen})
 
     def _apply(self, frame: pl.DataFrame, plugins: list) -> pl.DataFrame:
-        return apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size)
+        applied = apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size)
+        self.plugin_paths += [str(Path(p.path if isinstance(p, Plugin) else p).expanduser().resolve())
+                              for p in plugins]  # absolute: a state file is read from any folder
+        return applied
 
     def _refresh_candidates(self) -> None:
         self.candidates = tuple(columns.reward_names(self.frame))
@@ -194,3 +203,44 @@ class ComparisonSession(Session):
                                  returns=returns, comparison=comparison,
                                  matrix=None if comparison is None else comparison.matrix(p["metric"]),
                                  pair_returns=pair, disagreements=disagreements)
+
+    # -- pins and saved state ---------------------------------------------------
+    def data_fingerprint(self) -> str:
+        """A fingerprint of every candidate's reward column and the columns the spec reads.
+
+        Examples
+        --------
+        >>> s.data_fingerprint()  # doctest: +SKIP
+        'blake2b-128:...'
+        """
+        names = [columns.reward_column(c) for c in self.candidates] + spec_columns(self.spec, self.frame)
+        return fingerprint_columns(self.frame, names)
+
+    def _data_rows(self) -> int:
+        return self.frame.height
+
+    def _state_options(self) -> dict:
+        return {"plugins": list(self.plugin_paths), "batch_mode": self.batch_mode, "batch_size": self.batch_size}
+
+    @classmethod
+    def _from_state(cls, state, data, path, **options) -> "ComparisonSession":
+        saved = state.options
+        if "plugins" not in options:
+            options["plugins"] = list(saved.get("plugins", ()))
+        options.setdefault("batch_mode", saved.get("batch_mode", "episodes"))
+        options.setdefault("batch_size", saved.get("batch_size"))
+        plugins = options.pop("plugins")
+        return cls(saved_data(state, data, path), plugins, **options)
+
+    def _summary(self, r: ComparisonResults) -> dict:
+        """Per chosen candidate, its episode returns: mean, std, min, median, max; the pair's correlation."""
+        out: dict = {}
+        for name in r.chosen:
+            values = r.returns[name].cast(pl.Float64)
+            out.update({f"{name}: return mean": values.mean(), f"{name}: return std": values.std(ddof=0),
+                        f"{name}: return min": values.min(), f"{name}: return median": values.median(),
+                        f"{name}: return max": values.max()})
+        if r.comparison is not None and r.a in r.chosen and r.b in r.chosen and r.a != r.b:
+            i, j = r.comparison.names.index(r.a), r.comparison.names.index(r.b)
+            out[f"{r.metric}: {r.a} vs {r.b}"] = float(getattr(r.comparison, r.metric)[i, j])
+        return out

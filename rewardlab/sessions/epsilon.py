@@ -110,6 +110,7 @@ class EpsilonScheduleSession(Session):
     _numeric = {"epsilon_init": "float", "epsilon_stable": "float", "epsilon_first": "float",
                 "epsilon_last": "float", "warmup_steps": "int", "decay_steps": "int", "annealing_steps": "int",
                 "increment": "int", "n_steps": "int", "threshold": "float"}
+    state_kind = "epsilon"
 
     def __init__(self, *, kind: str = "linear", epsilon_init: float = 1.0, epsilon_stable: float = 0.05,
                  warmup_steps: int = 10_000, decay_steps: int = 500_000, epsilon_first: float = 1.0,
@@ -200,6 +201,30 @@ class EpsilonScheduleSession(Session):
             ("epsilon", r.epsilon), ("the other curve", r.reference[1] if r.reference else ()),
             ("the expected random actions", m.expected_random_actions), ("the mean epsilon", m.mean_epsilon),
             ("the final epsilon", m.final_epsilon)])
+
+    # -- pins and saved state ---------------------------------------------------
+    def _restore(self, snapshot: dict) -> None:
+        self._params = self._validate(dict(snapshot["params"]), {})
+
+    @classmethod
+    def _from_state(cls, state, data, path, **options) -> "EpsilonScheduleSession":
+        if data is not None:
+            raise ParameterError("data", "should be None: an epsilon schedule reads no data", type(data).__name__)
+        return cls(**options)
+
+    def _summary(self, r: EpsilonResults) -> dict:
+        """Steps to the threshold, expected random actions, mean and final epsilon over the horizon.
+
+        Examples
+        --------
+        >>> sorted(EpsilonScheduleSession(n_steps=10)._summary(EpsilonScheduleSession(n_steps=10).results))[:2]
+        ['expected random actions', 'final epsilon']
+        """
+        m = r.summary
+        return {"steps": m.n_steps, "first step below the threshold": m.first_below,
+                "steps until below the threshold": m.steps_until_below,
+                "expected random actions": m.expected_random_actions, "mean epsilon": m.mean_epsilon,
+                "final epsilon": m.final_epsilon}
 
     def export(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write the parameter snippet: JSON for ``.json``, YAML for ``.yaml`` / ``.yml`` (atomic write).

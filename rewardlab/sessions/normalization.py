@@ -16,7 +16,8 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
 from rewardlab.normalizers import normalization_summary, normalized_rewards
-from rewardlab.sessions.base import Param, Session, load_frame, parse_number
+from rewardlab.sessions.base import Param, Session, load_frame, parse_number, source_paths
+from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
 from rewardlab.stats import SCOPES, normalization_constants, reward_stats
 
@@ -95,11 +96,13 @@ class NormalizationSession(Session):
     clip_reward = Param("SB3's clipping bound of the normalized reward, > 0.")
     _param_names = ("reward", "scope", "gamma", "epsilon", "clip_reward")
     _numeric = {"gamma": "float", "epsilon": "float", "clip_reward": "float"}
+    state_kind = "normalization"
 
     def __init__(self, data, *, reward: str | None = None, scope: str = "end_of_game", gamma: float = 0.99,
                  epsilon: float = 1e-8, clip_reward: float = 10.0, spec: FrameSpec | None = None):
         super().__init__()
-        frame, _ = load_frame(data)
+        frame, source = load_frame(data)
+        self.data_path, self.data_paths = source, source_paths(data)
         self.frame = frame
         self.spec = spec_of(frame, spec)
         names = columns.reward_names(frame)
@@ -158,3 +161,40 @@ class NormalizationSession(Session):
                     if value is not None:
                         checks.append((f"the {column} of the {method} replay", value))
         return self._finite_problems(checks)
+
+    # -- pins and saved state ---------------------------------------------------
+    def data_fingerprint(self) -> str:
+        """A fingerprint of the reward columns and the columns the spec reads (episodes, flags).
+
+        Examples
+        --------
+        >>> s.data_fingerprint()  # doctest: +SKIP
+        'blake2b-128:...'
+        """
+        names = [columns.reward_column(r) for r in self.rewards] + spec_columns(self.spec, self.frame)
+        return fingerprint_columns(self.frame, names)
+
+    def _data_rows(self) -> int:
+        return self.frame.height
+
+    def _state_constants(self) -> dict | None:
+        c = self.results.constants
+        if c is None:
+            return None
+        return {"mean": c.mean, "std": c.std, "how": f"measured on the data over {c.scope}",
+                "provenance": {k: getattr(c, k) for k in ("reward", "scope", "count", "rows", "source",
+                                                          "fingerprint")}}
+
+    def _summary(self, r: NormalizationResults) -> dict:
+        """The constants, the reward's statistics in the scope before / after them, the replays' spread."""
+        out = {"constant mean": r.constants.mean if r.constants else None,
+               "constant std": r.constants.std if r.constants else None}
+        for label, st in (("before", r.before), ("after", r.after)):
+            for key in ("count", "mean", "std", "min", "max", "zero_fraction"):
+                out[f"{label}: {key.replace('_', ' ')}"] = None if st is None else getattr(st, key)
+        for row in r.summary.iter_rows(named=True):
+            for key in ("mean", "std"):
+                if key in row:
+                    out[f"{row['method']} replay: {key}"] = row[key]
+        out["fraction clipped (SB3)"] = r.fraction_clipped
+        return out

@@ -26,7 +26,7 @@ from rewardlab.families import (
 )
 from rewardlab.ranking import RankTable, expected_reward
 from rewardlab.sessions.base import (
-    CancelToken, Param, Session, base_columns, cancel_token, check_bool, load_frame, parse_number,
+    CancelToken, Param, Session, base_columns, cancel_token, check_bool, load_frame, parse_number, source_paths,
     progress_callback,
 )
 from rewardlab.sessions.roundtrip import CHECK_ROWS, ExportResult, roundtrip_check
@@ -120,6 +120,7 @@ class RankingResults:
 
 
 _HIST_BINS = 40
+_PLACES = ("1st", "2nd", "3rd", "4th")
 
 
 class RankingTuningSession(Session):
@@ -174,12 +175,14 @@ class RankingTuningSession(Session):
                             "statistics stay at mean 0, std 1).")
     _param_names = ("vector", "points", "offset", "divisor", "mean", "std", "auto_constants")
     _numeric = {"offset": "int", "divisor": "int", "mean": "float", "std": "float"}
+    state_kind = "ranking"
 
     def __init__(self, data, *, preset: str = "tenhou_tokujo_6dan", constants: str = "data"):
         super().__init__()
         check_choice("constants", constants, ("data", "seed", "none"))
         check_choice("preset", preset, preset_names("ranking"))
         frame, source = load_frame(data)
+        self.data_path, self.data_paths = source, source_paths(data)
         self.frame = base_columns(frame)
         prepared = prepare_frame(self.frame)
         if source is not None:
@@ -433,6 +436,78 @@ class RankingTuningSession(Session):
         """
         return self.table.step_rewards(self.results.reward)
 
+    # -- undo, pins and saved state ------------------------------------------------------
+    def _snapshot(self) -> dict:
+        return {"params": dict(self._params), "family": self._family}
+
+    def _restore(self, snapshot: dict) -> None:
+        self._params = dict(snapshot["params"])
+        self._family = snapshot["family"]
+
+    @staticmethod
+    def _same_state(a: dict, b: dict) -> bool:
+        return a["params"] == b["params"] and type(a["family"]) is type(b["family"]) \
+            and a["family"].params == b["family"].params
+
+    def data_fingerprint(self) -> str:
+        """The fingerprint of what the families read (:attr:`rewardlab.families.PreparedFrame.fingerprint`).
+
+        Examples
+        --------
+        >>> s.data_fingerprint()  # doctest: +SKIP
+        'sha256:...'
+        """
+        return self.prepared.fingerprint
+
+    def _data_rows(self) -> int:
+        return self.prepared.n_rows
+
+    def _state_parameters(self) -> dict:
+        return {k: self._params[k] for k in ("vector", "points", "offset", "divisor", "auto_constants")}
+
+    def _state_constants(self) -> dict:
+        p = self._family.params
+        return {"mean": p.mean, "std": p.std, "provenance": dataclasses.asdict(p.provenance),
+                "how": p.provenance.describe()}
+
+    @classmethod
+    def _from_state(cls, state, data, path, **options) -> "RankingTuningSession":
+        options.setdefault("constants", "none")  # the saved constants replace them
+        return super()._from_state(state, data, path, **options)
+
+    def _apply_state(self, parameters: dict, constants) -> None:
+        unknown = [k for k in parameters if k not in self._param_names]
+        if unknown:
+            raise ParameterError("parameter", "should be one of " + ", ".join(self._param_names), unknown[0])
+        if constants is None:
+            raise ParameterError("constants", "should hold mean, std and provenance", None)
+        try:
+            provenance = Provenance(**dict(constants["provenance"]))
+        except TypeError as exc:  # a field Provenance does not have
+            raise ParameterError("provenance", f"should hold Provenance's fields ({exc})",
+                                 dict(constants["provenance"])) from None
+        params = {**self._params, **parameters, "mean": constants["mean"], "std": constants["std"]}
+        params["vector"] = tuple(params["vector"]) if isinstance(params["vector"], (list, tuple)) \
+            else params["vector"]
+        params["points"] = check_bool("points", params["points"])
+        params["auto_constants"] = check_bool("auto_constants", params["auto_constants"])
+        family, points_params = self._build(params, provenance)
+        params["offset"], params["divisor"] = points_params.offset, points_params.divisor
+        params["vector"] = family.params.vector
+        params["mean"], params["std"] = family.params.mean, family.params.std
+        self._family, self._params = family, params
+
+    def _summary(self, r: RankingResults) -> dict:
+        """Mean reward per final rank and the expected reward (normalized and raw), moments, constants."""
+        out = {f"mean reward, {name} place": v for name, v in zip(_PLACES, r.mean_by_rank)}
+        out["expected reward"] = r.expected_reward
+        out.update({f"mean raw reward, {name} place": v for name, v in zip(_PLACES, r.raw_mean_by_rank)})
+        out["expected raw reward"] = r.expected_raw
+        a = r.reward_moments
+        out.update({"reward mean (end-of-game steps)": a.mean, "reward std (end-of-game steps)": a.std,
+                    "constant mean": r.family.params.mean, "constant std": r.family.params.std})
+        return out
+
     # -- export ------------------------------------------------------------------------
     def export(self, path: str | Path, *, overwrite: bool = False, check: bool = True,
                source: str | None = None, keep_constants: bool = False, check_rows: int = CHECK_ROWS,
@@ -509,7 +584,8 @@ class RankingTuningSession(Session):
         if bad:
             raise ParameterError("results", "should be finite to export", "; ".join(bad))
         text = render_plugin(family, source=source or "rewardlab RankingTuningSession",
-                             keep_constants=keep_constants)
+                             keep_constants=keep_constants,
+                             state=self.state_note)
         roundtrip = None
         if check:
             expected = (self.table.step_rewards(results.reward), self.prepared.done(family.scope))

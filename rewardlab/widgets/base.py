@@ -132,16 +132,92 @@ class NumberText(W.Text):
 
 
 class SessionWidget(W.VBox):
-    """A VBox bound to a session: controls -> ``try_update``, session observer -> ``_render``."""
+    """A VBox bound to a session: controls -> ``try_update``, session observer -> ``_render``.
+
+    Every tuner also gets the session's pin / undo / redo / save-state
+    buttons (:attr:`state_bar`) and the pinned candidates' table
+    (:attr:`pinned`); the logic is the session's.
+
+    Attributes
+    ----------
+    pin_button, undo_button, redo_button : Button
+        :meth:`Session.pin`, :meth:`Session.undo`, :meth:`Session.redo`.
+    clear_pins_button : Button
+        :meth:`Session.clear_pins`.
+    state_path, state_overwrite, save_state_button, restore_button : widgets
+        :meth:`Session.save_state` / :meth:`Session.restore` with the file typed.
+    state_status : HTML
+        What the last save / restore did.
+    pinned : HTML
+        :meth:`Session.compare_pinned` (empty while nothing is pinned).
+    """
 
     def __init__(self, session: Session, **kwargs):
         super().__init__(**kwargs)
         self.session = session
         self._syncing = False
         self._rendered = -1
+        self._pins_rendered = -1
         self.error = W.HTML(layout=W.Layout(min_height="0px"))
         self.error.add_class("rewardlab-error")
+        self.pin_button = W.Button(description="Pin", icon="thumb-tack", tooltip="Keep the current candidate "
+                                   "beside the live one")
+        self.pin_button.add_class("rewardlab-pin")
+        self.pin_button.on_click(lambda _: self.session.attempt(self.session.pin))
+        self.clear_pins_button = W.Button(description="Clear pins")
+        self.clear_pins_button.on_click(lambda _: self.session.attempt(self.session.clear_pins))
+        self.undo_button = W.Button(description="Undo", icon="undo")
+        self.undo_button.add_class("rewardlab-undo")
+        self.undo_button.on_click(lambda _: self.session.attempt(self.session.undo))
+        self.redo_button = W.Button(description="Redo", icon="repeat")
+        self.redo_button.add_class("rewardlab-redo")
+        self.redo_button.on_click(lambda _: self.session.attempt(self.session.redo))
+        self.state_path = W.Text(value=f"{session.state_kind or 'tuner'}.state.json", description="state",
+                                 style=STYLE, layout=WIDE)
+        self.state_path.add_class("rewardlab-state-path")
+        self.state_overwrite = W.Checkbox(value=False, description="overwrite", indent=False,
+                                          layout=W.Layout(width="100px"))
+        self.save_state_button = W.Button(description="Save state", icon="save")
+        self.save_state_button.add_class("rewardlab-save-state")
+        self.save_state_button.on_click(self._on_save_state)
+        self.restore_button = W.Button(description="Restore", icon="folder-open")
+        self.restore_button.add_class("rewardlab-restore")
+        self.restore_button.on_click(self._on_restore)
+        self.state_status = W.HTML()
+        self.state_bar = W.VBox([
+            W.HBox([self.undo_button, self.redo_button, self.pin_button, self.clear_pins_button]),
+            W.HBox([self.state_path, self.state_overwrite, self.save_state_button, self.restore_button,
+                    self.state_status])])
+        self.pinned = W.HTML()
+        self.pinned.add_class("rewardlab-pinned")
         session.observe(self._on_session)
+
+    def _on_save_state(self, _button=None) -> None:
+        path = self.state_path.value
+        if self.session.attempt(self.session.save_state, path, overwrite=self.state_overwrite.value):
+            self.state_status.value = f"<small>saved to {html.escape(str(self.session.state_path))}</small>"
+        else:
+            self.state_status.value = ""
+
+    def _on_restore(self, _button=None) -> None:
+        path = self.state_path.value
+        if self.session.attempt(self.session.restore, path):
+            self.state_status.value = f"<small>restored from {html.escape(path)}</small>"
+        else:
+            self.state_status.value = ""
+
+    def _render_state(self) -> None:
+        s = self.session
+        self.undo_button.disabled = not s.can_undo
+        self.redo_button.disabled = not s.can_redo
+        self.clear_pins_button.disabled = not s.pinned
+        self._pins_rendered = s.pins_version
+        if not s.pinned:
+            self.pinned.value = ""
+            return
+        self.pinned.value = ("<div>pinned candidates beside the live one (<i>label - live</i>: the difference):"
+                             "</div><div style='max-height:320px;overflow:auto'>"
+                             + s.compare_pinned()._repr_html_() + "</div>")
 
     def _bind(self, control: W.Widget, param: str) -> W.Widget:
         control.observe(lambda change: self._set(**{param: change["new"]}), names="value")
@@ -159,9 +235,13 @@ class SessionWidget(W.VBox):
         if session.version == self._rendered:
             if session.last_error is not None:  # a refused value: the controls go back to the values in use
                 self._sync()
+            if session.pins_version != self._pins_rendered:
+                self._render_state()
+                self._render()  # plots show the pins too
             return
         self._sync()
         self._render()
+        self._render_state()
         self._rendered = session.version
 
     def _sync(self) -> None:

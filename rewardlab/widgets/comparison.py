@@ -77,7 +77,7 @@ class ComparisonBoard(SessionWidget):
         self.children = [W.HTML("<b>Plug-in comparison</b>"),
                          W.HBox([self.chosen, W.VBox([self.a, self.b, self.metric, self.k])]),
                          W.HBox([self.add_path, self.add_button]),
-                         self.error, self.plot, self.pairs, self.disagreements]
+                         self.state_bar, self.error, self.plot, self.pairs, self.disagreements, self.pinned]
         self.refresh()
 
     def _on_add(self, _button) -> None:

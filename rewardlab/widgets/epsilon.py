@@ -91,7 +91,8 @@ class EpsilonScheduleTuner(SessionWidget):
         self.add_class("rewardlab-epsilon")
         self.children = [W.HTML("<b>Epsilon-greedy schedule</b>"), self.kind,
                          W.HBox([self.explorer_box, self.kanachan_box]),
-                         W.HBox([c["n_steps"], c["threshold"]]), self.error, self.summary, self.plot,
+                         W.HBox([c["n_steps"], c["threshold"]]), self.state_bar, self.error, self.summary,
+                         self.plot, self.pinned,
                          self.snippet_format, self.snippet]
         self.refresh()
 
@@ -126,8 +127,15 @@ class EpsilonScheduleTuner(SessionWidget):
             + ("<div><small>kanachan's step() only advances when one call reports at least "
                "annealing_steps steps; with smaller increments epsilon never leaves epsilon_first "
                "(the dashed curve is the intended anneal).</small></div>" if s.kind == "kanachan_actual" else ""))
-        self.plot.value = figure_png(
-            lambda axes: plot_epsilon_schedule(r.steps, r.epsilon, label=r.kind, reference=r.reference,
-                                               marks=r.marks, threshold=s.threshold, ax=axes[0]),
-            figsize=(8.0, 3.2))
+        pins = [(p.label, s.pinned_results(p.label)) for p in s.pinned]
+
+        def draw(axes):
+            plot_epsilon_schedule(r.steps, r.epsilon, label=r.kind, reference=r.reference, marks=r.marks,
+                                  threshold=s.threshold, ax=axes[0])
+            for label, pr in pins:  # pinned schedules overlaid
+                axes[0].plot(pr.steps, pr.epsilon, linestyle=":", linewidth=1.2, label=f"pinned: {label}")
+            if pins:
+                axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+
+        self.plot.value = figure_png(draw, figsize=(8.0, 3.2))
         self._show_snippet()

@@ -72,7 +72,7 @@ class NormalizationPanel(SessionWidget):
         self.children = [W.HTML("<b>Normalization</b>"), self.reward, self.scope,
                          W.HBox([W.HTML("<small>running normalizers:</small>"), self.gamma, self.epsilon,
                                  self.clip_reward]),
-                         self.error, self.constants, self.stats, self.plot, self.summary]
+                         self.state_bar, self.error, self.constants, self.stats, self.plot, self.summary, self.pinned]
         self.refresh()
 
     def _sync_controls(self) -> None:

@@ -145,7 +145,7 @@ class RankingTuner(SessionWidget):
             W.HBox([self.points, self.offset, self.divisor]),
             W.HBox([self.mean, self.std, self.from_data, self.seed_recipe, self.no_constants]),
             W.HBox([self.auto_constants, self.provenance]),
-            self.error, self.stats, self.plot,
+            self.state_bar, self.error, self.stats, self.plot, self.pinned,
             W.HBox([self.export_path, self.overwrite, self.keep_constants]),
             W.HBox([self.export_button, self.cancel_button, self.export_progress, self.export_status]),
             self.export_result,
@@ -206,13 +206,22 @@ class RankingTuner(SessionWidget):
             f"normalized <b class='rewardlab-expected'>{fmt(r.expected_reward)}</b>; "
             f"steps with reward 0: {r.zero_steps:,}; "
             f"<small>recomputed in {s.recompute_seconds * 1e3:.2f} ms</small></div>")
-        step_rewards = s.step_rewards()
+        step_rewards = {"reward": s.step_rewards()}
+        for p in s.pinned:  # overlaid: each pin's rewards on the same data
+            step_rewards[f"pinned: {p.label}"] = s.table.step_rewards(s.pinned_results(p.label).reward)
         by_rank = r.by_rank_table("reward")
+        pins = [(p.label, [p.summary.get(f"mean reward, {place} place") for place in _RANKS]) for p in s.pinned]
 
         def draw(axes):
-            plot_reward_distribution({"reward": step_rewards}, ax=axes[0], bins=40)
+            plot_reward_distribution(step_rewards, ax=axes[0], bins=40)
             axes[0].set_title("reward at the end of the game")
             plot_reward_by_rank(by_rank, ax=axes[1])
+            for k, (label, means) in enumerate(pins):  # pinned candidates over the live bars
+                ranks = [i for i, v in enumerate(means) if v is not None]
+                axes[1].plot(ranks, [means[i] for i in ranks], marker="os^vD"[k % 5], linestyle="none",
+                             color="black", label=f"pinned: {label}")
+            if pins:
+                axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
             axes[1].set_title("mean reward by final rank")
 
         self.plot.value = figure_png(draw, ncols=2)
