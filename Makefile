@@ -15,7 +15,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[lab,test]'
-	$(BIN)/python -m rewardlab.sources._tokenizer
+	$(BIN)/python -m rewardlab.sources.kanachan.tokenizer
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

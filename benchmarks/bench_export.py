@@ -29,7 +29,7 @@ import torch
 import rewardlab
 from benchmarks._data import SAMPLE, best_time, tiled_frame, timings
 from rewardlab.export import export_plugin
-from rewardlab.families import Ranking, prepare_frame
+from rewardlab.domains.mahjong.families import Ranking, prepare_frame
 from rewardlab.plugins import load_plugin
 from rewardlab.sessions import RankingTuningSession
 

@@ -10,7 +10,7 @@ import polars as pl
 
 import rewardlab
 from rewardlab.dataset import write_dataset
-from rewardlab.storage import verify_dataset
+from rewardlab.sources.storage import verify_dataset
 from benchmarks._data import best_time, big_text_file, tiled_frame, whole_episodes_head
 
 

@@ -24,7 +24,7 @@ should cost little (each window's arrays are joined once).
 The reference's time depends a lot on the machine: it allocates about 1.5 GB
 at once, and first-touch page faults can make it several times slower than
 the same build into memory already mapped.  The runner works in bounded
-chunks (:data:`rewardlab.runner.CHUNK_ROWS`) and reuses its memory, so its
+chunks (:data:`rewardlab.plugins.runner.CHUNK_ROWS`) and reuses its memory, so its
 ratio is measured against the best of several interleaved repeats.
 """
 
@@ -39,8 +39,8 @@ import torch
 
 import rewardlab
 from benchmarks._data import SAMPLE, tiled_frame, whole_episodes_head
-from rewardlab.batch_modes import DEFAULT_BATCH_SIZES
-from rewardlab.batching import FrameArrays
+from rewardlab.plugins.batch_modes import DEFAULT_BATCH_SIZES
+from rewardlab.contracts.kanachan.batching import FrameArrays
 from rewardlab.plugins import apply_plugins, load_plugin
 from rewardlab.plugins.shards import split_shards
 

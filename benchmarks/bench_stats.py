@@ -12,10 +12,10 @@ import polars as pl
 import rewardlab
 from benchmarks._data import best_time, SAMPLE, tiled_frame
 from rewardlab.core.spec import FrameSpec
-from rewardlab.normalizers import gymnasium_normalize_reward, sb3_normalize_reward
-from rewardlab.ranking import RankTable, expected_reward
-from rewardlab.returns import discounted_reward_to_go, generalized_advantage_estimate
-from rewardlab.stats import normalization_constants, reward_moments, reward_stats
+from rewardlab.analysis.normalizers import gymnasium_normalize_reward, sb3_normalize_reward
+from rewardlab.domains.mahjong.ranking import RankTable, expected_reward
+from rewardlab.analysis.returns import discounted_reward_to_go, generalized_advantage_estimate
+from rewardlab.analysis.stats import normalization_constants, reward_moments, reward_stats
 
 #: The flags the scopes read, without kanachan's episode keys: one stream whose episodes end at end_of_game.
 FLAGS = FrameSpec(name="kanachan_flags", terminated="end_of_game", boundaries=("end_of_round",))

@@ -13,7 +13,7 @@ Examples
 >>> td = rewardlab.to_tensordict(frame, rows=slice(0, 64))  # doctest: +SKIP
 
 Importing :mod:`rewardlab` is cheap: the public names below are imported from
-their modules on first use (PEP 562), so ``import rewardlab.errors`` or the
+their modules on first use (PEP 562), so ``import rewardlab.core.errors`` or the
 command line's ``--help`` do not load torch.
 """
 
@@ -23,35 +23,40 @@ import importlib
 
 from rewardlab._version import __version__
 
-#: Submodules available as attributes of the package.
-_SUBMODULES = ("errors", "schema", "families", "schedules")
+#: Submodules available as attributes of the package: ``{attribute: module}``.
+_SUBMODULES = {
+    "errors": "rewardlab.core.errors",
+    "schema": "rewardlab.sources.kanachan.schema",
+    "families": "rewardlab.domains.mahjong.families",
+    "schedules": "rewardlab.schedules",
+}
 
 #: Where each public name lives: ``{module: names}``.
 _EXPORTS = {
     "rewardlab.sources.dispatch": ("load", "scan"),
     "rewardlab.core.spec": ("FrameSpec", "StateColumn"),
     "rewardlab.sources.registry": ("Source", "register_source"),
-    "rewardlab.batching": ("FrameArrays", "to_tensordict"),
+    "rewardlab.contracts.kanachan.batching": ("FrameArrays", "to_tensordict"),
     "rewardlab.dataset": ("DatasetSummary", "convert", "summarize"),
-    "rewardlab.mahjong": ("episode_outcomes", "ranks_from_scores"),
-    "rewardlab.sources.kanachan": (
+    "rewardlab.domains.mahjong.rules": ("episode_outcomes", "ranks_from_scores"),
+    "rewardlab.sources.kanachan.reader": (
         "LoadResult", "load_kanachan", "read_kanachan", "scan_kanachan",
     ),
     "rewardlab.plugins": ("CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin"),
-    "rewardlab.stats": (
+    "rewardlab.analysis.stats": (
         "SCOPES", "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
         "normalization_constants", "reward_moments", "reward_stats",
     ),
-    "rewardlab.returns": ("episode_returns", "gae", "reward_to_go"),
-    "rewardlab.normalizers": (
+    "rewardlab.analysis.returns": ("episode_returns", "gae", "reward_to_go"),
+    "rewardlab.analysis.normalizers": (
         "gymnasium_normalize_reward", "normalization_summary", "normalized_rewards",
         "sb3_normalize_reward",
     ),
-    "rewardlab.ranking": (
+    "rewardlab.domains.mahjong.ranking": (
         "RankTable", "affine_equivalence", "bootstrap_rank_ci", "expected_reward",
         "reward_by_rank", "stable_rank",
     ),
-    "rewardlab.compare": (
+    "rewardlab.analysis.compare": (
         "compare_rewards", "episode_return_table", "most_disagreeing_episodes",
         "step_difference",
     ),
@@ -59,7 +64,7 @@ _EXPORTS = {
         "plot_correlation_heatmap", "plot_normalization", "plot_return_distribution",
         "plot_return_scatter", "plot_reward_by_rank", "plot_reward_distribution",
     ),
-    "rewardlab.families": (
+    "rewardlab.domains.mahjong.families": (
         "Points", "PointsParams", "PreparedFrame", "Provenance", "Ranking", "RankingParams",
         "RankingPoints", "RankingPointsParams", "RewardFamily", "RoundDelta",
         "RoundDeltaParams", "check_seed_normalization", "prepare_frame",
@@ -74,7 +79,7 @@ __all__ = ["__version__", *_SUBMODULES, *_HOME]
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
-        value = importlib.import_module(f"rewardlab.{name}")
+        value = importlib.import_module(_SUBMODULES[name])
     elif name in _HOME:
         value = getattr(importlib.import_module(_HOME[name]), name)
     else:

@@ -1,7 +1,7 @@
 """Datasets on disk: convert annotation files to Parquet or Arrow, and summarise any dataset.
 
 A converted dataset is the common frame written to a ``.parquet`` or
-``.arrow`` file (the file layouts live in :mod:`rewardlab.storage`); every
+``.arrow`` file (the file layouts live in :mod:`rewardlab.sources.storage`); every
 loader accepts it, and :func:`rewardlab.scan_kanachan` scans it lazily, so
 data larger than memory can be filtered and summarised without loading it.
 
@@ -28,32 +28,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
-from rewardlab._io import atomic_path, check_not_input
-from rewardlab.mahjong import episode_outcomes
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.core.files import atomic_path, check_not_input
+from rewardlab.domains.mahjong.rules import episode_outcomes
 from rewardlab.core.spec import FrameSpec, attach, attached
-from rewardlab.errors import ParameterError
-from rewardlab.sources.dispatch import load, resolve_source, scan
-from rewardlab.sources.kanachan import LoadResult
-from rewardlab.storage import DATASET_SUFFIXES, write_dataset
+from rewardlab.core.errors import ParameterError
+from rewardlab.sources.dispatch import as_lazy, load, resolve_source
+from rewardlab.sources.kanachan.reader import LoadResult
+from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
 
-__all__ = ["convert", "write_dataset", "summarize", "DatasetSummary", "as_lazy"]
-
-
-def as_lazy(data) -> pl.LazyFrame:
-    """Return a LazyFrame for a frame, a LazyFrame, or path(s) to a dataset.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> as_lazy(pl.DataFrame({"a": [1]})).collect().height
-    1
-    """
-    if isinstance(data, pl.LazyFrame):
-        return data
-    if isinstance(data, pl.DataFrame):
-        return data.lazy()
-    return scan(data)
+__all__ = ["convert", "write_dataset", "summarize", "DatasetSummary"]
 
 
 def convert(
@@ -71,7 +55,7 @@ def convert(
     """Load files of any registered format and write the frame to a Parquet or Arrow dataset (atomic write).
 
     The dataset stores the frame's spec in its metadata
-    (:func:`rewardlab.storage.write_dataset`), so :func:`rewardlab.load`
+    (:func:`rewardlab.sources.storage.write_dataset`), so :func:`rewardlab.load`
     reopens it with that spec.
 
     Parameters
@@ -79,7 +63,7 @@ def convert(
     paths : path or sequence of paths
         Files of one format (kanachan annotation files: plain, ``.gz`` or ``.bz2``).
     out : path
-        The dataset file to write (see :func:`rewardlab.storage.write_dataset`):
+        The dataset file to write (see :func:`rewardlab.sources.storage.write_dataset`):
         ``.parquet`` (lz4; array columns as little-endian fixed-size binary,
         so a plain ``pl.read_parquet`` shows them as ``Binary`` while
         :func:`rewardlab.load_kanachan` / :func:`rewardlab.scan_kanachan`
@@ -87,7 +71,7 @@ def convert(
         fast to load).
     overwrite : bool
         Replace ``out`` if it exists (otherwise
-        :class:`~rewardlab.errors.OutputExistsError`).  Neither ``out`` nor
+        :class:`~rewardlab.core.errors.OutputExistsError`).  Neither ``out`` nor
         ``skipped_path`` may name one of ``paths`` (the same file, through
         a hard or symbolic link too), whatever ``overwrite`` says.
     on_error, skipped_path, progress

@@ -24,7 +24,7 @@ The file is written atomically and an existing file is replaced only with
 Examples
 --------
 >>> import rewardlab
->>> from rewardlab.families import Ranking
+>>> from rewardlab.domains.mahjong.families import Ranking
 >>> fam = Ranking.from_preset("tenhou_houou_7dan").with_constants_from("data/sample.tsv.gz")  # doctest: +SKIP
 >>> rewardlab.export_plugin(fam, "houou.py")  # doctest: +SKIP
 PosixPath('houou.py')
@@ -37,11 +37,11 @@ import math
 import os
 from pathlib import Path
 
-from rewardlab._io import atomic_open, check_output
+from rewardlab.core.files import atomic_open, check_output
 from rewardlab._version import __version__
-from rewardlab.errors import ExportWriteError, FileAccessError, OutputExistsError, ParameterError, RewardlabError
-from rewardlab.families.base import EXPORT_HELPERS, RewardFamily, check_reward_range
-from rewardlab.families.presets import FAMILIES
+from rewardlab.core.errors import ExportWriteError, FileAccessError, OutputExistsError, ParameterError, RewardlabError
+from rewardlab.domains.mahjong.families.base import EXPORT_HELPERS, RewardFamily, check_reward_range
+from rewardlab.domains.mahjong.families.presets import FAMILIES
 
 __all__ = ["export_plugin", "render_plugin", "sanitize_comment", "as_family", "constants_fit",
            "check_constants_fit", "export_target", "write_text"]
@@ -104,7 +104,7 @@ def as_family(family_or_params) -> RewardFamily:
 
     Examples
     --------
-    >>> from rewardlab.families import RankingParams
+    >>> from rewardlab.domains.mahjong.families import RankingParams
     >>> as_family(RankingParams(vector=(1, 0, 0, -1))).name
     'ranking'
     """
@@ -128,7 +128,7 @@ def constants_fit(family: RewardFamily) -> str:
 
     Examples
     --------
-    >>> from rewardlab.families import Ranking
+    >>> from rewardlab.domains.mahjong.families import Ranking
     >>> constants_fit(Ranking.from_preset("top").with_seed_constants())
     'fitted for exactly these parameters (seed recipe, no data)'
     >>> constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
@@ -152,10 +152,10 @@ def check_constants_fit(family: RewardFamily, *, keep_constants: bool = False) -
 
     Examples
     --------
-    >>> from rewardlab.families import Ranking
+    >>> from rewardlab.domains.mahjong.families import Ranking
     >>> check_constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
     Traceback (most recent call last):
-    rewardlab.errors.ParameterError: `constants` should be fitted for the exported parameters (ranking: vector=[2.0, 0.0, 0.0, -1.0]), not for ranking: vector=[1.0, -1.0, -1.0, -1.0]. Received {'mean': -0.5, 'std': 1.0}. Refit them for these parameters (with_constants_from(data) / the tuner's “from data” button / --normalize-from), or pass keep_constants=True (tick “keep these constants”) to export them as they are.
+    rewardlab.core.errors.ParameterError: `constants` should be fitted for the exported parameters (ranking: vector=[2.0, 0.0, 0.0, -1.0]), not for ranking: vector=[1.0, -1.0, -1.0, -1.0]. Received {'mean': -0.5, 'std': 1.0}. Refit them for these parameters (with_constants_from(data) / the tuner's “from data” button / --normalize-from), or pass keep_constants=True (tick “keep these constants”) to export them as they are.
     """
     if not isinstance(keep_constants, bool):
         raise ParameterError("keep_constants", "should be True or False", keep_constants)
@@ -176,7 +176,7 @@ def render_plugin(family_or_params, *, source: str | None = None,
     Everything is checked here, before any file is touched: every literal
     is a finite number, the raw and normalized rewards stay within
     ``±REWARD_LIMIT`` for every input the file can receive
-    (:func:`rewardlab.families.base.check_reward_range`), and constants
+    (:func:`rewardlab.domains.mahjong.families.base.check_reward_range`), and constants
     fitted for other parameters are refused unless ``keep_constants``.
 
     Parameters
@@ -207,7 +207,7 @@ def render_plugin(family_or_params, *, source: str | None = None,
 
     Examples
     --------
-    >>> from rewardlab.families import Ranking
+    >>> from rewardlab.domains.mahjong.families import Ranking
     >>> text = render_plugin(Ranking.from_preset("top"))
     >>> "def get_reward(data, contiguous):" in text, "import rewardlab" in text
     (True, False)
@@ -280,7 +280,7 @@ def export_plugin(family_or_params, path, *, overwrite: bool = False, source: st
         The ``.py`` file to write.
     overwrite : bool, default False
         Replace an existing file (otherwise
-        :class:`~rewardlab.errors.OutputExistsError`, before anything is
+        :class:`~rewardlab.core.errors.OutputExistsError`, before anything is
         written).
     source : str, optional
         A note for the header (sanitized into a comment).
@@ -304,7 +304,7 @@ def export_plugin(family_or_params, path, *, overwrite: bool = False, source: st
 
     Examples
     --------
-    >>> from rewardlab.families import RankingPoints
+    >>> from rewardlab.domains.mahjong.families import RankingPoints
     >>> export_plugin(RankingPoints.from_preset("mleague"), "/tmp/mleague.py", overwrite=True)  # doctest: +SKIP
     PosixPath('/tmp/mleague.py')
     """
@@ -322,7 +322,7 @@ def export_target(path, *, overwrite: bool) -> Path:
 
     Refused, with messages that echo the text as typed: an empty path, a
     folder (or a name ending in ``/``), and whatever
-    :func:`rewardlab._io.check_output` refuses (not a regular file, a path
+    :func:`rewardlab.core.files.check_output` refuses (not a regular file, a path
     inside a file, a folder that does not exist or is not writable, an
     existing file without ``overwrite``).  ``~`` stands for the home folder.
 
@@ -334,7 +334,7 @@ def export_target(path, *, overwrite: bool) -> Path:
     --------
     >>> export_target("   ", overwrite=False)
     Traceback (most recent call last):
-    rewardlab.errors.ParameterError: `path` should name the file to write; it is empty. Received '   '. Type a file name such as 'my_reward.py'.
+    rewardlab.core.errors.ParameterError: `path` should name the file to write; it is empty. Received '   '. Type a file name such as 'my_reward.py'.
     """
     if not isinstance(path, (str, Path)):
         raise ParameterError("path", "should be a str or Path", path)
@@ -357,7 +357,7 @@ def export_target(path, *, overwrite: bool) -> Path:
 
 
 def write_text(target: Path, text: str, *, overwrite: bool, shown=None) -> None:
-    """Write ``text`` atomically; an OS error becomes :class:`~rewardlab.errors.ExportWriteError`.
+    """Write ``text`` atomically; an OS error becomes :class:`~rewardlab.core.errors.ExportWriteError`.
 
     ``shown`` is the path as the user typed it, for the messages (default: ``target``).
 

@@ -1,8 +1,8 @@
 """Plots of reward analyses: ``plot_*(data, *, ax=None)`` draws what it is given and returns the Axes.
 
-Every function takes data already computed by :mod:`rewardlab.stats`,
-:mod:`rewardlab.ranking`, :mod:`rewardlab.compare` or
-:mod:`rewardlab.normalizers` (or plain arrays), draws it on ``ax`` (a new
+Every function takes data already computed by :mod:`rewardlab.analysis.stats`,
+:mod:`rewardlab.domains.mahjong.ranking`, :mod:`rewardlab.analysis.compare` or
+:mod:`rewardlab.analysis.normalizers` (or plain arrays), draws it on ``ax`` (a new
 figure when None) and returns the Axes, or an array of Axes for multi-panel
 plots.  No statistics are computed here beyond binning a histogram.
 ``matplotlib.pyplot`` is imported only when a figure has to be created.
@@ -26,11 +26,11 @@ from typing import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
+from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
-from rewardlab.compare import episode_key_columns
+from rewardlab.analysis.compare import episode_key_columns
 from rewardlab.core.spec import FrameSpec, attached
-from rewardlab.errors import ColumnNotFoundError, ParameterError, check_choice
+from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice
 
 __all__ = [
     "plot_reward_distribution",
@@ -190,7 +190,7 @@ def plot_reward_by_rank(table: pl.DataFrame, *, ax=None):
     Parameters
     ----------
     table : polars.DataFrame
-        The output of :func:`rewardlab.ranking.reward_by_rank`: columns
+        The output of :func:`rewardlab.domains.mahjong.ranking.reward_by_rank`: columns
         ``reward, rank, mean`` and optionally ``ci_low, ci_high``.
     ax : Axes, optional
 
@@ -231,7 +231,7 @@ def plot_return_distribution(returns, *, ax=None, bins: int = 40, spec: FrameSpe
     Parameters
     ----------
     returns : polars.DataFrame or mapping of str to array
-        E.g. :func:`rewardlab.compare.episode_return_table` (key columns are
+        E.g. :func:`rewardlab.analysis.compare.episode_return_table` (key columns are
         skipped) or ``{"top": episode_returns(frame, "top")["return"]}``.
     ax : Axes, optional
     bins : int
@@ -265,7 +265,7 @@ def plot_correlation_heatmap(matrix: pl.DataFrame, *, ax=None, annotate: bool = 
     Parameters
     ----------
     matrix : polars.DataFrame
-        :meth:`rewardlab.compare.RewardComparison.matrix`: a ``reward``
+        :meth:`rewardlab.analysis.compare.RewardComparison.matrix`: a ``reward``
         column of names, then one column per candidate in the same order.
     ax : Axes, optional
     annotate : bool
@@ -308,7 +308,7 @@ def plot_return_scatter(returns: pl.DataFrame, *, x: str, y: str, ax=None):
     Parameters
     ----------
     returns : polars.DataFrame
-        :func:`rewardlab.compare.episode_return_table` (or any frame with
+        :func:`rewardlab.analysis.compare.episode_return_table` (or any frame with
         columns ``x`` and ``y``).
     x, y : str
         The two candidates.
@@ -339,7 +339,7 @@ def plot_normalization(normalized: pl.DataFrame, *, ax=None, bins: int = 50,
     Parameters
     ----------
     normalized : polars.DataFrame
-        :func:`rewardlab.normalizers.normalized_rewards`: column ``raw`` and
+        :func:`rewardlab.analysis.normalizers.normalized_rewards`: column ``raw`` and
         one column per method (``constants``, ``gymnasium``, ``sb3``).
     ax : sequence of two Axes, optional
         "Before" and "after" panels.

@@ -68,8 +68,8 @@ import re
 
 import numpy as np
 
-from rewardlab.errors import ParameterError
-from rewardlab.families.base import check_int, check_real, param_field
+from rewardlab.core.errors import ParameterError
+from rewardlab.domains.mahjong.families.base import check_int, check_real, param_field
 
 __all__ = [
     "ExplorerSchedule",
@@ -329,7 +329,7 @@ class ExplorerSchedule:
     >>> ExplorerSchedule(epsilon_stable=1.5)
     Traceback (most recent call last):
     ...
-    rewardlab.errors.ParameterError: `epsilon_stable` should be in [0, 1] (a probability). Received 1.5.
+    rewardlab.core.errors.ParameterError: `epsilon_stable` should be in [0, 1] (a probability). Received 1.5.
     """
 
     epsilon_stable: float = param_field(0.05, "ϵ_stable: epsilon after the decay.", min=0.0, max=1.0,
@@ -430,7 +430,7 @@ class KanachanEpsilonGreedy:
     >>> KanachanEpsilonGreedy(epsilon_first=0.1, epsilon_last=0.2, annealing_steps=10)
     Traceback (most recent call last):
     ...
-    rewardlab.errors.ParameterError: `epsilon_last` should be <= epsilon_first (0.1). Received 0.2.
+    rewardlab.core.errors.ParameterError: `epsilon_last` should be <= epsilon_first (0.1). Received 0.2.
     """
 
     epsilon_first: float = param_field(1.0, "Epsilon at the start.", min=0.0, max=1.0, step=0.01)

@@ -31,7 +31,7 @@ def sample_path(tmp_path_factory) -> Path:
     """The bundled sample (``make`` creates it); generated into a temp dir if absent."""
     if SAMPLE.exists():
         return SAMPLE
-    from rewardlab.sources.simulate import write_sample
+    from rewardlab.domains.mahjong.simulate import write_sample
 
     path = tmp_path_factory.mktemp("sample") / "sample.tsv.gz"
     write_sample(path, games=60, seed=2024, progress=False)

@@ -17,15 +17,15 @@ import polars as pl
 import pytest
 
 from analysis_data import rewards_table, with_rewards
-from rewardlab.compare import (
+from rewardlab.analysis.compare import (
     compare_rewards, episode_key_columns, episode_return_table, most_disagreeing_episodes, step_difference,
 )
 from rewardlab.core.spec import SPEC_KEY, FrameSpec, attach
-from rewardlab.errors import FrameError, ParameterError, SpecError
-from rewardlab.normalizers import normalized_rewards
-from rewardlab.returns import discounted_reward_to_go, episode_returns, gae, reward_to_go
-from rewardlab.schema import KANACHAN_SPEC
-from rewardlab.stats import (
+from rewardlab.core.errors import FrameError, ParameterError, SpecError
+from rewardlab.analysis.normalizers import normalized_rewards
+from rewardlab.analysis.returns import discounted_reward_to_go, episode_returns, gae, reward_to_go
+from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
+from rewardlab.analysis.stats import (
     SCOPES, Moments, describe_rewards, normalization_constants, reward_moments, reward_stats, scope_values,
 )
 

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardlab import batch_modes as bm
-from rewardlab.errors import ParameterError
+from rewardlab.plugins import batch_modes as bm
+from rewardlab.core.errors import ParameterError
 
 
 def ends_from_lengths(lengths):

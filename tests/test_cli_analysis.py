@@ -8,7 +8,7 @@ import pytest
 
 from analysis_data import rewards_table, with_rewards
 from rewardlab.cli import main
-from rewardlab.stats import SCOPES, reward_stats
+from rewardlab.analysis.stats import SCOPES, reward_stats
 
 
 @pytest.fixture(scope="module")

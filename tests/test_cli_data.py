@@ -72,7 +72,7 @@ def test_bundled_sample_is_what_make_sample_writes():
     import re
 
     from conftest import ROOT, SAMPLE
-    from rewardlab.sources.simulate import iter_kanachan_lines, simulate_games
+    from rewardlab.domains.mahjong.simulate import iter_kanachan_lines, simulate_games
 
     command = re.search(r"rewardlab sample --games (\d+) --seed (\d+) --out \$\(SAMPLE\)",
                         (ROOT / "Makefile").read_text())

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from analysis_data import rewards_table, with_rewards
-from rewardlab.compare import (
+from rewardlab.analysis.compare import (
     compare_rewards, correlation_matrix, epic_distance, episode_return_table, most_disagreeing_episodes,
     rankdata, step_difference,
 )
-from rewardlab.errors import ColumnNotFoundError, ParameterError
+from rewardlab.core.errors import ColumnNotFoundError, ParameterError
 
 
 def rankdata_loop(x):

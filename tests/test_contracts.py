@@ -8,25 +8,25 @@ import pytest
 import torch
 
 import rewardlab
-from rewardlab.batch_modes import BATCH_MODES, episode_ends, plan_batches
-from rewardlab.contract import IN_KEYS
+from rewardlab.plugins.batch_modes import BATCH_MODES, episode_ends, plan_batches
+from rewardlab.contracts.kanachan.batching import IN_KEYS
 from rewardlab.contracts import (
     KANACHAN, STEPS, Contract, StepsContract, contract_for, get_contract, register_contract,
     registered_contracts,
 )
 from rewardlab.contracts.steps import StepsArrays
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
-from rewardlab.errors import (
+from rewardlab.core.errors import (
     ContractError, ParameterError, PluginLoadError, PluginRuntimeError, SpecError,
 )
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.plugins.shards import split_shards
-from rewardlab.runner import Locator, run_plugins
+from rewardlab.plugins.runner import Locator, run_plugins
 
 from conftest import PLUGINS_DIR
 
 # the toy rewards are not normalized; the scale warning is tested in test_plugins_apply.py
-pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.errors.RewardScaleWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.core.errors.RewardScaleWarning")
 
 SPEC = FrameSpec(
     name="toy_steps", episode=("ep",), step="t", terminated="term", truncated="trunc",
@@ -164,7 +164,7 @@ def test_steps_tensordict_keys_shapes_dtypes_and_padding(frame):
 
 def test_steps_next_states_of_a_kanachan_frame_equal_kanachans_builder(small_frame):
     """An independent check of the padding: kanachan's own builder (pinned by the golden test)."""
-    from rewardlab.schema import KANACHAN_SPEC
+    from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 
     rows = np.random.default_rng(5).permutation(small_frame.height)
     steps = StepsArrays(small_frame, KANACHAN_SPEC).tensordict(rows)

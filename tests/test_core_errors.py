@@ -7,11 +7,11 @@ import polars as pl
 import pytest
 
 import rewardlab
-from rewardlab import schema as S
+from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
-from rewardlab.batching import FrameArrays
+from rewardlab.contracts.kanachan.batching import FrameArrays
 from rewardlab.dataset import write_dataset
-from rewardlab.errors import ColumnNotFoundError, DataFormatError, FrameError, ParameterError
+from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, FrameError, ParameterError
 from lines import game_lines, gid, write
 
 

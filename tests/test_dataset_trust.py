@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import rewardlab
-from rewardlab import schema as S
-from rewardlab import storage
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.sources import storage
 from rewardlab.cli import main
 from rewardlab.dataset import write_dataset
-from rewardlab.errors import DataFormatError
+from rewardlab.core.errors import DataFormatError
 
 LOADERS = {"load": rewardlab.load_kanachan, "scan": lambda p: rewardlab.scan_kanachan(p).collect()}
 

@@ -7,10 +7,10 @@ import os
 import numpy as np
 import pytest
 
-from rewardlab import isolation
+from rewardlab.plugins import isolation
 from rewardlab.cli import main
-from rewardlab.errors import ParameterError, PluginLoadError
-from rewardlab.families.preset_values import preset_names
+from rewardlab.core.errors import ParameterError, PluginLoadError
+from rewardlab.domains.mahjong.families.preset_values import preset_names
 from rewardlab.plugins import apply_plugins, load_plugin, read_plugin
 from rewardlab.sessions import RankingTuningSession, roundtrip_check
 

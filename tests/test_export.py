@@ -14,9 +14,9 @@ import torch
 
 import rewardlab
 from rewardlab.cli import main
-from rewardlab.errors import OutputExistsError, ParameterError, RewardScaleWarning
+from rewardlab.core.errors import OutputExistsError, ParameterError, RewardScaleWarning
 from rewardlab.export import export_plugin, render_plugin, sanitize_comment
-from rewardlab.families import (
+from rewardlab.domains.mahjong.families import (
     Points,
     PointsParams,
     Provenance,
@@ -460,7 +460,7 @@ def test_cli_and_library_refuse_bad_output_paths(tmp_path, capsys, monkeypatch):
     assert f"`--out` should name a file, not a folder. Received {str(tmp_path)!r}." in capsys.readouterr().err
     with pytest.raises(ParameterError, match=r"^`path` should name the file to write; it is empty"):
         export_plugin(Ranking(), "")
-    from rewardlab.errors import ExportWriteError
+    from rewardlab.core.errors import ExportWriteError
 
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")

@@ -26,8 +26,8 @@ import rewardlab
 from rewardlab.cli import main
 from rewardlab.contracts import registry as contracts_registry
 from rewardlab.core.spec import attached
-from rewardlab.errors import ContractError
-from rewardlab.batch_modes import BATCH_MODES
+from rewardlab.core.errors import ContractError
+from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.sessions import NormalizationSession
 from rewardlab.sources import registry as sources_registry
 
@@ -40,7 +40,7 @@ import polars as pl
 import torch
 from tensordict import TensorDict
 
-from rewardlab.contract import Violation, check_done_form
+from rewardlab.contracts.checks import Violation, check_done_form
 from rewardlab.contracts import Contract, register_contract
 from rewardlab.core.rows import RowArrays
 from rewardlab.core.spec import FrameSpec, StateColumn, attach

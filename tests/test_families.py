@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import rewardlab
 from reference import wiki_rank
-from rewardlab.errors import FrameError, ParameterError
-from rewardlab.families import (
+from rewardlab.core.errors import FrameError, ParameterError
+from rewardlab.domains.mahjong.families import (
     FAMILIES,
     Points,
     PointsParams,
@@ -132,7 +132,7 @@ def prepared(sample_frame) -> PreparedFrame:
     (lambda: RankingPointsParams(offset=2.5), "`offset` should be an integer. Received 2.5."),
     (lambda: RankingPointsParams(vector=(1, 2, 3, 4, 5)), "`vector` should have 4 entries"),
     (lambda: RankingParams(provenance="typed"),
-     "`provenance` should be a rewardlab.families.Provenance. Received 'typed'."),
+     "`provenance` should be a rewardlab.domains.mahjong.families.Provenance. Received 'typed'."),
     (lambda: Ranking(PointsParams()), "`params` should be a RankingParams. Received 'PointsParams'."),
     (lambda: Ranking.from_preset("nope"), "`preset` should be one of top, top_two"),
     (lambda: Provenance("guess"), "`kind` should be one of 'default', 'typed', 'seed', 'dataset'."),
@@ -325,7 +325,7 @@ def test_constants_from_a_frame_name_its_source_files(sample_frame, sample_path)
 
 
 def test_constants_from_stats_normalization_constants(sample_frame):
-    from rewardlab.stats import normalization_constants
+    from rewardlab.analysis.stats import normalization_constants
 
     family = RoundDelta.from_preset("thousands")
     with_raw = family.with_columns(sample_frame, "delta")
@@ -392,8 +392,8 @@ def test_describe_shows_parameters_and_provenance():
 
 
 def test_unknown_parameter_names_are_refused_with_the_valid_names():
-    from rewardlab.errors import ParameterError
-    from rewardlab.families import Points, Ranking
+    from rewardlab.core.errors import ParameterError
+    from rewardlab.domains.mahjong.families import Points, Ranking
 
     with pytest.raises(ParameterError, match=r"`divsor` should be a parameter of the points family: "
                        r"offset, divisor, mean, std, provenance\. Received 10\."):

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 import rewardlab
-from rewardlab import _io
-from rewardlab._io import atomic_open, atomic_path, remove_stale_temporaries
+from rewardlab.core import files as _io
+from rewardlab.core.files import atomic_open, atomic_path, remove_stale_temporaries
 from rewardlab.cli import main
 from rewardlab.dataset import write_dataset
-from rewardlab.errors import DataFormatError, FileAccessError, OutputExistsError, ParameterError
+from rewardlab.core.errors import DataFormatError, FileAccessError, OutputExistsError, ParameterError
 from conftest import PLUGINS_DIR, ROOT
 from lines import game_lines, gid, write
 
@@ -327,7 +327,7 @@ def test_apply_plot_and_export_refuse_to_overwrite_their_input(tmp_path, sample_
 
 KILLED_WRITER = """
 import os, sys
-from rewardlab._io import atomic_open
+from rewardlab.core.files import atomic_open
 with atomic_open(sys.argv[1]) as f:
     f.write("half")
     f.flush()

@@ -54,7 +54,7 @@ def _frame(sample):
 
 def compute(sample) -> dict:
     import rewardlab
-    from rewardlab.families import Points, Ranking, RankingPoints, RoundDelta
+    from rewardlab.domains.mahjong.families import Points, Ranking, RankingPoints, RoundDelta
     from rewardlab.plugins import apply_plugins
 
     from lines import game_lines, gid, write

@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from rewardlab._io import atomic_open, atomic_path
-from rewardlab.errors import OutputExistsError
+from rewardlab.core.files import atomic_open, atomic_path
+from rewardlab.core.errors import OutputExistsError
 
 
 def test_failure_leaves_neither_the_file_nor_a_temporary(tmp_path):

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import rewardlab
-from rewardlab.errors import DataFormatError, ParameterError, SkippedLinesWarning
+from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning
 from lines import game_lines, gid, set_column, write
 
 
@@ -145,8 +145,7 @@ def test_bytes_outside_printable_ascii(tmp_path, insert, rule):
 
 
 def test_skip_mode_across_blocks_keeps_every_line(monkeypatch, tmp_path):
-    from rewardlab.sources import kanachan
-
+    from rewardlab.sources.kanachan import reader as kanachan
     lines = game_lines(gid(1), rounds=(3, 2)) + game_lines(gid(2), rounds=(2, 2)) + game_lines(gid(3))
     lines = set_column(lines, 25, 5, "9")
     lines[30] = "garbage"
@@ -222,6 +221,6 @@ def test_side_file_is_not_overwritten(tmp_path):
     path = write(tmp_path / "x.tsv", lines)
     side = tmp_path / "side.txt"
     side.write_text("old")
-    with pytest.raises(rewardlab.errors.OutputExistsError):  # refused before any parsing
+    with pytest.raises(rewardlab.core.errors.OutputExistsError):  # refused before any parsing
         rewardlab.read_kanachan(path, on_error="skip", skipped_path=side)
     assert side.read_text() == "old"

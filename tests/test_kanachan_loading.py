@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import rewardlab
-from rewardlab import schema as S
-from rewardlab.batching import TENSORDICT_KEYS
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.contracts.kanachan.batching import TENSORDICT_KEYS
 from lines import game_lines, gid, write
 from reference import read_lines, reference_tensors, wiki_rank
 
@@ -117,8 +117,7 @@ def test_blocks_of_plain_and_compressed_files_load_the_same(monkeypatch, tmp_pat
     """Plain files are memory-mapped, compressed ones decompressed block by block."""
     import gzip
 
-    from rewardlab.sources import kanachan
-
+    from rewardlab.sources.kanachan import reader as kanachan
     lines = read_lines(sample_path)[:3000]
     cut = max(i for i, line in enumerate(lines) if line.count("\t") == 7) + 1
     text = "".join(lines[:cut]).encode()
@@ -150,7 +149,7 @@ def test_parquet_round_trip_and_lazy_scan(tmp_path, sample_frame, sample_path):
 def test_convert_refuses_to_overwrite(tmp_path, sample_path):
     out = tmp_path / "d.parquet"
     out.write_text("keep me")
-    with pytest.raises(rewardlab.errors.OutputExistsError, match="already exists"):
+    with pytest.raises(rewardlab.core.errors.OutputExistsError, match="already exists"):
         rewardlab.convert(sample_path, out, progress=False)
     assert out.read_text() == "keep me"
     rewardlab.convert(sample_path, out, overwrite=True, progress=False)
@@ -179,8 +178,7 @@ def test_ranks_against_loop_reference():
 @pytest.mark.parametrize("chunk", [1, 700, 50000])
 def test_small_blocks_give_the_same_frame(monkeypatch, sample_path, sample_frame, tmp_path, chunk):
     """Files are parsed in blocks (in two threads); block boundaries must not matter."""
-    from rewardlab.sources import kanachan
-
+    from rewardlab.sources.kanachan import reader as kanachan
     lines = read_lines(sample_path)[: 150 if chunk == 1 else 1200]
     cut = max(i for i, line in enumerate(lines) if line.count("\t") == 7) + 1  # end on an end-of-game line
     path = tmp_path / "part.tsv"
@@ -194,15 +192,14 @@ def test_small_blocks_give_the_same_frame(monkeypatch, sample_path, sample_frame
 
 
 def test_next_state_mismatch_across_a_block_boundary(monkeypatch, tmp_path):
-    from rewardlab.sources import kanachan
-
+    from rewardlab.sources.kanachan import reader as kanachan
     lines = game_lines(gid(1), rounds=(3, 2))
     cols = lines[1].split("\t")
     cols[6] = cols[6] + ",400"  # an extra id in the next sparse features
     lines[1] = "\t".join(cols)
     path = write(tmp_path / "x.tsv", lines)
     monkeypatch.setattr(kanachan, "CHUNK_BYTES", len(lines[0]) + len(lines[1]) + 2)  # boundary after line 2
-    with pytest.raises(rewardlab.errors.DataFormatError) as info:
+    with pytest.raises(rewardlab.core.errors.DataFormatError) as info:
         rewardlab.load_kanachan(path)
     assert (info.value.line, info.value.column, info.value.rule) == (2, 6, "next_state_mismatch")
 
@@ -215,5 +212,5 @@ def test_arrow_dataset_round_trip(tmp_path, sample_frame, sample_path):
 
 
 def test_convert_rejects_unknown_suffix(tmp_path, sample_path):
-    with pytest.raises(rewardlab.errors.ParameterError, match="`out` should end with .parquet or .arrow"):
+    with pytest.raises(rewardlab.core.errors.ParameterError, match="`out` should end with .parquet or .arrow"):
         rewardlab.convert(sample_path, tmp_path / "d.csv")

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rewardlab
-from rewardlab.errors import DataFormatError
+from rewardlab.core.errors import DataFormatError
 from lines import game_lines, gid, set_column, write
 
-pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.errors.SkippedLinesWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.core.errors.SkippedLinesWarning")
 
 
 
@@ -216,8 +216,7 @@ def corrupted(draw, lines, firsts):
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_corruption_never_keeps_part_of_an_episode(monkeypatch, tmp_path, sample_head, data):
-    from rewardlab.sources import kanachan
-
+    from rewardlab.sources.kanachan import reader as kanachan
     original, episodes, firsts = sample_head
     lines = data.draw(corrupted(original, firsts))
     monkeypatch.setattr(kanachan, "CHUNK_BYTES", data.draw(st.sampled_from([4000, 1 << 25])))
@@ -264,8 +263,7 @@ def _file_with_layout_errors(tmp_path):
 
 @pytest.mark.parametrize("chunk", [1, 64, 700, 4096, 1 << 25])
 def test_a_second_seat_id_is_reported_whatever_the_block_size(monkeypatch, tmp_path, chunk):
-    from rewardlab.sources import kanachan
-
+    from rewardlab.sources.kanachan import reader as kanachan
     path, line = _file_with_layout_errors(tmp_path)
     monkeypatch.setattr(kanachan, "CHUNK_BYTES", chunk)
     with pytest.raises(DataFormatError, match=r"layout\.tsv:\d+: column 1: .*exactly one seat id in \[71, 74\], "
@@ -275,8 +273,7 @@ def test_a_second_seat_id_is_reported_whatever_the_block_size(monkeypatch, tmp_p
 
 
 def test_skip_mode_results_do_not_depend_on_the_block_size(monkeypatch, tmp_path, sample_head):
-    from rewardlab.sources import kanachan
-
+    from rewardlab.sources.kanachan import reader as kanachan
     path, _ = _file_with_layout_errors(tmp_path)
     lines = [x.decode() for x in sample_head[0]]  # the sample-like file too, with a few corruptions
     n = len(lines)

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from analysis_data import with_rewards
-from rewardlab.errors import ParameterError
-from rewardlab.normalizers import (
+from rewardlab.core.errors import ParameterError
+from rewardlab.analysis.normalizers import (
     gymnasium_normalize_reward, normalization_summary, normalized_rewards, running_mean_var,
     sb3_normalize_reward,
 )
-from rewardlab.stats import normalization_constants
+from rewardlab.analysis.stats import normalization_constants
 
 # --------------------------------------------------------------------------
 # loop references, written from the libraries' documented behaviour

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -61,8 +63,8 @@ def test_import_rewardlab_does_not_need_ipywidgets():
 
 
 def test_import_rewardlab_is_cheap_until_a_name_is_used():
-    code = ("import sys, rewardlab, rewardlab.errors\n"
-            "assert 'torch' not in sys.modules and 'rewardlab.batching' not in sys.modules\n"
+    code = ("import sys, rewardlab, rewardlab.core.errors\n"
+            "assert 'torch' not in sys.modules and 'rewardlab.contracts.kanachan.batching' not in sys.modules\n"
             "rewardlab.to_tensordict\n"
             "assert 'torch' in sys.modules\n"
             "assert sorted(dir(rewardlab)) == sorted(set(dir(rewardlab)))\n"
@@ -75,7 +77,7 @@ def test_the_command_line_parser_does_not_import_torch():
     code = ("import sys\n"
             "from rewardlab.cli import build_parser\n"
             "build_parser()\n"
-            "import rewardlab.dataset, rewardlab.sources.kanachan  # what `info` needs\n"
+            "import rewardlab.dataset, rewardlab.sources.kanachan.reader  # what `info` needs\n"
             "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('rewardlab'))\n"
             "print('ok')\n")
     run_ok(code)
@@ -93,3 +95,54 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in readme and "make lab" in readme
     assert re.search(r"^make test$", ci, flags=re.M)
+
+
+#: The package's floors, lowest first: a module imports only from its own floor or below
+#: (README "Layout"; DEVELOPERS.md "Code layout and habits").
+LAYERS = (
+    ("rewardlab._version", 0), ("rewardlab.core", 0), ("rewardlab.sources", 1), ("rewardlab.contracts", 2),
+    ("rewardlab.plugins", 3), ("rewardlab.analysis", 4), ("rewardlab.domains", 5), ("rewardlab.dataset", 6),
+    ("rewardlab.export", 6), ("rewardlab.schedules", 6), ("rewardlab.plots", 6), ("rewardlab.sessions", 7),
+    ("rewardlab.widgets", 8), ("rewardlab.cli", 8), ("rewardlab.__main__", 8),
+)
+
+
+def _floor(module: str) -> int | None:
+    found = None
+    for prefix, floor in LAYERS:
+        if module == prefix or module.startswith(prefix + "."):
+            found = floor
+    return found
+
+
+def upward_imports(root: Path) -> list[str]:
+    """Every import (module level or inside a function) of a higher floor than the importing module's."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        own = _floor(module)
+        if own is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rewardlab"):
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("rewardlab")]
+            else:
+                continue
+            for target in targets:
+                floor = _floor(target)
+                if floor is not None and floor > own:
+                    found.append(f"{path}:{node.lineno}: {module} imports {target}")
+    return found
+
+
+def test_imports_point_one_way(tmp_path):
+    assert upward_imports(ROOT / "rewardlab") == []
+    # the check can fail: a core module that imports the analysis is caught, inside a function too
+    bad = tmp_path / "rewardlab" / "core"
+    bad.mkdir(parents=True)
+    (bad / "spec.py").write_text("def f():\n    from rewardlab.analysis.stats import Moments\n")
+    assert upward_imports(tmp_path / "rewardlab") == [
+        f"{bad / 'spec.py'}:2: rewardlab.core.spec imports rewardlab.analysis.stats"]

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from rewardlab.errors import ColumnNotFoundError, ParameterError
+from rewardlab.core.errors import ColumnNotFoundError, ParameterError
 from rewardlab.plots import (
     plot_correlation_heatmap, plot_normalization, plot_return_distribution, plot_return_scatter,
     plot_reward_by_rank, plot_reward_distribution,

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 import rewardlab
-from rewardlab.batch_modes import BATCH_MODES, DEFAULT_BATCH_SIZES, episode_ends, plan_batches
-from rewardlab.batching import TENSORDICT_KEYS
-from rewardlab.errors import RewardScaleWarning
+from rewardlab.plugins.batch_modes import BATCH_MODES, DEFAULT_BATCH_SIZES, episode_ends, plan_batches
+from rewardlab.contracts.kanachan.batching import TENSORDICT_KEYS
+from rewardlab.core.errors import RewardScaleWarning
 from rewardlab.plugins import apply_plugins, load_plugin
 
 from conftest import PLUGINS_DIR, ROOT, SAMPLE
@@ -280,7 +280,7 @@ def test_shipped_ranking_normalization_is_the_wikis():
 @pytest.mark.parametrize("mode", BATCH_MODES)
 @pytest.mark.parametrize("strict", [False, True])
 def test_chunking_does_not_change_results(small_frame, mode, strict):
-    from rewardlab.runner import Locator, run_plugins
+    from rewardlab.plugins.runner import Locator, run_plugins
 
     plug = load_plugin(PLUGINS_DIR / "round_delta.py")
     arrays = rewardlab.FrameArrays(small_frame)
@@ -300,7 +300,7 @@ def test_chunking_does_not_change_results(small_frame, mode, strict):
 
 @pytest.mark.parametrize("strict", [False, True])
 def test_a_plugin_that_writes_in_fields_does_not_leak_into_the_next(tmp_path, small_frame, strict):
-    from rewardlab.runner import Locator, run_plugins
+    from rewardlab.plugins.runner import Locator, run_plugins
 
     vandal = tmp_path / "vandal.py"
     vandal.write_text("import torch\n\ndef get_reward(data, contiguous):\n"

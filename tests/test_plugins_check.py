@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from rewardlab.errors import ParameterError
+from rewardlab.core.errors import ParameterError
 from rewardlab.plugins import CheckReport, Difference, check_plugin, load_plugin
 
 from conftest import PLUGINS_DIR

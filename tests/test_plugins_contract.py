@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 import torch
 
-from rewardlab import contract
-from rewardlab.errors import (
+from rewardlab.contracts import checks as contract
+from rewardlab.core.errors import (
     ContractError, ParameterError, PluginRuntimeError, RewardScaleWarning,
 )
 from rewardlab.plugins import apply_plugins, load_plugin

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardlab.errors import ParameterError, PluginLoadError
+from rewardlab.core.errors import ParameterError, PluginLoadError
 from rewardlab.plugins import Plugin, load_plugin
 
 GOOD = """\

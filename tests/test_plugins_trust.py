@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 import torch
 
-from rewardlab import isolation
+from rewardlab.plugins import isolation
 from rewardlab.cli import main
-from rewardlab.errors import PluginLoadError, PluginRuntimeError, PluginTimeoutError
+from rewardlab.core.errors import PluginLoadError, PluginRuntimeError, PluginTimeoutError
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 
 from conftest import PLUGINS_DIR
@@ -332,7 +332,7 @@ def test_check_plugin_reports_zero_transitions_without_statistics(small_frame):
 
 
 def test_cancel_stops_a_running_check_at_once(tmp_path, small_frame):
-    from rewardlab.errors import PluginRunCancelled
+    from rewardlab.core.errors import PluginRunCancelled
 
     path = body(tmp_path, "slow", "import time\ntime.sleep(30)\n" + GOOD)
     start = time.monotonic()

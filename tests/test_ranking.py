@@ -9,12 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis_data import with_rewards
-from rewardlab.errors import FrameError, ParameterError
-from rewardlab.ranking import (
+from rewardlab.core.errors import FrameError, ParameterError
+from rewardlab.domains.mahjong.ranking import (
     RankTable, affine_equivalence, bootstrap_mean_ci, bootstrap_rank_ci, expected_reward,
     rank_probabilities, reward_by_rank, stable_rank, tenhou_points,
 )
-from rewardlab.stats import Moments, reward_stats
+from rewardlab.analysis.stats import Moments, reward_stats
 from reference import wiki_rank
 
 
@@ -95,8 +95,8 @@ def test_rank_table_errors(frame, table):
 def test_mahjong_analyses_refuse_a_frame_of_another_source_naming_every_missing_column():
     """A steps table is not a mahjong frame: each mahjong-only entry point names all it lacks."""
 
-    from rewardlab.families import prepare_frame
-    from rewardlab.mahjong import episode_outcomes
+    from rewardlab.domains.mahjong.families import prepare_frame
+    from rewardlab.domains.mahjong.rules import episode_outcomes
 
     steps = pl.DataFrame({"episode": [0, 0, 1], "t": [0, 1, 0], "terminated": [False, True, True],
                           "reward_a": [1.0, 0.0, 2.0], "done_a": [False, True, True]})

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from analysis_data import rewards_table, with_rewards
-from rewardlab.errors import ColumnNotFoundError, ParameterError
-from rewardlab.returns import (
+from rewardlab.core.errors import ColumnNotFoundError, ParameterError
+from rewardlab.analysis.returns import (
     discounted_reward_to_go, episode_returns, gae, generalized_advantage_estimate, linear_scan,
     reward_to_go, segment_ids, segment_returns,
 )

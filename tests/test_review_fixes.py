@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rewardlab.batching import TENSORDICT_KEYS, FrameArrays
+from rewardlab.contracts.kanachan.batching import TENSORDICT_KEYS, FrameArrays
 from rewardlab.cli import main
 
 
@@ -55,7 +55,7 @@ def test_export_refuses_existing_output_before_reading_data(tmp_path, capsys, mo
     def boom(path):  # reading the dataset is pointless when the output cannot be written
         raise AssertionError("the dataset was read before the output was checked")
 
-    monkeypatch.setattr("rewardlab.families.prepare_frame", boom)
+    monkeypatch.setattr("rewardlab.domains.mahjong.families.prepare_frame", boom)
     assert main(["export", "ranking", "--preset", "top", "--normalize-from", str(tmp_path / "d.parquet"),
                  "--out", str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
@@ -89,8 +89,8 @@ def test_plot_message_names_only_what_is_drawn(small_frame, tmp_path, capsys):
 def test_parquet_files_with_different_columns_are_refused_clearly(tmp_path, capsys):
     import polars as pl
 
-    from rewardlab.errors import ParameterError
-    from rewardlab.stats import reward_stats
+    from rewardlab.core.errors import ParameterError
+    from rewardlab.analysis.stats import reward_stats
 
     a = tmp_path / "a.parquet"
     b = tmp_path / "b.parquet"

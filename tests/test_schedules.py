@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardlab import schedules
-from rewardlab.errors import ParameterError
+from rewardlab.core.errors import ParameterError
 from rewardlab.schedules import (
     ExplorerSchedule,
     KanachanEpsilonGreedy,

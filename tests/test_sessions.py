@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardlab.errors import OutputExistsError, ParameterError
+from rewardlab.core.errors import OutputExistsError, ParameterError
 from rewardlab.sessions import (
     ComparisonSession, EpsilonScheduleSession, NormalizationSession, RankingTuningSession, locate,
     roundtrip_check,
@@ -337,7 +337,7 @@ def test_schedule_export(tmp_path):
 
 @pytest.fixture(scope="module")
 def reward_frame(sample_frame):
-    from rewardlab.families import Points, RoundDelta
+    from rewardlab.domains.mahjong.families import Points, RoundDelta
 
     frame = Points.from_preset("raw").with_columns(sample_frame, "score")
     frame = RoundDelta.from_preset("thousands").with_columns(frame, "delta")
@@ -433,7 +433,7 @@ def get_reward(data, contiguous):
 
 
 def test_comparison_add_a_users_plugin(small_frame, tmp_path):
-    from rewardlab.families import Ranking
+    from rewardlab.domains.mahjong.families import Ranking
 
     frame = Ranking.from_preset("top").with_columns(small_frame, "top")
     s = ComparisonSession(frame, [ROOT / "data" / "plugins" / "raw_points.py"])
@@ -534,7 +534,7 @@ def test_a_nonfinite_statistic_is_refused_whatever_the_cause(monkeypatch):
 
 
 def test_normalization_refuses_a_reward_whose_statistics_overflow(reward_frame):
-    from rewardlab.families import Ranking, RankingParams
+    from rewardlab.domains.mahjong.families import Ranking, RankingParams
 
     params = RankingParams(vector=(1e100, 0, 0, -1e100))
     huge = Ranking(params).with_columns(reward_frame, "huge")
@@ -585,7 +585,7 @@ def test_stale_constants_are_not_exported_silently(small_frame, tmp_path):
 
 
 def test_export_checks_what_the_session_holds_with_progress(sample_frame, tmp_path, monkeypatch):
-    from rewardlab.families import PreparedFrame, RewardFamily
+    from rewardlab.domains.mahjong.families import PreparedFrame, RewardFamily
     from rewardlab.sessions import sample_whole_games
 
     s = RankingTuningSession(sample_frame, preset="tenhou_tokujo_6dan")
@@ -596,7 +596,7 @@ def test_export_checks_what_the_session_holds_with_progress(sample_frame, tmp_pa
 
     monkeypatch.setattr(RewardFamily, "evaluate", no_redo)
     monkeypatch.setattr(RewardFamily, "prepare", no_redo)
-    monkeypatch.setattr("rewardlab.families.base.prepare_frame", no_redo)
+    monkeypatch.setattr("rewardlab.domains.mahjong.families.base.prepare_frame", no_redo)
     calls = []
     result = s.export(tmp_path / "r.py", check_rows=5000, progress=lambda f, m: calls.append((f, m)))
     rt = result.roundtrip
@@ -621,7 +621,7 @@ def test_export_checks_what_the_session_holds_with_progress(sample_frame, tmp_pa
 
 
 def test_export_can_be_cancelled_and_writes_nothing(sample_frame, tmp_path):
-    from rewardlab.errors import ExportCancelled
+    from rewardlab.core.errors import ExportCancelled
     from rewardlab.sessions import CancelToken
 
     s = RankingTuningSession(sample_frame, preset="top")
@@ -639,7 +639,7 @@ def test_export_can_be_cancelled_and_writes_nothing(sample_frame, tmp_path):
 
 
 def test_export_path_errors_name_the_path_as_typed(small_frame, tmp_path, monkeypatch):
-    from rewardlab.errors import ExportWriteError
+    from rewardlab.core.errors import ExportWriteError
 
     s = RankingTuningSession(small_frame, preset="top")
     (tmp_path / "f.txt").write_text("x")
@@ -670,7 +670,7 @@ def test_export_path_errors_name_the_path_as_typed(small_frame, tmp_path, monkey
 
 
 def test_a_file_that_fails_its_round_trip_is_not_written(small_frame, tmp_path, monkeypatch):
-    from rewardlab.errors import RoundTripError
+    from rewardlab.core.errors import RoundTripError
     from rewardlab.export import render_plugin
 
     s = RankingTuningSession(small_frame, preset="top")

@@ -5,16 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-import warnings
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
-from rewardlab.errors import DataFormatError, FrameError, OutputExistsError, ParameterError, RewardlabWarning
+from rewardlab.core.errors import DataFormatError, FrameError, OutputExistsError, ParameterError, RewardlabWarning
 from rewardlab.sessions import (
-    ComparisonSession, EpsilonScheduleSession, NormalizationSession, Pinned, RankingTuningSession, Session,
+    ComparisonSession, EpsilonScheduleSession, NormalizationSession, RankingTuningSession, Session,
 )
 from rewardlab.sessions import base as session_base
 
@@ -46,7 +45,7 @@ def loop_episode_returns(frame: pl.DataFrame, name: str) -> list[float]:
 
 @pytest.fixture(scope="module")
 def reward_frame(small_frame):
-    from rewardlab.families import Points, RoundDelta
+    from rewardlab.domains.mahjong.families import Points, RoundDelta
 
     frame = Points.from_preset("raw").with_columns(small_frame, "score")
     return RoundDelta.from_preset("thousands").with_columns(frame, "delta")

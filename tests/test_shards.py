@@ -8,14 +8,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from rewardlab.batch_modes import SHUFFLE_WINDOW, plan_batches, plan_shuffled
-from rewardlab.batching import FrameArrays
-from rewardlab.errors import ContractError, ParameterError, ShardError
+from rewardlab.plugins.batch_modes import SHUFFLE_WINDOW, plan_batches, plan_shuffled
+from rewardlab.contracts.kanachan.batching import FrameArrays
+from rewardlab.core.errors import ContractError, ParameterError, ShardError
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.plugins.shards import BatchStream, merge_outcomes, run_shards, split_shards, stream_shards
 
 # the test plug-ins' rewards are not normalized; that warning is not what is tested here
-pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.errors.RewardScaleWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.core.errors.RewardScaleWarning")
 
 # rewards that depend on the whole batch (minus the batch mean), and a record of every batch
 BATCHY = """\

@@ -1,4 +1,4 @@
-"""Tests of the seeded mahjong game-flow simulator (rewardlab.sources.simulate).
+"""Tests of the seeded mahjong game-flow simulator (rewardlab.domains.mahjong.simulate).
 
 The rule checks below recompute the expected behaviour independently (point
 tables, payments, dealer rotation, ranking) instead of calling the
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewardlab import schema
-from rewardlab.errors import OutputExistsError, ParameterError
-from rewardlab.sources import simulate
-from rewardlab.sources.simulate import (
+from rewardlab.sources.kanachan import schema
+from rewardlab.core.errors import OutputExistsError, ParameterError
+from rewardlab.domains.mahjong import simulate
+from rewardlab.domains.mahjong.simulate import (
     SimulatedGame,
     iter_kanachan_lines,
     simulate_games,

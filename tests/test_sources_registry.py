@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import rewardlab
-from rewardlab import schema as S
-from rewardlab import storage
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.sources import storage
 from rewardlab.cli import main
 from rewardlab.core.spec import SPEC_KEY, attached
-from rewardlab.errors import DataFormatError, ParameterError, SpecError
+from rewardlab.core.errors import DataFormatError, ParameterError, SpecError
 from rewardlab.sources.registry import detect_source, registered_sources, spec_of, unregister_source
 
 
@@ -257,7 +257,7 @@ def test_write_dataset_needs_a_spec_and_its_columns(tmp_path):
 
 
 def test_a_rewards_table_stores_its_projected_spec_and_lazy_table_attaches_it(tmp_path, small_frame):
-    from rewardlab.stats import lazy_table
+    from rewardlab.analysis.stats import lazy_table
 
     table = small_frame.select(S.GAME_ID, S.SEAT, S.STEP, S.END_OF_GAME).with_columns(
         reward_a=pl.lit(1.0), done_a=pl.col(S.END_OF_GAME))
@@ -318,8 +318,8 @@ def test_the_cli_parser_lists_formats_without_importing_the_sources():
     from conftest import ROOT
 
     code = ("import sys; from rewardlab.cli import build_parser; build_parser(); "
-            "print(sorted(m for m in ('rewardlab.sources.kanachan', 'rewardlab.sources.datasets', "
-            "'rewardlab.storage', 'pyarrow') if m in sys.modules))")
+            "print(sorted(m for m in ('rewardlab.sources.kanachan.reader', 'rewardlab.sources.datasets', "
+            "'rewardlab.sources.storage', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis_data import rewards_table, with_rewards
-from rewardlab.errors import ColumnNotFoundError, FrameError, ParameterError
-from rewardlab.stats import (
+from rewardlab.core.errors import ColumnNotFoundError, FrameError, ParameterError
+from rewardlab.analysis.stats import (
     SCOPES, Moments, NormalizationConstants, describe_rewards, normalization_constants,
     reward_moments, reward_stats, scope_values,
 )

@@ -1,4 +1,4 @@
-"""Dataset file layouts (rewardlab.storage): round trips, lazy scans, several files, bad metadata."""
+"""Dataset file layouts (rewardlab.sources.storage): round trips, lazy scans, several files, bad metadata."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import rewardlab
-from rewardlab import schema as S
-from rewardlab import storage
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.sources import storage
 from rewardlab.dataset import write_dataset
-from rewardlab.errors import ColumnNotFoundError, DataFormatError, FrameError
+from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, FrameError
 from analysis_data import with_rewards
 from conftest import ROOT
 
@@ -134,7 +134,7 @@ def test_extra_columns_follow_the_frame_and_stats_read_them(tmp_path, sample_fra
     extras = [c for c in frame.columns if c not in S.FRAME_SCHEMA]
     assert rewardlab.load_kanachan(path).equals(frame.select(*S.FRAME_SCHEMA, *extras))
     assert rewardlab.scan_kanachan(path).collect().equals(frame.select(*S.FRAME_SCHEMA, *extras))
-    # rewardlab.stats reads Parquet paths itself; on a converted file it must decode `results`
+    # rewardlab.analysis.stats reads Parquet paths itself; on a converted file it must decode `results`
     assert rewardlab.reward_by_rank(path, "points").equals(rewardlab.reward_by_rank(frame, "points"))
     got = rewardlab.reward_stats(path, "points", scope="end_of_game")
     want = rewardlab.reward_stats(frame, "points", scope="end_of_game")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rewardlab.sources._tokenizer import CODES, line_ends, tokenize
+from rewardlab.sources.kanachan.tokenizer import CODES, line_ends, tokenize
 from lines import game_lines, gid
 
 RULES = {v: k for k, v in CODES.items()}
@@ -271,8 +271,7 @@ def test_a_skipped_prefix_is_not_parsed(first, junk):
 
 
 def test_one_compiled_variant_whatever_the_buffer(tmp_path):
-    from rewardlab.sources import _tokenizer
-
+    from rewardlab.sources.kanachan import tokenizer as _tokenizer
     line = (VALID[0] + "\n").encode()
     for data in (line, bytearray(line), memoryview(b"x" + line)[1:], line * 3):
         tokenize(data)
@@ -291,7 +290,7 @@ def test_arbitrary_bytes_never_crash_and_keep_the_line_count(lines, junk):
 @settings(deadline=None)  # the first call may compile the kernel (or load it from numba's cache)
 @given(st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=30), min_size=1, max_size=8))
 def test_game_rounds_against_a_loop(games):
-    from rewardlab.sources._tokenizer import game_rounds
+    from rewardlab.sources.kanachan.tokenizer import game_rounds
 
     key = np.array([k for g in games for k in g], dtype=np.int64)
     starts = np.cumsum([0] + [len(g) for g in games[:-1]])
@@ -331,7 +330,7 @@ def sparse_rows(draw):
 @given(st.lists(sparse_rows(), min_size=1, max_size=20), st.data())
 def test_sparse_head_against_a_loop(rows, data):
     """A row passes only if its head is in range and no later id is below 82 (one id of each kind)."""
-    from rewardlab.sources._tokenizer import sparse_head
+    from rewardlab.sources.kanachan.tokenizer import sparse_head
 
     lows, counts = np.array(HEAD_LOWS), np.array(HEAD_COUNTS)
     sparse = np.array(rows, dtype=np.int16)
@@ -347,7 +346,7 @@ def test_sparse_head_against_a_loop(rows, data):
 
 def test_a_second_seat_id_after_the_head_fails_the_head_check():
     """Two seat ids (the second after the head): the fast check must not pass it, whatever else is in the block."""
-    from rewardlab.sources._tokenizer import sparse_head
+    from rewardlab.sources.kanachan.tokenizer import sparse_head
 
     row = [2, 6, 7 + 9, 23 + 10, 39 + 11, 55 + 12, 71, 75, 78, 87, 72, 340] + [510] * 17
     head, every = sparse_head(np.array([row], dtype=np.int16), np.ones(1, dtype=bool), np.array(HEAD_LOWS),

@@ -148,7 +148,7 @@ def test_epsilon_tuner():
 
 
 def test_normalization_panel(sample_frame):
-    from rewardlab.families import Points
+    from rewardlab.domains.mahjong.families import Points
 
     frame = Points.from_preset("raw").with_columns(sample_frame, "score")
     panel = NormalizationPanel(frame, scope="end_of_game")
@@ -167,7 +167,7 @@ def test_normalization_panel(sample_frame):
 
 
 def test_comparison_board(sample_frame, small_frame, tmp_path):
-    from rewardlab.families import Points, Ranking, RoundDelta
+    from rewardlab.domains.mahjong.families import Points, Ranking, RoundDelta
 
     frame = Ranking.from_preset("top").with_columns(sample_frame, "top")
     frame = Points.from_preset("thousands").with_columns(frame, "points")
@@ -321,7 +321,7 @@ def test_number_boxes_read_text_the_way_a_person_does(tuner, sample_frame):
     eps.texts["epsilon_stable"].value = "0.125"
     assert eps.session.epsilon_stable == 0.125 and eps.controls["epsilon_stable"].value == 0.125
 
-    from rewardlab.families import Ranking
+    from rewardlab.domains.mahjong.families import Ranking
 
     frame = Ranking.from_preset("top").with_columns(sample_frame, "top")
     board = ComparisonBoard(Ranking.from_preset("top_two").with_columns(frame, "two"))

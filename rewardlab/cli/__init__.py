@@ -1,7 +1,7 @@
 """The ``rewardlab`` command line: thin fronts over the library's functions.
 
 Each module in this package registers its subcommands; errors of the
-:class:`~rewardlab.errors.RewardlabError` family, and any ``OSError`` (a file
+:class:`~rewardlab.core.errors.RewardlabError` family, and any ``OSError`` (a file
 problem; its text names the path), are printed as one clear message with
 exit status 2 (no traceback); anything else propagates.
 
@@ -18,7 +18,7 @@ import importlib
 import sys
 
 from rewardlab._version import __version__
-from rewardlab.errors import RewardlabError
+from rewardlab.core.errors import RewardlabError
 
 __all__ = ["main", "build_parser"]
 

@@ -49,7 +49,7 @@ def register(sub) -> None:
 
 
 def _data(args):
-    from rewardlab.stats import lazy_table  # it checks every input before any open
+    from rewardlab.analysis.stats import lazy_table  # it checks every input before any open
 
     paths = args.data if len(args.data) > 1 else args.data[0]
     if getattr(args, "format", None) is not None:  # stats --format NAME: through the source registry
@@ -64,7 +64,7 @@ def _reading(args):
     """Turn a Parquet file that fails to decode while the command reads it into one clear error."""
     import polars as pl
 
-    from rewardlab.errors import DataFormatError, RewardlabError
+    from rewardlab.core.errors import DataFormatError, RewardlabError
 
     try:
         yield
@@ -88,7 +88,7 @@ def _clean(value):
 def _stats(args) -> int:
     import polars as pl
 
-    from rewardlab.stats import column_names, rewards_to_use, reward_stats
+    from rewardlab.analysis.stats import column_names, rewards_to_use, reward_stats
 
     with _reading(args):
         lf, source = _data(args)
@@ -125,13 +125,13 @@ def _plot(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from rewardlab.errors import ParameterError
+    from rewardlab.core.errors import ParameterError
 
     if args.dpi < 1:
         raise ParameterError("--dpi", "should be a positive integer", args.dpi)
     from pathlib import Path
 
-    from rewardlab._io import check_not_input, check_output
+    from rewardlab.core.files import check_not_input, check_output
 
     out = Path(args.out)
     check_not_input(out, args.data, name="--out", folder_suffixes=(".parquet",))
@@ -144,9 +144,9 @@ def _draw(args, out) -> int:
     import matplotlib.pyplot as plt
 
     from rewardlab import plots
-    from rewardlab._io import atomic_path
-    from rewardlab.errors import ParameterError
-    from rewardlab.stats import column_names, rewards_to_use
+    from rewardlab.core.files import atomic_path
+    from rewardlab.core.errors import ParameterError
+    from rewardlab.analysis.stats import column_names, rewards_to_use
 
     lf, _ = _data(args)
     names = rewards_to_use(column_names(lf), args.reward)
@@ -158,7 +158,7 @@ def _draw(args, out) -> int:
         frame = lf.select([pl.col(f"reward_{n}").alias(n) for n in names]).collect()
         result = plots.plot_reward_distribution(frame, kind=kind, layout="facet" if args.facet else "overlay")
     elif kind in ("returns", "correlation", "scatter"):
-        from rewardlab.compare import compare_rewards, episode_return_table
+        from rewardlab.analysis.compare import compare_rewards, episode_return_table
 
         table = episode_return_table(lf, names)
         if kind == "returns":
@@ -171,11 +171,11 @@ def _draw(args, out) -> int:
             result = plots.plot_return_scatter(table, x=names[0], y=names[1])
             drawn = names[:2]
     elif kind == "by-rank":
-        from rewardlab.ranking import reward_by_rank
+        from rewardlab.domains.mahjong.ranking import reward_by_rank
 
         result = plots.plot_reward_by_rank(reward_by_rank(lf, names))
     else:
-        from rewardlab.normalizers import normalized_rewards
+        from rewardlab.analysis.normalizers import normalized_rewards
 
         result = plots.plot_normalization(normalized_rewards(lf, names[0]), clip_reward=10.0)
         drawn = names[:1]

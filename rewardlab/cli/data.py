@@ -70,7 +70,7 @@ def _report_skipped(result) -> None:
 
 
 def _sample(args) -> int:
-    from rewardlab.sources.simulate import write_sample
+    from rewardlab.domains.mahjong.simulate import write_sample
 
     summary = write_sample(args.out, games=args.games, seed=args.seed, overwrite=args.overwrite)
     print(f"wrote {summary.lines:,} lines ({summary.games} games, {summary.rounds} rounds) to {args.out}")
@@ -79,8 +79,8 @@ def _sample(args) -> int:
 
 def _check_outputs(args, inputs, outputs: dict) -> None:
     """Refuse, with the option's name, an output that is an input or another output, or cannot be written."""
-    from rewardlab._io import check_not_input, check_output
-    from rewardlab.errors import ParameterError
+    from rewardlab.core.files import check_not_input, check_output
+    from rewardlab.core.errors import ParameterError
 
     seen: dict[Path, str] = {}
     for name, path in outputs.items():
@@ -98,7 +98,7 @@ def _convert(args) -> int:
     import warnings
 
     from rewardlab.dataset import convert
-    from rewardlab.errors import SkippedLinesWarning
+    from rewardlab.core.errors import SkippedLinesWarning
 
     skipped = _skipped_path(args, args.out)
     _check_outputs(args, args.sources, {"--out": args.out, "--skipped": skipped})
@@ -130,7 +130,7 @@ def _formats(args) -> int:
 def _info(args) -> int:
     import warnings
 
-    from rewardlab.errors import ParameterError, SkippedLinesWarning
+    from rewardlab.core.errors import ParameterError, SkippedLinesWarning
     from rewardlab.sources.dispatch import resolve_source, scan
 
     if args.formats:
@@ -156,7 +156,7 @@ def _info(args) -> int:
 
 
 def _is_dataset(path: Path) -> bool:
-    from rewardlab.storage import is_dataset
+    from rewardlab.sources.storage import is_dataset
 
     return is_dataset(path)
 
@@ -165,7 +165,7 @@ def _summary(data, format_name: str, as_json: bool) -> str:
     """kanachan's summary (games, ranks, scores) for a kanachan frame; spec, transitions and episodes otherwise."""
     import polars as pl
 
-    from rewardlab import schema as S
+    from rewardlab.sources.kanachan import schema as S
     from rewardlab.dataset import summarize
     from rewardlab.sources.registry import spec_of
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 
-from rewardlab.errors import ParameterError
+from rewardlab.core.errors import ParameterError
 
 
 def register(sub) -> None:
@@ -85,13 +85,13 @@ def register(sub) -> None:
 
 
 def _ranking_presets() -> list[str]:
-    from rewardlab.families.preset_values import preset_names  # plain data: no torch for --help
+    from rewardlab.domains.mahjong.families.preset_values import preset_names  # plain data: no torch for --help
 
     return preset_names("ranking")
 
 
 def _presets(family: str) -> list[str]:
-    from rewardlab.families.preset_values import preset_names
+    from rewardlab.domains.mahjong.families.preset_values import preset_names
 
     return preset_names(family)
 
@@ -130,7 +130,7 @@ def _parse_vector(text: str) -> tuple[float, ...]:
 
 
 def _normalize(family, args, prepared):
-    from rewardlab.families import Provenance
+    from rewardlab.domains.mahjong.families import Provenance
 
     if args.std is not None and (args.normalize_from or getattr(args, "seed_normalization", False)):
         other = "--normalize-from" if args.normalize_from else "--seed-normalization"
@@ -156,7 +156,7 @@ def _refuse_existing(args) -> None:
 
     export_plugin checks again when it writes.
     """
-    from rewardlab._io import check_not_input
+    from rewardlab.core.files import check_not_input
     from rewardlab.export import export_target
 
     check_not_input(args.out, [getattr(args, "normalize_from", None), getattr(args, "measure_on", None)],
@@ -170,13 +170,13 @@ def _refuse_existing(args) -> None:
 def _prepare(path):
     if path is None:
         return None
-    from rewardlab.families import prepare_frame
+    from rewardlab.domains.mahjong.families import prepare_frame
 
     return prepare_frame(path)
 
 
 def _report(family, path, prepared, dataset: str | None) -> None:
-    from rewardlab.families.base import SCOPE_WORDS, population_constants
+    from rewardlab.domains.mahjong.families.base import SCOPE_WORDS, population_constants
 
     print(f"wrote {path}")
     print(f"  {family.describe()}")
@@ -194,7 +194,7 @@ def _report(family, path, prepared, dataset: str | None) -> None:
 
 def _export_ranking(args) -> int:
     from rewardlab.export import export_plugin
-    from rewardlab.families import (Ranking, RankingParams, RankingPoints, RankingPointsParams,
+    from rewardlab.domains.mahjong.families import (Ranking, RankingParams, RankingPoints, RankingPointsParams,
                                      check_seed_normalization, ranking_preset)
 
     if args.preset is not None:
@@ -236,7 +236,7 @@ def _export_ranking(args) -> int:
 
 def _export_other(args) -> int:
     from rewardlab.export import export_plugin
-    from rewardlab.families import family_class
+    from rewardlab.domains.mahjong.families import family_class
 
     cls = family_class(args.family_name)
     if args.preset is not None:

@@ -27,8 +27,8 @@ def _add_isolation(p) -> None:
 
 
 def register(sub) -> None:
-    from rewardlab.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS
-    from rewardlab.schema import CONVENTIONS
+    from rewardlab.plugins.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS
+    from rewardlab.sources.kanachan.schema import CONVENTIONS
 
     sizes = ", ".join(f"{m} {s}" for m, s in DEFAULT_BATCH_SIZES.items() if s)
     p = sub.add_parser(
@@ -103,14 +103,14 @@ def _load(paths: list[str], format: str | None):
 def _apply(args) -> int:
     import polars as pl
 
-    from rewardlab import schema as S
+    from rewardlab.sources.kanachan import schema as S
     from rewardlab.core import columns
-    from rewardlab._io import atomic_path, check_not_input
-    from rewardlab.contract import reward_scale
+    from rewardlab.core.files import atomic_path, check_not_input
+    from rewardlab.contracts.checks import reward_scale
     from rewardlab.core.spec import attached
-    from rewardlab.errors import ParameterError, RewardScaleWarning
+    from rewardlab.core.errors import ParameterError, RewardScaleWarning
     from rewardlab.plugins import apply_plugins, read_plugin
-    from rewardlab.storage import write_table
+    from rewardlab.sources.storage import write_table
 
     out = Path(args.out)
     check_not_input(out, [*args.dataset, *args.plugin], name="--out", folder_suffixes=(".parquet", ".arrow"))

@@ -17,9 +17,9 @@ A contract says what a reward plug-in receives and must give back:
                     default), or none; ``convention=`` picks one
 ==================  ==========================================================
 
-The reward's post-conditions (:func:`rewardlab.contract.check_reward`) and the
-IN-field checks (:func:`~rewardlab.contract.check_in_fields`,
-:func:`~rewardlab.contract.changed_in_place`) are shared by every contract.
+The reward's post-conditions (:func:`rewardlab.contracts.checks.check_reward`) and the
+IN-field checks (:func:`~rewardlab.contracts.checks.check_in_fields`,
+:func:`~rewardlab.contracts.checks.changed_in_place`) are shared by every contract.
 A new contract subclasses :class:`Contract` and is registered with
 :func:`rewardlab.contracts.register_contract`.
 
@@ -37,9 +37,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import polars as pl
 
-from rewardlab.contract import DONE_KEY, REWARD_KEY, Violation, check_reward
+from rewardlab.contracts.checks import DONE_KEY, REWARD_KEY, Violation, check_reward
 from rewardlab.core.spec import FrameSpec
-from rewardlab.errors import ParameterError, check_choice
+from rewardlab.core.errors import ParameterError, check_choice
 
 __all__ = ["Contract", "ContractArrays"]
 
@@ -176,7 +176,7 @@ class Contract:
         raise NotImplementedError
 
     def check_reward(self, reward, batch_size: int, *, returned=None) -> Violation | None:
-        """Check ``data[reward_key]`` after a call (:func:`rewardlab.contract.check_reward`)."""
+        """Check ``data[reward_key]`` after a call (:func:`rewardlab.contracts.checks.check_reward`)."""
         return check_reward(reward, batch_size, returned=returned)
 
     def locator_columns(self, spec: FrameSpec | None) -> tuple[tuple[str, str], ...] | None:

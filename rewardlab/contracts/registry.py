@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from rewardlab.contracts.base import Contract
 from rewardlab.core.spec import FrameSpec
-from rewardlab.errors import ParameterError, SpecError
+from rewardlab.core.errors import ParameterError, SpecError
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["register_contract", "get_contract", "registered_contracts", "contract_for",
@@ -64,7 +64,7 @@ def unregister_contract(name: str) -> Contract:
     >>> unregister_contract("nope")
     Traceback (most recent call last):
     ...
-    rewardlab.errors.ParameterError: `name` should be a registered contract. Received 'nope'.
+    rewardlab.core.errors.ParameterError: `name` should be a registered contract. Received 'nope'.
     """
     if name not in _CONTRACTS:
         raise ParameterError("name", "should be a registered contract", name)
@@ -84,7 +84,7 @@ def get_contract(contract: str | Contract) -> Contract:
     >>> get_contract("atari")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    rewardlab.errors.ParameterError: `contract` should be one of the registered contracts 'kanachan', ...
+    rewardlab.core.errors.ParameterError: `contract` should be one of the registered contracts 'kanachan', ...
     """
     if isinstance(contract, Contract):
         return contract

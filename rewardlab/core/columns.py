@@ -15,7 +15,7 @@ import re
 
 import polars as pl
 
-from rewardlab.errors import ParameterError
+from rewardlab.core.errors import ParameterError
 
 __all__ = ["REWARD_PREFIX", "DONE_PREFIX", "check_name", "reward_column", "done_column", "reward_names"]
 

@@ -26,7 +26,7 @@ import copy
 
 import numpy as np
 
-from rewardlab.errors import ParameterError
+from rewardlab.core.errors import ParameterError
 
 __all__ = ["RowArrays"]
 

@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import polars as pl
 
-from rewardlab.errors import ParameterError, SpecError
+from rewardlab.core.errors import ParameterError, SpecError
 
 __all__ = [
     "FrameSpec", "StateColumn", "attach", "attached", "keep_spec", "SPEC_KEY", "EPISODE_END", "DECLARE_HINT",
@@ -264,7 +264,7 @@ class FrameSpec:
     # --- checks -----------------------------------------------------------------
 
     def check_columns(self, schema) -> None:
-        """Raise :class:`~rewardlab.errors.SpecError` for a missing column or a state of the wrong width/dtype.
+        """Raise :class:`~rewardlab.core.errors.SpecError` for a missing column or a state of the wrong width/dtype.
 
         ``schema`` is a frame, a lazy frame, or a ``{name: dtype}`` mapping.
         """
@@ -297,7 +297,7 @@ class FrameSpec:
     def validate(self, frame: pl.DataFrame) -> None:
         """Check ``frame`` against the spec: columns, widths, contiguous episodes, terminal flags.
 
-        Raises :class:`~rewardlab.errors.SpecError` naming the column and the
+        Raises :class:`~rewardlab.core.errors.SpecError` naming the column and the
         first offending row:
 
         * a column the spec names is missing, or a state has another width;
@@ -313,7 +313,7 @@ class FrameSpec:
         >>> spec.validate(pl.DataFrame({"e": [0, 0, 1, 0], "term": [False, True, True, True]}))
         Traceback (most recent call last):
         ...
-        rewardlab.errors.SpecError: column 'e', row 3: episode 0 is not contiguous: it comes back after another episode. Sort the rows by episode (and step), keeping each episode's steps in order
+        rewardlab.core.errors.SpecError: column 'e', row 3: episode 0 is not contiguous: it comes back after another episode. Sort the rows by episode (and step), keeping each episode's steps in order
         """
         if isinstance(frame, pl.LazyFrame):
             raise ParameterError("frame", "should be an eager polars.DataFrame (collect it first)", "LazyFrame")

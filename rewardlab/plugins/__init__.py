@@ -7,14 +7,14 @@ names its file; rewardlab never scans a folder and executes what it finds.
 * :func:`load_plugin` reads the file, compiles it under its real file name
   (tracebacks show the plug-in's own lines) and executes it in a fresh
   namespace holding the names kanachan's trainer has in scope
-  (:mod:`rewardlab.trainer_scope`), as kanachan ``exec``-s the text into its
+  (:mod:`rewardlab.contracts.kanachan.trainer_scope`), as kanachan ``exec``-s the text into its
   training module.
-* Plug-ins run in a child process by default (:mod:`rewardlab.isolation`):
+* Plug-ins run in a child process by default (:mod:`rewardlab.plugins.isolation`):
   a plug-in that exits, hangs past ``timeout`` or kills its process is
   reported as failing, with what it was doing, never as a pass.
 * :func:`apply_plugins` calls each plug-in on the frame's transitions in a
-  batch mode (:mod:`rewardlab.batch_modes`), checks the contract after every
-  call (:mod:`rewardlab.contract`) and adds ``reward_<name>`` (Float64) and
+  batch mode (:mod:`rewardlab.plugins.batch_modes`), checks the contract after every
+  call (:mod:`rewardlab.contracts.checks`) and adds ``reward_<name>`` (Float64) and
   ``done_<name>`` (Boolean) columns.
 * :func:`check_plugin` runs the contract checks in every batch mode with two
   batch sizes and reports whether the rewards depend on how the data was cut.
@@ -27,12 +27,28 @@ Examples
 >>> print(rewardlab.check_plugin(frame, "data/plugins/rank_top.py"))  # doctest: +SKIP
 """
 
-from rewardlab.plugins.apply import REWARD_DTYPES, apply_plugins
-from rewardlab.plugins.check import CHECK_BATCH_SIZES, CheckReport, Difference, RunSummary, check_plugin
-from rewardlab.plugins.loading import Plugin, load_plugin, read_plugin, safe_repr
+import importlib
 
-__all__ = [
-    "Plugin", "load_plugin", "read_plugin", "safe_repr",
-    "apply_plugins", "REWARD_DTYPES",
-    "check_plugin", "CheckReport", "RunSummary", "Difference", "CHECK_BATCH_SIZES",
-]
+#: Where each public name lives: ``{module: names}``.  Imported on first use (PEP 562), so
+#: ``rewardlab.plugins.batch_modes`` (what the CLI's parser reads) loads without torch.
+_EXPORTS = {
+    "rewardlab.plugins.apply": ("REWARD_DTYPES", "apply_plugins"),
+    "rewardlab.plugins.check": ("CHECK_BATCH_SIZES", "CheckReport", "Difference", "RunSummary", "check_plugin"),
+    "rewardlab.plugins.loading": ("Plugin", "load_plugin", "read_plugin", "safe_repr"),
+    "rewardlab.plugins.shards": ("split_shards", "run_shards", "stream_shards", "merge_outcomes"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'rewardlab.plugins' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -14,24 +14,24 @@ from typing import Iterable
 import numpy as np
 import polars as pl
 
-from rewardlab import isolation
+from rewardlab.plugins import isolation
 from rewardlab.core import columns
-from rewardlab.batch_modes import (
+from rewardlab.plugins.batch_modes import (
     BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_contiguous, check_num_workers,
     mode_setting,
 )
-from rewardlab.contract import RewardScale, reward_scale
+from rewardlab.contracts.checks import RewardScale, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
 from rewardlab.core.spec import FrameSpec, keep_spec
-from rewardlab.errors import ParameterError, RewardScaleWarning, check_choice
+from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice
 from rewardlab.plugins.execution import (
     check_cancel, check_int, check_isolation, execute, failed_plugin, failure_error,
     load_items, plugin_items, progress_bar, raise_first,
 )
 from rewardlab.plugins.loading import Plugin
 from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
-from rewardlab.runner import resolve
+from rewardlab.plugins.runner import resolve
 
 __all__ = ["apply_plugins", "REWARD_DTYPES"]
 
@@ -59,7 +59,7 @@ def apply_plugins(
 ) -> pl.DataFrame:
     """Run reward plug-ins over a frame the way kanachan's training programs call them.
 
-    Every call gets a fresh TensorDict of its batch (see :mod:`rewardlab.runner`),
+    Every call gets a fresh TensorDict of its batch (see :mod:`rewardlab.plugins.runner`),
     built by the plug-in contract (:mod:`rewardlab.contracts`; kanachan's
     for kanachan frames), under ``torch.no_grad()``, with ``("next", "done")``
     equal to the episode ends (kanachan: ``end_of_game``); the contract is
@@ -79,11 +79,11 @@ def apply_plugins(
         ``isolate``).  Names must be distinct.
     batch_mode : {"episodes", "sequential", "dataloader", "fragments", "shuffled"}
         How transitions are cut into calls, and which kanachan setting that
-        reproduces (:mod:`rewardlab.batch_modes`).
+        reproduces (:mod:`rewardlab.plugins.batch_modes`).
     batch_size : int or None
         Rows per call in ``sequential``, ``dataloader`` and ``shuffled``,
         fragment length in ``fragments``; ignored by ``episodes``.  None
-        takes the mode's default (:data:`rewardlab.batch_modes.DEFAULT_BATCH_SIZES`).
+        takes the mode's default (:data:`rewardlab.plugins.batch_modes.DEFAULT_BATCH_SIZES`).
     seed : int
         Seed of ``shuffled``.
     contiguous : bool or None
@@ -94,13 +94,13 @@ def apply_plugins(
     convention : {"offline", "simulation"} or None
         The kanachan contract's option: build the TensorDicts as kanachan's
         offline loaders do (None: the default), or as its simulator does
-        (:data:`rewardlab.batching.CONVENTIONS`).  A contract without
+        (:data:`rewardlab.contracts.kanachan.batching.CONVENTIONS`).  A contract without
         conventions (``steps``) refuses one.
     strict : bool
         Compare IN fields exactly with a pristine copy after every call
         (catches any write, costs a copy of each chunk) instead of watching
         torch's version counters (free, misses writes through ``.numpy()``
-        or ``.data``; see :mod:`rewardlab.runner`).
+        or ``.data``; see :mod:`rewardlab.plugins.runner`).
     isolate : bool or None
         Run the plug-ins (and load the ones given as paths) in a child
         process, so an exit, crash or hang cannot take this process with it;
@@ -110,7 +110,7 @@ def apply_plugins(
     cancel : callable or None
         Polled while an isolated run works (e.g. ``token.is_set`` of a
         ``threading.Event`` set by a UI); once it returns True the child
-        process is stopped and :class:`~rewardlab.errors.PluginRunCancelled`
+        process is stopped and :class:`~rewardlab.core.errors.PluginRunCancelled`
         raised (in-process runs check it between plug-ins only).
     progress : bool or None
         Progress bar; None shows one on an interactive terminal or in Jupyter.
@@ -136,7 +136,7 @@ def apply_plugins(
         A plug-in file failed to load (also: its code ended the process).
     PluginRuntimeError
         A plug-in raised (its traceback), ended its process or ran out of
-        time (:class:`~rewardlab.errors.PluginTimeoutError`): the batch (mode,
+        time (:class:`~rewardlab.core.errors.PluginTimeoutError`): the batch (mode,
         index, rows) and the batch's first transition with its ``file:line``.
     ContractError
         A plug-in broke the contract (reward missing, wrong type, shape, dtype
@@ -149,7 +149,7 @@ def apply_plugins(
     -----
     RewardScaleWarning
         A plug-in's rewards over the whole run are far from mean 0 / std 1
-        (see :class:`rewardlab.contract.RewardScale`).
+        (see :class:`rewardlab.contracts.checks.RewardScale`).
 
     Examples
     --------

@@ -15,22 +15,22 @@ from typing import Iterable, Sequence
 import numpy as np
 import polars as pl
 
-from rewardlab import isolation
-from rewardlab.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_num_workers, \
+from rewardlab.plugins import isolation
+from rewardlab.plugins.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_num_workers, \
     mode_setting
-from rewardlab.contract import RewardScale, compare_outputs, float16_precision, reward_scale
+from rewardlab.contracts.checks import RewardScale, compare_outputs, float16_precision, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
 from rewardlab.core.spec import FrameSpec
-from rewardlab.errors import ParameterError, PluginRunCancelled
+from rewardlab.core.errors import ParameterError, PluginRunCancelled
 from rewardlab.plugins.execution import (
     check_cancel, check_int, check_isolation, execute, failure_error, load_items,
     plugin_items, progress_bar,
 )
 from rewardlab.plugins.loading import Plugin
 from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
-from rewardlab.runner import Locator, RunOutcome, resolve
-from rewardlab.trainer_scope import TRAINER_NAMES, UNAVAILABLE
+from rewardlab.plugins.runner import Locator, RunOutcome, resolve
+from rewardlab.contracts.kanachan.trainer_scope import TRAINER_NAMES, UNAVAILABLE
 
 __all__ = ["check_plugin", "CheckReport", "RunSummary", "Difference", "CHECK_BATCH_SIZES"]
 
@@ -372,7 +372,7 @@ def check_plugin(
     cancel : callable or None
         Polled while the check works; once it returns True the check stops
         (its child process is killed; in-process, between runs) and
-        :class:`~rewardlab.errors.PluginRunCancelled` is raised.
+        :class:`~rewardlab.core.errors.PluginRunCancelled` is raised.
     progress : bool or None
         Progress bar.
     contract : str, Contract or None

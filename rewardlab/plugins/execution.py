@@ -1,7 +1,7 @@
 """What applying and checking share: validating plug-in arguments and running the work in a child.
 
 :func:`execute` runs a job (loading the files given as paths, then the runs)
-in a child process (:mod:`rewardlab.isolation`) or here, and
+in a child process (:mod:`rewardlab.plugins.isolation`) or here, and
 :func:`failure_error` turns a child that exited, was killed or timed out into
 the error that names the plug-in.
 
@@ -22,9 +22,9 @@ from typing import Sequence
 
 import polars as pl
 
-from rewardlab import isolation
-from rewardlab._io import progress_enabled
-from rewardlab.errors import ParameterError, PluginLoadError, PluginRunCancelled, PluginRuntimeError, \
+from rewardlab.plugins import isolation
+from rewardlab.core.files import progress_enabled
+from rewardlab.core.errors import ParameterError, PluginLoadError, PluginRunCancelled, PluginRuntimeError, \
     PluginTimeoutError
 from rewardlab.plugins.loading import Plugin, load_plugin, read_plugin
 
@@ -171,7 +171,7 @@ def failure_error(failure: isolation.ChildFailure, name: str, path, *, loading: 
 def failed_plugin(failure: isolation.ChildFailure, items: list) -> tuple[str, object]:
     """``(name, path)`` of the plug-in a failed child was running (the first when it cannot tell).
 
-    The child says which plug-in it calls (:class:`~rewardlab.isolation.ChildStatus`);
+    The child says which plug-in it calls (:class:`~rewardlab.plugins.isolation.ChildStatus`);
     ``items`` are :func:`plugin_items`.
     """
     match = _DOING.match(failure.doing)

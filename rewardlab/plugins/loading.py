@@ -2,7 +2,7 @@
 
 :func:`read_plugin` reads and compiles a file without running it;
 :func:`load_plugin` runs it in a module namespace holding kanachan's trainer
-names (:mod:`rewardlab.trainer_scope`) and checks ``get_reward``.
+names (:mod:`rewardlab.contracts.kanachan.trainer_scope`) and checks ``get_reward``.
 
 Examples
 --------
@@ -32,9 +32,9 @@ from typing import Callable
 from rewardlab.core import columns
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import DEFAULT_CONTRACT, get_contract
-from rewardlab.errors import ParameterError, PluginLoadError
-from rewardlab.runner import plugin_traceback, safe_text
-from rewardlab.trainer_scope import TRAINER_NAMES, names_from_trainer, trainer_globals
+from rewardlab.core.errors import ParameterError, PluginLoadError
+from rewardlab.plugins.runner import plugin_traceback, safe_text
+from rewardlab.contracts.kanachan.trainer_scope import TRAINER_NAMES, names_from_trainer, trainer_globals
 
 __all__ = ["Plugin", "read_plugin", "load_plugin", "safe_repr"]
 
@@ -57,7 +57,7 @@ class Plugin:
         The file it was loaded from.
     get_reward : callable or None
         ``get_reward(data, contiguous) -> None``; None when the file was
-        loaded and run only in a child process (:mod:`rewardlab.isolation`).
+        loaded and run only in a child process (:mod:`rewardlab.plugins.isolation`).
     source : str
         The file's text as loaded.
     reads_contiguous : bool
@@ -74,7 +74,7 @@ class Plugin:
         Names the file reads from kanachan's trainer scope without binding
         them itself (``torch`` used without ``import torch``, ...): it runs
         in kanachan's trainer but is not self-contained
-        (:func:`rewardlab.trainer_scope.names_from_trainer`).
+        (:func:`rewardlab.contracts.kanachan.trainer_scope.names_from_trainer`).
     signature : str
         How the contract it was loaded for calls it (``get_reward(data, contiguous)``).
 
@@ -204,7 +204,7 @@ def load_plugin(path: str | os.PathLike, *, name: str | None = None,
     The text is compiled under the file's real name (tracebacks point at
     the plug-in's lines) and executed in a fresh module namespace that holds
     the names kanachan's trainer has in scope (``torch``, ``Tensor``,
-    ``TensorDict``, ``math``, ...: :data:`rewardlab.trainer_scope.TRAINER_NAMES`),
+    ``TensorDict``, ``math``, ...: :data:`rewardlab.contracts.kanachan.trainer_scope.TRAINER_NAMES`),
     since kanachan ``exec``-s the file into its training module; the file
     must define ``get_reward`` callable as ``get_reward(data, contiguous)``.
     The names the file takes from that scope are recorded

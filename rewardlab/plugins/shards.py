@@ -8,20 +8,20 @@ come through, and nothing in it needs a row position across shards.
 * :class:`BatchStream` plans a batch mode shard by shard.  ``episodes`` and
   ``fragments`` never cross an episode, so each shard is planned alone.
   ``sequential``, ``dataloader`` and ``shuffled`` cut the rows into *blocks*
-  (:func:`rewardlab.batch_modes.block_rows`) whose batches depend on the
+  (:func:`rewardlab.plugins.batch_modes.block_rows`) whose batches depend on the
   block only; the rows of an unfinished block are *carried* to the next
   shard.  Carried rows are the tail of the stream so far, so they end at an
   episode's end and need nothing from the next shard (the next state of a row
   is the following row of its episode).  The carry is less than one block:
   ``batch_size`` rows, ``num_workers * batch_size`` rows, or the shuffle
-  window (``shuffle_window`` rows, :data:`~rewardlab.batch_modes.SHUFFLE_WINDOW`).
-  The batches are exactly those of :func:`~rewardlab.batch_modes.plan_batches`
+  window (``shuffle_window`` rows, :data:`~rewardlab.plugins.batch_modes.SHUFFLE_WINDOW`).
+  The batches are exactly those of :func:`~rewardlab.plugins.batch_modes.plan_batches`
   over all the rows, however the stream is cut.
 * :func:`stream_shards` runs plug-ins on a stream of shard *arrays* (what
-  :class:`~rewardlab.batching.FrameArrays` builds; no Polars, so it runs in
-  the child process of :mod:`rewardlab.isolation`).  Each *window* (the
+  :class:`~rewardlab.contracts.kanachan.batching.FrameArrays` builds; no Polars, so it runs in
+  the child process of :mod:`rewardlab.plugins.isolation`).  Each *window* (the
   carried rows, then the shards waiting) is handed to
-  :func:`rewardlab.runner.run_plugins` once it holds a whole block, with its
+  :func:`rewardlab.plugins.runner.run_plugins` once it holds a whole block, with its
   batches' positions relative to the window; it yields each shard's results
   as soon as every row of it has been through a batch.
   :func:`run_shards` merges them (:func:`merge_outcomes`) into the outcome
@@ -58,14 +58,14 @@ from typing import Iterable, Iterator
 import numpy as np
 import polars as pl
 
-from rewardlab.batch_modes import (
+from rewardlab.plugins.batch_modes import (
     BATCH_MODES, DEFAULT_NUM_WORKERS, SHUFFLE_WINDOW, block_rows, check_contiguous, check_num_workers,
     check_shuffle_window, episode_ends, plan_block, plan_episodes, plan_fragments,
 )
 from rewardlab.contracts.registry import DEFAULT_CONTRACT, contract_for, get_contract
-from rewardlab.errors import FrameError, ParameterError, ShardError, check_choice
+from rewardlab.core.errors import FrameError, ParameterError, ShardError, check_choice
 from rewardlab.plugins.execution import check_frame
-from rewardlab.runner import CHUNK_ROWS, Locator, RunOutcome, run_plugins
+from rewardlab.plugins.runner import CHUNK_ROWS, Locator, RunOutcome, run_plugins
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["split_shards", "as_shard_frames", "shard_arrays", "BatchStream", "ShardLocator",
@@ -172,7 +172,7 @@ def shard_arrays(frames: list[pl.DataFrame], arrays_of=None) -> list:
 
 
 class ShardLocator(Locator):
-    """A :class:`~rewardlab.runner.Locator` over a stream of shard frames; rows count from the stream's start.
+    """A :class:`~rewardlab.plugins.runner.Locator` over a stream of shard frames; rows count from the stream's start.
 
     Examples
     --------
@@ -197,14 +197,14 @@ class BatchStream:
     Feed the shards' episode ends in stream order (:meth:`feed`); each call
     plans a *window*: the rows carried from before, then this shard.  The
     batches, in order over all calls, are those of
-    :func:`rewardlab.batch_modes.plan_batches` over the whole stream.
+    :func:`rewardlab.plugins.batch_modes.plan_batches` over the whole stream.
 
     Parameters
     ----------
     mode : str
-        One of :data:`rewardlab.batch_modes.BATCH_MODES`.
+        One of :data:`rewardlab.plugins.batch_modes.BATCH_MODES`.
     batch_size, seed, contiguous, num_workers, shuffle_window
-        As :func:`rewardlab.batch_modes.plan_batches`.
+        As :func:`rewardlab.plugins.batch_modes.plan_batches`.
 
     Attributes
     ----------
@@ -244,7 +244,7 @@ class BatchStream:
         ----------
         ends : int array
             The shard's exclusive episode end positions, relative to the
-            shard (:func:`rewardlab.batch_modes.episode_ends`); empty for an
+            shard (:func:`rewardlab.plugins.batch_modes.episode_ends`); empty for an
             empty shard.
         last : bool
             True for the stream's last shard: every row left is planned.
@@ -379,21 +379,21 @@ def stream_shards(
         (it ends at an end of episode).  Read one at a time, one shard
         ahead (to know the last); at most one block of rows is held back
         (see :class:`BatchStream`).  Any arrays object
-        :func:`~rewardlab.runner.run_plugins` takes will do if it has ``n``,
+        :func:`~rewardlab.plugins.runner.run_plugins` takes will do if it has ``n``,
         ``window(start, stop)`` (rows ``start:stop``, ``stop`` at an episode
         end) and a class method ``concat(parts)``
         (:class:`rewardlab.core.rows.RowArrays` gives both); the contract's
         ``episode_flags(arrays)`` says where episodes end.
     plugins : list of Plugin
-        As :func:`rewardlab.runner.run_plugins`.
+        As :func:`rewardlab.plugins.runner.run_plugins`.
     mode, batch_size, seed, contiguous, num_workers, shuffle_window
-        The batch mode and its settings (:func:`rewardlab.batch_modes.plan_batches`);
+        The batch mode and its settings (:func:`rewardlab.plugins.batch_modes.plan_batches`);
         ``batch_size`` None is for ``episodes``.
     **options
-        Passed on to :func:`rewardlab.runner.run_plugins` (``contract``,
+        Passed on to :func:`rewardlab.plugins.runner.run_plugins` (``contract``,
         ``strict``, ``collect``, ``bar``, ``chunk_rows``, ``convention``,
         ``setting``, ``status``, ``interrupts_are_plugins``).  No locator: problems stay
-        :class:`~rewardlab.runner.Finding` objects with rows counted from the
+        :class:`~rewardlab.plugins.runner.Finding` objects with rows counted from the
         stream's start; resolve them with a :class:`ShardLocator`.
 
     Yields
@@ -499,10 +499,10 @@ def run_shards(shards: Iterable, plugins: list, **options) -> list[RunOutcome]:
     """Run plug-ins over a stream of shards and merge the results into the outcomes of one pass.
 
     Takes what :func:`stream_shards` takes; returns one
-    :class:`~rewardlab.runner.RunOutcome` per plug-in over every row of the
-    stream, in order (problems as :class:`~rewardlab.runner.Finding` objects).
-    With one shard, this is :func:`rewardlab.runner.run_plugins` over
-    :func:`rewardlab.batch_modes.plan_batches`, call for call.
+    :class:`~rewardlab.plugins.runner.RunOutcome` per plug-in over every row of the
+    stream, in order (problems as :class:`~rewardlab.plugins.runner.Finding` objects).
+    With one shard, this is :func:`rewardlab.plugins.runner.run_plugins` over
+    :func:`rewardlab.plugins.batch_modes.plan_batches`, call for call.
 
     Examples
     --------

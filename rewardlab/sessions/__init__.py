@@ -11,7 +11,7 @@ Setting parameters
 ------------------
 * ``session.vector = (1, 0, 0, -1)`` or ``session.update(vector=..., mean=...)``
   validate, recompute and notify, or raise
-  :class:`~rewardlab.errors.ParameterError` and change nothing.
+  :class:`~rewardlab.core.errors.ParameterError` and change nothing.
 * ``session.try_update(...)`` (what the widgets call) never raises a
   rewardlab error: it stores the message in :attr:`Session.last_error`,
   notifies the observers so the UI can show it, and returns False.

@@ -31,8 +31,8 @@ import polars as pl
 from rewardlab.core import columns
 from rewardlab._version import __version__
 from rewardlab.core.spec import keep_spec
-from rewardlab.dataset import as_lazy
-from rewardlab.errors import (
+from rewardlab.sources.dispatch import as_lazy
+from rewardlab.core.errors import (
     ExportCancelled, FrameError, ParameterError, RewardlabError, RewardlabWarning, check_choice,
 )
 from rewardlab.sessions.state import Pinned, SavedState, read_state, state_error, write_state
@@ -150,10 +150,10 @@ def parse_number(name: str, value, *, integer: bool = False):
     (1000, 0.25)
     >>> parse_number("divisor", "1.5", integer=True)
     Traceback (most recent call last):
-    rewardlab.errors.ParameterError: `divisor` should be a whole number such as 1000. Received '1.5'.
+    rewardlab.core.errors.ParameterError: `divisor` should be a whole number such as 1000. Received '1.5'.
     >>> parse_number("std", "1,5")
     Traceback (most recent call last):
-    rewardlab.errors.ParameterError: `std` should be a number such as 0.5, -3 or 1e-3 (a dot for decimals, no thousands separators). Received '1,5'.
+    rewardlab.core.errors.ParameterError: `std` should be a number such as 0.5, -3 or 1e-3 (a dot for decimals, no thousands separators). Received '1,5'.
     """
     if not isinstance(value, str):
         return value
@@ -178,7 +178,7 @@ class CancelToken:
     """Ask long work (an export and its round-trip check) to stop at its next check point.
 
     Thread-safe: a UI thread calls :meth:`cancel` while the work runs in
-    another thread; the work raises :class:`~rewardlab.errors.ExportCancelled`
+    another thread; the work raises :class:`~rewardlab.core.errors.ExportCancelled`
     at its next check point (between chunks of the comparison, before and
     after check-plugin), having written nothing.
 
@@ -190,7 +190,7 @@ class CancelToken:
     >>> token.cancel()
     >>> token.check("reward.py", "the comparison")
     Traceback (most recent call last):
-    rewardlab.errors.ExportCancelled: export of 'reward.py' cancelled during the comparison; nothing was written
+    rewardlab.core.errors.ExportCancelled: export of 'reward.py' cancelled during the comparison; nothing was written
     """
 
     def __init__(self) -> None:
@@ -206,7 +206,7 @@ class CancelToken:
         return self._event.is_set()
 
     def check(self, path, stage: str) -> None:
-        """Raise :class:`~rewardlab.errors.ExportCancelled` when cancelled."""
+        """Raise :class:`~rewardlab.core.errors.ExportCancelled` when cancelled."""
         if self._event.is_set():
             raise ExportCancelled(path, stage)
 
@@ -220,7 +220,7 @@ def cancel_token(cancel) -> CancelToken:
     False
     >>> cancel_token("stop")
     Traceback (most recent call last):
-    rewardlab.errors.ParameterError: `cancel` should be a rewardlab.sessions.CancelToken or None. Received 'stop'.
+    rewardlab.core.errors.ParameterError: `cancel` should be a rewardlab.sessions.CancelToken or None. Received 'stop'.
     """
     if cancel is None:
         return CancelToken()
@@ -599,7 +599,7 @@ class Session:
         'pin 1'
         >>> s.pin("pin 1")
         Traceback (most recent call last):
-        rewardlab.errors.ParameterError: `label` should differ from the pinned candidates' labels (pin 1). Received 'pin 1'.
+        rewardlab.core.errors.ParameterError: `label` should differ from the pinned candidates' labels (pin 1). Received 'pin 1'.
         """
         if label is None:
             n = 1
@@ -632,7 +632,7 @@ class Session:
         >>> s = EpsilonScheduleSession()
         >>> s.unpin("best")
         Traceback (most recent call last):
-        rewardlab.errors.ParameterError: `label` should be one of the pinned candidates (none are pinned). Received 'best'.
+        rewardlab.core.errors.ParameterError: `label` should be one of the pinned candidates (none are pinned). Received 'best'.
         """
         if label not in self._pins:
             names = ", ".join(map(repr, self._pins)) or "none are pinned"
@@ -822,8 +822,8 @@ class Session:
             (tuners that read no data take none).
         on_mismatch : {"raise", "warn"}
             When ``data``'s fingerprint differs from the file's:
-            :class:`~rewardlab.errors.FrameError`, or a
-            :class:`~rewardlab.errors.RewardlabWarning` and the state is
+            :class:`~rewardlab.core.errors.FrameError`, or a
+            :class:`~rewardlab.core.errors.RewardlabWarning` and the state is
             applied anyway.
         **options
             Passed to the session's constructor (e.g. ``spec=``).
@@ -967,7 +967,7 @@ def check_bool(name: str, value) -> bool:
     True
     >>> check_bool("overwrite", "yes")
     Traceback (most recent call last):
-    rewardlab.errors.ParameterError: `overwrite` should be True or False. Received 'yes'.
+    rewardlab.core.errors.ParameterError: `overwrite` should be True or False. Received 'yes'.
     """
     if not isinstance(value, (bool, np.bool_)):
         raise ParameterError(name, "should be True or False", value)

@@ -16,10 +16,10 @@ import polars as pl
 
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, keep_spec
-from rewardlab.compare import (
+from rewardlab.analysis.compare import (
     compare_rewards, episode_key_columns, episode_return_table, most_disagreeing_episodes,
 )
-from rewardlab.errors import FrameError, ParameterError, check_choice
+from rewardlab.core.errors import FrameError, ParameterError, check_choice
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
 from rewardlab.sessions.base import (
     Param, Session, check_bool, load_frame, saved_data, source_paths,
@@ -40,7 +40,7 @@ class ComparisonResults:
     step_rewards : dict of str to float array ``[n_rows]``
         Each chosen candidate's step rewards (for overlaid distributions).
     returns : polars.DataFrame
-        Episode returns (:func:`rewardlab.compare.episode_return_table`) of the chosen.
+        Episode returns (:func:`rewardlab.analysis.compare.episode_return_table`) of the chosen.
     comparison : RewardComparison or None
         Correlations and EPIC-style distances (None with fewer than two chosen).
     matrix : polars.DataFrame or None
@@ -48,7 +48,7 @@ class ComparisonResults:
     pair_returns : polars.DataFrame
         Episode returns of the pair ``(a, b)`` (keys, then columns ``a`` and ``b``).
     disagreements : polars.DataFrame or None
-        :func:`rewardlab.compare.most_disagreeing_episodes` for the pair ``(a, b)``
+        :func:`rewardlab.analysis.compare.most_disagreeing_episodes` for the pair ``(a, b)``
         (None when ``a == b``).
     """
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rewardlab.errors import ParameterError, check_choice, check_in_range
+from rewardlab.core.errors import ParameterError, check_choice, check_in_range
 from rewardlab.export import export_target, write_text
-from rewardlab.families.base import check_int
+from rewardlab.domains.mahjong.families.base import check_int
 from rewardlab.schedules import ExplorerSchedule, KanachanEpsilonGreedy, to_json, to_yaml
 from rewardlab.sessions.base import Param, Session, check_bool, parse_number
 

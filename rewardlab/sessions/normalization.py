@@ -14,12 +14,12 @@ import polars as pl
 
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
-from rewardlab.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
-from rewardlab.normalizers import normalization_summary, normalized_rewards
+from rewardlab.core.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
+from rewardlab.analysis.normalizers import normalization_summary, normalized_rewards
 from rewardlab.sessions.base import Param, Session, load_frame, parse_number, source_paths
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
-from rewardlab.stats import SCOPES, normalization_constants, reward_stats
+from rewardlab.analysis.stats import SCOPES, normalization_constants, reward_stats
 
 __all__ = ["NormalizationResults", "NormalizationSession"]
 
@@ -38,10 +38,10 @@ class NormalizationResults:
         Statistics in the scope before and after applying the constants
         (``after`` is None without constants).
     replays : polars.DataFrame
-        :func:`rewardlab.normalizers.normalized_rewards`: ``raw``,
+        :func:`rewardlab.analysis.normalizers.normalized_rewards`: ``raw``,
         ``constants`` (per-step scopes), ``gymnasium``, ``sb3``, ``sb3_clipped``.
     summary : polars.DataFrame
-        :func:`rewardlab.normalizers.normalization_summary` of the replays.
+        :func:`rewardlab.analysis.normalizers.normalization_summary` of the replays.
     note : str or None
         Why the constants are not applied step by step (``episode_return``).
     """
@@ -74,7 +74,7 @@ class NormalizationSession(Session):
     reward : str, optional
         The reward name (default: the first reward column).
     scope : str
-        One of :data:`rewardlab.stats.SCOPES`.
+        One of :data:`rewardlab.analysis.stats.SCOPES`.
     gamma, epsilon, clip_reward : float
         The running normalizers' parameters (Gymnasium's and SB3's defaults).
     spec : FrameSpec, optional

@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
-from rewardlab.errors import ExportCancelled, FrameError, ParameterError, RoundTripError, check_choice
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.core.errors import ExportCancelled, FrameError, ParameterError, RoundTripError, check_choice
 from rewardlab.export import check_constants_fit, export_target, render_plugin, write_text
-from rewardlab.families import (
+from rewardlab.domains.mahjong.families import (
     Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
     ranking_preset,
 )
-from rewardlab.ranking import RankTable, expected_reward
+from rewardlab.domains.mahjong.ranking import RankTable, expected_reward
 from rewardlab.sessions.base import (
     CancelToken, Param, Session, base_columns, cancel_token, check_bool, load_frame, parse_number, source_paths,
     progress_callback,
@@ -54,8 +54,8 @@ class RankingResults:
     Attributes
     ----------
     family : RewardFamily
-        :class:`~rewardlab.families.Ranking` or
-        :class:`~rewardlab.families.RankingPoints` with the session's parameters.
+        :class:`~rewardlab.domains.mahjong.families.Ranking` or
+        :class:`~rewardlab.domains.mahjong.families.RankingPoints` with the session's parameters.
     raw, reward : float64 arrays ``[E]``
         Per episode (end-of-game step), in data order.
     raw_moments, reward_moments : Moments
@@ -127,8 +127,8 @@ class RankingTuningSession(Session):
     """Tune an end-of-game ranking reward (optionally plus points) on a dataset.
 
     The dataset is read once: final ranks and scores
-    (:class:`rewardlab.ranking.RankTable` and the families'
-    :class:`~rewardlab.families.PreparedFrame`).  Every parameter change is
+    (:class:`rewardlab.domains.mahjong.ranking.RankTable` and the families'
+    :class:`~rewardlab.domains.mahjong.families.PreparedFrame`).  Every parameter change is
     then a gather over episodes plus a few reductions, not a pass over the
     transitions (see ``benchmarks/bench_sessions.py``).
 
@@ -138,7 +138,7 @@ class RankingTuningSession(Session):
         The common frame or a dataset path (annotation files or a converted
         dataset), complete episodes in episode order.
     preset : str
-        Initial preset: any name of :func:`rewardlab.families.preset_names`
+        Initial preset: any name of :func:`rewardlab.domains.mahjong.families.preset_names`
         ``("ranking")`` (ranking presets, and ranking + points presets).
     constants : {"data", "seed", "none"}
         Initial normalization constants: measured on the data (mean and
@@ -273,14 +273,14 @@ class RankingTuningSession(Session):
 
     @property
     def provenance(self):
-        """Where the current mean and std came from (:class:`rewardlab.families.Provenance`)."""
+        """Where the current mean and std came from (:class:`rewardlab.domains.mahjong.families.Provenance`)."""
         return self._family.params.provenance
 
     @property
     def constants_stale(self) -> bool:
         """True when the constants were fitted (data or seed recipe) for other parameters than now.
 
-        See :attr:`rewardlab.families.RewardFamily.constants_stale`; :meth:`export`
+        See :attr:`rewardlab.domains.mahjong.families.RewardFamily.constants_stale`; :meth:`export`
         refuses stale constants unless ``keep_constants=True``.
         """
         return self._family.constants_stale
@@ -450,7 +450,7 @@ class RankingTuningSession(Session):
             and a["family"].params == b["family"].params
 
     def data_fingerprint(self) -> str:
-        """The fingerprint of what the families read (:attr:`rewardlab.families.PreparedFrame.fingerprint`).
+        """The fingerprint of what the families read (:attr:`rewardlab.domains.mahjong.families.PreparedFrame.fingerprint`).
 
         Examples
         --------
@@ -526,7 +526,7 @@ class RankingTuningSession(Session):
            by :func:`roundtrip_check` against what the session already holds
            (its prepared frame and its rewards): bit for bit on every row,
            check-plugin on whole games; a file that fails is not written
-           (:class:`~rewardlab.errors.RoundTripError`);
+           (:class:`~rewardlab.core.errors.RoundTripError`);
         5. the file is written atomically.
 
         The session is read once at the start, so changing parameters while an
@@ -539,7 +539,7 @@ class RankingTuningSession(Session):
             The ``.py`` file to write.
         overwrite : bool
             Replace an existing file (otherwise
-            :class:`~rewardlab.errors.OutputExistsError`, nothing written).
+            :class:`~rewardlab.core.errors.OutputExistsError`, nothing written).
         check : bool
             Run the round trip before writing.
         source : str, optional
@@ -552,7 +552,7 @@ class RankingTuningSession(Session):
         progress : callable, optional
             ``progress(fraction, message)`` as the work advances.
         cancel : CancelToken, optional
-            Cancelling raises :class:`~rewardlab.errors.ExportCancelled` at the
+            Cancelling raises :class:`~rewardlab.core.errors.ExportCancelled` at the
             next check point; nothing is written.
 
         Returns

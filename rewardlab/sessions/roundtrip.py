@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
+from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
-from rewardlab.errors import ParameterError, PluginRunCancelled, RewardlabWarning
+from rewardlab.core.errors import ParameterError, PluginRunCancelled, RewardlabWarning
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.sessions.base import CancelToken, base_columns, cancel_token, progress_callback
 
@@ -196,7 +196,7 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
 
     Parameters
     ----------
-    family : rewardlab.families.RewardFamily
+    family : rewardlab.domains.mahjong.families.RewardFamily
         What the file should reproduce.
     path : str or Path
         The plug-in file (e.g. written by :func:`rewardlab.export_plugin`).
@@ -214,7 +214,7 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
         (``fraction`` from 0 to 1).
     cancel : CancelToken, optional
         Checked between chunks and around check-plugin; raises
-        :class:`~rewardlab.errors.ExportCancelled`.
+        :class:`~rewardlab.core.errors.ExportCancelled`.
 
     Returns
     -------

@@ -31,9 +31,9 @@ from types import MappingProxyType
 import numpy as np
 import polars as pl
 
-from rewardlab._io import atomic_open, check_input
+from rewardlab.core.files import atomic_open, check_input
 from rewardlab._version import __version__
-from rewardlab.errors import DataFormatError, ParameterError
+from rewardlab.core.errors import DataFormatError, ParameterError
 from rewardlab.export import export_target
 
 __all__ = ["STATE_FORMAT", "Pinned", "SavedState", "frozen", "jsonable", "fingerprint_columns", "spec_columns",

@@ -1,4 +1,4 @@
-"""Converted datasets as a source: Parquet / Arrow files written by :mod:`rewardlab.storage`.
+"""Converted datasets as a source: Parquet / Arrow files written by :mod:`rewardlab.sources.storage`.
 
 Format name ``"dataset"``.  Recognized by content first: a Parquet or Arrow
 file whose metadata holds rewardlab's layout marker or a stored spec
@@ -18,20 +18,20 @@ Examples
 from __future__ import annotations
 
 from rewardlab.core.spec import FrameSpec
-from rewardlab.schema import KANACHAN_SPEC
+from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 from rewardlab.sources.registry import Source, register_source
-from rewardlab.storage import DATASET_SUFFIXES, has_rewardlab_metadata, read_dataset, scan_dataset
+from rewardlab.sources.storage import DATASET_SUFFIXES, has_rewardlab_metadata, read_dataset, scan_dataset
 
 __all__ = ["SOURCE", "load_dataset", "scan_dataset_source"]
 
 
 def load_dataset(paths, *, spec: FrameSpec | None = None):
-    """Read converted dataset files (see :func:`rewardlab.storage.read_dataset`)."""
+    """Read converted dataset files (see :func:`rewardlab.sources.storage.read_dataset`)."""
     return read_dataset(paths, spec=spec)
 
 
 def scan_dataset_source(paths, *, spec: FrameSpec | None = None):
-    """Scan converted dataset files lazily (see :func:`rewardlab.storage.scan_dataset`)."""
+    """Scan converted dataset files lazily (see :func:`rewardlab.sources.storage.scan_dataset`)."""
     return scan_dataset(paths, spec=spec)
 
 

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import polars as pl
 
-from rewardlab._io import check_input
-from rewardlab.core.spec import FrameSpec, attach, attached
-from rewardlab.errors import FrameError, ParameterError
+from rewardlab.core.files import check_input
+from rewardlab.core.spec import FrameSpec, attach, attached, keep_spec
+from rewardlab.core.errors import FrameError, ParameterError
 from rewardlab.sources.registry import Source, detect_source, get_source
 
-__all__ = ["load", "scan", "resolve_source"]
+__all__ = ["load", "scan", "resolve_source", "as_lazy"]
 
 
 def _as_paths(paths) -> list[Path]:
@@ -44,7 +44,7 @@ def resolve_source(paths, *, format: str | None = None) -> tuple[list[Path], Sou
     """The paths as a list and the source that reads them (``format`` or detected).
 
     Detection checks each path first (a missing file, a FIFO: a
-    :class:`~rewardlab.errors.DataFormatError` naming it).
+    :class:`~rewardlab.core.errors.DataFormatError` naming it).
 
     Examples
     --------
@@ -153,3 +153,21 @@ def _described(frame, source: Source, spec: FrameSpec | None):
     found = attached(frame) or source.spec
     found.check_columns(frame)
     return attach(frame, found)
+
+
+def as_lazy(data) -> pl.LazyFrame:
+    """Return a LazyFrame for a frame, a LazyFrame, or path(s) of any registered format (:func:`scan`).
+
+    A frame's attached spec stays attached to its lazy view.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> as_lazy(pl.DataFrame({"a": [1]})).collect().height
+    1
+    """
+    if isinstance(data, pl.LazyFrame):
+        return data
+    if isinstance(data, pl.DataFrame):
+        return keep_spec(data, data.lazy())
+    return scan(data)

@@ -26,8 +26,8 @@ from typing import Callable
 import polars as pl
 
 from rewardlab.core.spec import DECLARE_HINT, FrameSpec, attached
-from rewardlab.errors import ParameterError, SpecError
-from rewardlab.schema import KANACHAN_SPEC
+from rewardlab.core.errors import ParameterError, SpecError
+from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 
 __all__ = [
     "Source", "register_source", "unregister_source", "get_source", "registered_sources", "detect_source",
@@ -39,7 +39,7 @@ __all__ = [
 #: line's start stays fast), in this order, which is also the order detection tries them.
 BUILTIN_SOURCES: dict[str, str] = {
     "dataset": "rewardlab.sources.datasets",
-    "kanachan": "rewardlab.sources.kanachan",
+    "kanachan": "rewardlab.sources.kanachan.reader",
 }
 
 #: Options every ``load`` / ``scan`` may declare, passed by :func:`rewardlab.load` itself.
@@ -142,7 +142,7 @@ class Source:
         >>> Source("toy", FrameSpec(name="toy", episode=("e",)), load).check_options({"spe": ";"})
         Traceback (most recent call last):
         ...
-        rewardlab.errors.ParameterError: `options` should name only options of the 'toy' format (sep); 'spe' is not one. Received {'spe': ';'}.
+        rewardlab.core.errors.ParameterError: `options` should name only options of the 'toy' format (sep); 'spe' is not one. Received {'spe': ';'}.
         """
         if options is None:
             return {}
@@ -188,7 +188,7 @@ def unregister_source(name: str) -> Source:
     >>> unregister_source("nope")
     Traceback (most recent call last):
     ...
-    rewardlab.errors.ParameterError: `name` should be a registered format. Received 'nope'.
+    rewardlab.core.errors.ParameterError: `name` should be a registered format. Received 'nope'.
     """
     if name not in _SOURCES:
         raise ParameterError("name", "should be a registered format", name)
@@ -255,7 +255,7 @@ def detect_source(paths) -> Source:
     """The source that claims every path: by content (or metadata) first, then by suffix.
 
     A folder is the format of the files in it.  Raises
-    :class:`~rewardlab.errors.ParameterError` naming the path no source
+    :class:`~rewardlab.core.errors.ParameterError` naming the path no source
     claims and the registered formats, or the formats when paths disagree.
 
     Examples
@@ -319,7 +319,7 @@ def spec_of(data, spec: FrameSpec | None = None) -> FrameSpec:
     (:func:`~rewardlab.core.spec.attach`); a registered spec whose episode
     columns the data holds (:func:`register_spec`, the most specific first);
     :data:`REWARDS_ONLY` for a table of reward and done columns alone.
-    Otherwise :class:`~rewardlab.errors.SpecError` saying how to declare one.
+    Otherwise :class:`~rewardlab.core.errors.SpecError` saying how to declare one.
 
     Examples
     --------

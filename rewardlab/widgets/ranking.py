@@ -13,7 +13,7 @@ import threading
 
 import ipywidgets as W
 
-from rewardlab.errors import ExportCancelled, RewardlabError
+from rewardlab.core.errors import ExportCancelled, RewardlabError
 from rewardlab.plots import plot_reward_by_rank, plot_reward_distribution
 from rewardlab.sessions import CancelToken, RankingTuningSession
 from rewardlab.widgets.base import (

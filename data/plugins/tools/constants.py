@@ -40,7 +40,7 @@ def compute_constants(frame) -> dict[str, dict[str, float]]:
     >>> sorted(constants)  # doctest: +SKIP
     ['rank_points_mjsoul_saint3', 'rank_points_mleague', 'raw_points', 'round_delta']
     """
-    from rewardlab.mahjong import ranks_from_scores
+    from rewardlab.domains.mahjong.rules import ranks_from_scores
 
     results = frame["results"].to_numpy().reshape(-1, 8).astype(np.int64)
     seat = frame["seat"].to_numpy().astype(np.int64)

@@ -1,8 +1,8 @@
 """kanachan's plug-in contract: its TensorDict and checks behind a :class:`~rewardlab.contracts.Contract`.
 
-The TensorDict is :class:`rewardlab.batching.FrameArrays`'s (offline and
-simulation conventions), the IN keys :data:`rewardlab.contract.IN_KEYS`, the
-done rule :func:`rewardlab.contract.check_done` (every game's last step stays
+The TensorDict is :class:`rewardlab.contracts.kanachan.batching.FrameArrays`'s (offline and
+simulation conventions), the IN keys :data:`rewardlab.contracts.kanachan.batching.IN_KEYS`, the
+done rule :func:`rewardlab.contracts.checks.check_done` (every game's last step stays
 done): the contract only names them, so a kanachan run gives byte for byte
 what it gave before contracts were a registry.
 
@@ -19,9 +19,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from rewardlab import schema as S
-from rewardlab.batching import CONVENTIONS, FrameArrays
-from rewardlab.contract import IN_KEYS, Violation, check_done
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.contracts.kanachan.batching import CONVENTIONS, FrameArrays
+from rewardlab.contracts.checks import Violation, check_done
+from rewardlab.contracts.kanachan.batching import IN_KEYS
 from rewardlab.contracts.base import Contract
 from rewardlab.core.spec import FrameSpec
 
@@ -29,7 +30,7 @@ __all__ = ["KanachanContract", "KANACHAN"]
 
 
 class KanachanContract(Contract):
-    """``get_reward(data, contiguous)`` on kanachan's TensorDict (:mod:`rewardlab.batching`).
+    """``get_reward(data, contiguous)`` on kanachan's TensorDict (:mod:`rewardlab.contracts.kanachan.batching`).
 
     Examples
     --------
@@ -44,11 +45,11 @@ class KanachanContract(Contract):
     caller = "kanachan"
 
     def arrays(self, frame: pl.DataFrame, spec: FrameSpec | None = None) -> FrameArrays:
-        """:class:`~rewardlab.batching.FrameArrays` of the frame (the spec is not needed)."""
+        """:class:`~rewardlab.contracts.kanachan.batching.FrameArrays` of the frame (the spec is not needed)."""
         return FrameArrays(frame)
 
     def in_keys(self, arrays=None) -> tuple:
-        """:data:`rewardlab.contract.IN_KEYS` (the same for every frame)."""
+        """:data:`rewardlab.contracts.kanachan.batching.IN_KEYS` (the same for every frame)."""
         return IN_KEYS
 
     def episode_flags(self, arrays: FrameArrays) -> np.ndarray:
@@ -66,7 +67,7 @@ class KanachanContract(Contract):
         return eog, eor
 
     def check_done(self, done, end_of_game: np.ndarray, end_of_round: np.ndarray) -> Violation | None:
-        """:func:`rewardlab.contract.check_done`."""
+        """:func:`rewardlab.contracts.checks.check_done`."""
         return check_done(done, end_of_game, end_of_round)
 
     def locator_columns(self, spec: FrameSpec | None) -> tuple[tuple[str, str], ...]:

@@ -31,7 +31,7 @@ from tensordict import TensorDict
 
 from rewardlab.core.rows import RowArrays
 from rewardlab.core.spec import DECLARE_HINT, FrameSpec, StateColumn
-from rewardlab.errors import ParameterError, SpecError
+from rewardlab.core.errors import ParameterError, SpecError
 
 __all__ = ["StepsArrays", "FLAG_KEYS"]
 

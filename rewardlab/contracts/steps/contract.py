@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from rewardlab.contract import Violation, check_done_form, key_text
+from rewardlab.contracts.checks import Violation, check_done_form, key_text
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.steps.arrays import StepsArrays
 from rewardlab.core.spec import FrameSpec
@@ -74,7 +74,7 @@ class StepsContract(Contract):
                    truncated: np.ndarray) -> Violation | None:
         """``done`` is a CPU bool ``[B]`` tensor and True wherever an episode ends.
 
-        Rules: those of :func:`rewardlab.contract.check_done_form`, and
+        Rules: those of :func:`rewardlab.contracts.checks.check_done_form`, and
         ``done_last_step``.
 
         Examples

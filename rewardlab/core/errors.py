@@ -1,0 +1,533 @@
+"""The one family of exceptions and warnings rewardlab raises.
+
+Every domain error subclasses :class:`RewardlabError` and one of the built-in
+exceptions users already catch (``ValueError``, ``KeyError``,
+``FileExistsError``), so ``except ValueError`` keeps working.  Each message
+says *where* (file, line, column, plug-in, parameter), *what rule* was broken,
+echoes the offending value, and, where there is one, *what to do*.
+
+Examples
+--------
+>>> from rewardlab.core.errors import ParameterError
+>>> err = ParameterError("gamma", "should be in [0, 1]", 1.5)
+>>> str(err)
+'`gamma` should be in [0, 1]. Received 1.5.'
+>>> isinstance(err, ValueError)
+True
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from pathlib import Path
+
+__all__ = [
+    "RewardlabError",
+    "rebuild_error",
+    "RewardlabWarning",
+    "ParameterError",
+    "DataFormatError",
+    "FrameError",
+    "ColumnNotFoundError",
+    "OutputExistsError",
+    "PluginError",
+    "PluginLoadError",
+    "PluginRuntimeError",
+    "ContractError",
+    "PluginTimeoutError",
+    "PluginRunCancelled",
+    "SkippedLinesWarning",
+    "RewardScaleWarning",
+    "check_finite",
+    "check_in_range",
+    "check_positive",
+    "check_choice",
+    "ExportCancelled",
+    "ExportWriteError",
+    "RoundTripError",
+]
+
+
+def rebuild_error(cls, args: tuple, state: dict):
+    """Rebuild a pickled :class:`RewardlabError` (its message and attributes) without its ``__init__``."""
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
+
+class RewardlabError(Exception):
+    """Base class of every error rewardlab raises on purpose.
+
+    Errors pickle with their message and attributes, so an error raised in a
+    child process (see :mod:`rewardlab.plugins.isolation`) reaches the parent intact.
+
+    Examples
+    --------
+    >>> issubclass(ParameterError, RewardlabError)
+    True
+    >>> import pickle
+    >>> str(pickle.loads(pickle.dumps(ParameterError("gamma", "should be in [0, 1]", 2))))
+    '`gamma` should be in [0, 1]. Received 2.'
+    """
+
+    def __reduce__(self):
+        return (rebuild_error, (type(self), self.args, self.__dict__))
+
+
+class RewardlabWarning(UserWarning):
+    """Base class of every warning rewardlab issues.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", RewardlabWarning)  # silence them all
+    """
+
+
+class SkippedLinesWarning(RewardlabWarning):
+    """Some input lines were skipped (``on_error="skip"``); the message counts them by reason.
+
+    Examples
+    --------
+    >>> str(SkippedLinesWarning("skipped 2 of 90 lines (bad_action: 2)"))
+    'skipped 2 of 90 lines (bad_action: 2)'
+    """
+
+
+class RewardScaleWarning(RewardlabWarning):
+    """Rewards are far from mean 0 / std 1, which the plug-in contract asks for.
+
+    Examples
+    --------
+    >>> issubclass(RewardScaleWarning, UserWarning)
+    True
+    """
+
+
+class ParameterError(RewardlabError, ValueError):
+    """An argument or parameter broke a rule.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, as the user typed it.
+    rule : str
+        The rule, phrased to follow the name ("should be in [0, 1]").
+    value : object
+        The value received; it is echoed with ``repr``.
+    hint : str, optional
+        What to do instead.
+
+    Examples
+    --------
+    >>> str(ParameterError("std", "should be > 0", 0.0, hint="Compute it from data."))
+    '`std` should be > 0. Received 0.0. Compute it from data.'
+    """
+
+    def __init__(self, name: str, rule: str, value: object, *, hint: str | None = None):
+        self.name = name
+        self.rule = rule
+        self.value = value
+        self.hint = hint
+        msg = f"`{name}` {rule}. Received {value!r}."
+        if hint:
+            msg += f" {hint}"
+        super().__init__(msg)
+
+
+class DataFormatError(RewardlabError, ValueError):
+    """An input file broke its format; names the file, line, column and rule.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    line : int or None
+        1-based line number, or None for a whole-file problem.
+    column : int or None
+        0-based column (TAB-separated field) index, or None.
+    rule : str
+        A short machine-readable reason, e.g. ``"column_count"``.
+    message : str
+        The human explanation, including the offending value.
+
+    Examples
+    --------
+    >>> e = DataFormatError("a.tsv", 3, 5, "bad_action", "action 7 is not an index into 4 candidates")
+    >>> str(e)
+    'a.tsv:3: column 5: action 7 is not an index into 4 candidates [rule: bad_action]'
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        line: int | None,
+        column: int | None,
+        rule: str,
+        message: str,
+        *,
+        hint: str | None = None,
+    ):
+        self.path = str(path)
+        self.line = line
+        self.column = column
+        self.rule = rule
+        self.message = message
+        self.hint = hint
+        where = self.path if line is None else f"{self.path}:{line}"
+        if column is not None:
+            where += f": column {column}"
+        text = f"{where}: {message} [rule: {rule}]"
+        if hint:
+            text += f" {hint}"
+        super().__init__(text)
+
+
+class FrameError(RewardlabError, ValueError):
+    """A Polars frame does not have the shape or invariants rewardlab needs.
+
+    Examples
+    --------
+    >>> str(FrameError("the frame has no rows", hint="Load a dataset first."))
+    'the frame has no rows. Load a dataset first.'
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        self.hint = hint
+        super().__init__(message + (f". {hint}" if hint else ""))
+
+
+class ColumnNotFoundError(RewardlabError, KeyError):
+    """A column the caller named is not in the frame.
+
+    Examples
+    --------
+    >>> str(ColumnNotFoundError("reward_x", ["reward_a", "reward_b"]))
+    "column 'reward_x' not found; available: reward_a, reward_b"
+    """
+
+    def __init__(self, column: str, available: list[str] | tuple[str, ...]):
+        self.column = column
+        self.available = list(available)
+        super().__init__(column)
+
+    def __str__(self) -> str:  # KeyError would quote the whole message otherwise
+        shown = ", ".join(self.available[:20])
+        if len(self.available) > 20:
+            shown += ", ..."
+        return f"column {self.column!r} not found; available: {shown}"
+
+
+class OutputExistsError(RewardlabError, FileExistsError):
+    """An output file exists and the caller did not ask to overwrite it.
+
+    Examples
+    --------
+    >>> str(OutputExistsError("out.py"))
+    'out.py already exists; pass overwrite=True (CLI: --overwrite) to replace it'
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        super().__init__(
+            f"{self.path} already exists; pass overwrite=True (CLI: --overwrite) to replace it"
+        )
+
+
+class PluginError(RewardlabError, ValueError):
+    """A reward plug-in could not be loaded, failed, or broke the contract.
+
+    Parameters
+    ----------
+    plugin : str
+        The plug-in's name.
+    path : str or Path or None
+        Its source file.
+    message : str
+        What went wrong.
+    line : int, optional
+        The line in the plug-in file, where known.
+    plugin_traceback : str, optional
+        The plug-in's own formatted traceback, kept verbatim.
+
+    Examples
+    --------
+    >>> str(PluginError("rank", "rank.py", "no function `get_reward`", line=None))
+    "plug-in 'rank' (rank.py): no function `get_reward`"
+    """
+
+    def __init__(
+        self,
+        plugin: str,
+        path: str | Path | None,
+        message: str,
+        *,
+        line: int | None = None,
+        plugin_traceback: str | None = None,
+    ):
+        self.plugin = plugin
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.message = message
+        self.plugin_traceback = plugin_traceback
+        where = f"plug-in {plugin!r}"
+        if self.path:
+            where += f" ({self.path}" + (f", line {line}" if line else "") + ")"
+        text = f"{where}: {message}"
+        if plugin_traceback:
+            text += "\n\nThe plug-in's traceback:\n" + plugin_traceback.rstrip()
+        super().__init__(text)
+
+
+class PluginLoadError(PluginError):
+    """The plug-in file does not parse, raises on import, or lacks a valid ``get_reward``.
+
+    Examples
+    --------
+    >>> str(PluginLoadError("r", "r.py", "invalid syntax", line=3))
+    "plug-in 'r' (r.py, line 3): invalid syntax"
+    """
+
+
+class PluginRuntimeError(PluginError):
+    """``get_reward`` raised while rewardlab called it; ``plugin_traceback`` keeps the plug-in's frames.
+
+    Examples
+    --------
+    >>> err = PluginRuntimeError("r", "r.py", "raised ZeroDivisionError", plugin_traceback="...")
+    >>> err.plugin_traceback
+    '...'
+    """
+
+
+class ContractError(PluginError):
+    """``get_reward`` returned but broke the plug-in contract.
+
+    Examples
+    --------
+    >>> isinstance(ContractError("r", None, "no reward"), ValueError)
+    True
+    """
+
+
+class PluginRunCancelled(RewardlabError):
+    """Applying or checking a plug-in was cancelled (``cancel=``); its child process was stopped.
+
+    Examples
+    --------
+    >>> str(PluginRunCancelled("rank_top"))
+    "running plug-in 'rank_top' was cancelled; no result was kept"
+    """
+
+    def __init__(self, plugin: str):
+        self.plugin = plugin
+        super().__init__(f"running plug-in {plugin!r} was cancelled; no result was kept")
+
+
+class PluginTimeoutError(PluginRuntimeError):
+    """A plug-in did not finish within the time limit (``timeout=`` / ``--timeout``) and was stopped.
+
+    Examples
+    --------
+    >>> isinstance(PluginTimeoutError("r", "r.py", "did not finish within 5 s"), PluginRuntimeError)
+    True
+    """
+
+
+# --------------------------------------------------------------------------
+# Validation helpers: one rule each, messages in the house style.
+# --------------------------------------------------------------------------
+
+
+def check_finite(name: str, value: float) -> float:
+    """Return ``float(value)`` or raise :class:`ParameterError` if it is NaN or infinite.
+
+    Examples
+    --------
+    >>> check_finite("mean", 2)
+    2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(name, "should be a real number", value)
+    value = float(value)
+    if not math.isfinite(value):
+        raise ParameterError(name, "should be a finite number", value)
+    return value
+
+
+def check_positive(name: str, value: float) -> float:
+    """Return ``float(value)`` or raise if it is not a finite number > 0.
+
+    Examples
+    --------
+    >>> check_positive("std", 0.5)
+    0.5
+    """
+    value = check_finite(name, value)
+    if value <= 0:
+        raise ParameterError(name, "should be > 0", value)
+    return value
+
+
+def check_in_range(name: str, value: float, low: float, high: float) -> float:
+    """Return ``float(value)`` or raise if it is outside ``[low, high]``.
+
+    Examples
+    --------
+    >>> check_in_range("gamma", 0.99, 0, 1)
+    0.99
+    """
+    value = check_finite(name, value)
+    if not low <= value <= high:
+        raise ParameterError(name, f"should be in [{low:g}, {high:g}]", value)
+    return value
+
+
+def check_choice(name: str, value: object, choices) -> object:
+    """Return ``value`` or raise if it is not one of ``choices``.
+
+    Examples
+    --------
+    >>> check_choice("on_error", "skip", ("raise", "skip"))
+    'skip'
+    """
+    choices = tuple(choices)
+    if value not in choices:
+        raise ParameterError(name, "should be one of " + ", ".join(map(repr, choices)), value)
+    return value
+
+
+# --------------------------------------------------------------------------
+# Tuners and export (issue 10, "tuners must not pass bad results off as good")
+# --------------------------------------------------------------------------
+
+
+class ExportCancelled(RewardlabError):
+    """An export was cancelled (:class:`rewardlab.sessions.CancelToken`); nothing was written.
+
+    Examples
+    --------
+    >>> str(ExportCancelled("my_reward.py", "the round-trip check"))
+    "export of 'my_reward.py' cancelled during the round-trip check; nothing was written"
+    """
+
+    def __init__(self, path: str | Path, stage: str):
+        self.path = str(path)
+        self.stage = stage
+        super().__init__(f"export of {self.path!r} cancelled during {stage}; nothing was written")
+
+
+class ExportWriteError(RewardlabError, OSError):
+    """The operating system refused to write an exported file (permissions, full disk, ...).
+
+    Examples
+    --------
+    >>> str(ExportWriteError("out/r.py", "[Errno 28] No space left on device"))
+    "cannot write 'out/r.py': [Errno 28] No space left on device. Nothing was written; check that the folder exists and is writable (and the disk not full), or choose another path."
+    """
+
+    def __init__(self, path: str | Path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"cannot write {self.path!r}: {reason}. Nothing was written; check that the folder "
+                         "exists and is writable (and the disk not full), or choose another path.")
+
+
+class RoundTripError(RewardlabError, ValueError):
+    """An exported file did not reproduce rewardlab's rewards or failed check-plugin; it was not written.
+
+    Examples
+    --------
+    >>> str(RoundTripError("r.py", "round trip: DIFFERS ..."))
+    "'r.py' was not written: the file failed its round-trip check.\\nround trip: DIFFERS ...\\nPlease report this as a rewardlab bug; export(..., check=False) writes it unchecked."
+    """
+
+    def __init__(self, path: str | Path, roundtrip: object):
+        self.path = str(path)
+        self.roundtrip = roundtrip
+        super().__init__(f"{self.path!r} was not written: the file failed its round-trip check.\n{roundtrip}\n"
+                         "Please report this as a rewardlab bug; export(..., check=False) writes it unchecked.")
+# Files the system cannot read or write (issue 10, datasets and file I/O).
+# --------------------------------------------------------------------------
+
+
+class FileAccessError(RewardlabError, OSError):
+    """A file could not be read or written for a reason outside its content.
+
+    An unreadable input, an output that is a folder or whose folder is
+    missing, a full disk; names the path and what to do.
+
+    Examples
+    --------
+    >>> str(FileAccessError("out/x.parquet", "the folder out does not exist", hint="Create it first."))
+    'out/x.parquet: the folder out does not exist. Create it first.'
+    >>> isinstance(FileAccessError("x", "cannot be read"), OSError)
+    True
+    """
+
+    def __init__(self, path: str | Path, message: str, *, hint: str | None = None):
+        self.path = str(path)
+        self.message = message
+        self.hint = hint
+        super().__init__(f"{self.path}: {message}" + (f". {hint}" if hint else ""))
+
+
+__all__ += ["FileAccessError"]
+
+
+# --------------------------------------------------------------------------
+# Frame specs (issue 11, one core for every trajectory).
+# --------------------------------------------------------------------------
+
+
+class SpecError(FrameError):
+    """A frame does not fit its :class:`~rewardlab.core.spec.FrameSpec`, or has none.
+
+    Names the column and, where rows are at fault, the first offending row
+    (its position in the frame, 0-based), and says what to do.
+
+    Examples
+    --------
+    >>> str(SpecError("episode 'e' is not contiguous", column="e", row=7, hint="Sort by episode."))
+    "column 'e', row 7: episode 'e' is not contiguous. Sort by episode."
+    """
+
+    def __init__(self, message: str, *, column: str | None = None, row: int | None = None,
+                 hint: str | None = None):
+        self.column = column
+        self.row = row
+        where = []
+        if column is not None:
+            where.append(f"column {column!r}")
+        if row is not None:
+            where.append(f"row {row}")
+        self.message = message
+        super().__init__((", ".join(where) + ": " if where else "") + message, hint=hint)
+
+
+__all__ += ["SpecError"]
+
+
+# --------------------------------------------------------------------------
+# Shards (issue 11, shard-ready execution).
+# --------------------------------------------------------------------------
+
+
+class ShardError(FrameError):
+    """One shard of a stream cannot be run: says which (its index, 0-based) and what to do.
+
+    Examples
+    --------
+    >>> str(ShardError(2, "it does not end at an end of episode", hint="Cut shards at episode ends."))
+    'shard 2: it does not end at an end of episode. Cut shards at episode ends.'
+    """
+
+    def __init__(self, shard: int, message: str, *, hint: str | None = None):
+        self.shard = shard
+        super().__init__(f"shard {shard}: {message}", hint=hint)
+
+
+__all__ += ["ShardError"]
