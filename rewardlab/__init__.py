@@ -36,13 +36,16 @@ _EXPORTS = {
     "rewardlab.sources.dispatch": ("load", "scan"),
     "rewardlab.core.spec": ("FrameSpec", "StateColumn"),
     "rewardlab.sources.registry": ("Source", "register_source"),
+    "rewardlab.contracts": ("Contract", "register_contract", "get_contract"),
     "rewardlab.contracts.kanachan.batching": ("FrameArrays", "to_tensordict"),
     "rewardlab.dataset": ("DatasetSummary", "convert", "summarize"),
     "rewardlab.domains.mahjong.rules": ("episode_outcomes", "ranks_from_scores"),
     "rewardlab.sources.kanachan.reader": (
         "LoadResult", "load_kanachan", "read_kanachan", "scan_kanachan",
     ),
-    "rewardlab.plugins": ("CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin"),
+    "rewardlab.plugins": (
+        "CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin", "split_shards",
+    ),
     "rewardlab.analysis.stats": (
         "SCOPES", "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
         "normalization_constants", "reward_moments", "reward_stats",
