@@ -19,9 +19,8 @@ command line's ``--help`` do not load torch.
 
 from __future__ import annotations
 
-import importlib
-
 from rewardlab._version import __version__
+from rewardlab.core.lazy import install
 
 #: Submodules available as attributes of the package: ``{attribute: module}``.
 _SUBMODULES = {
@@ -75,21 +74,6 @@ _EXPORTS = {
     "rewardlab.schedules": ("ExplorerSchedule", "KanachanEpsilonGreedy"),
     "rewardlab.export": ("export_plugin", "render_plugin"),
 }
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = ["__version__", *_SUBMODULES, *_HOME]
-
-
-def __getattr__(name: str):
-    if name in _SUBMODULES:
-        value = importlib.import_module(_SUBMODULES[name])
-    elif name in _HOME:
-        value = getattr(importlib.import_module(_HOME[name]), name)
-    else:
-        raise AttributeError(f"module 'rewardlab' has no attribute {name!r}")
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__ = ["__version__"]
+install(globals(), _EXPORTS, submodules=_SUBMODULES)

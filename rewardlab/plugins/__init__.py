@@ -27,7 +27,7 @@ Examples
 >>> print(rewardlab.check_plugin(frame, "data/plugins/rank_top.py"))  # doctest: +SKIP
 """
 
-import importlib
+from rewardlab.core.lazy import install
 
 #: Where each public name lives: ``{module: names}``.  Imported on first use (PEP 562), so
 #: ``rewardlab.plugins.batch_modes`` (what the CLI's parser reads) loads without torch.
@@ -37,18 +37,5 @@ _EXPORTS = {
     "rewardlab.plugins.loading": ("Plugin", "load_plugin", "read_plugin", "safe_repr"),
     "rewardlab.plugins.shards": ("split_shards", "run_shards", "stream_shards", "merge_outcomes"),
 }
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = list(_HOME)
-
-
-def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module 'rewardlab.plugins' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+install(globals(), _EXPORTS)

@@ -29,7 +29,7 @@ The names below are imported from their modules on first use (PEP 562), so
 
 from __future__ import annotations
 
-import importlib
+from rewardlab.core.lazy import install
 
 #: Where each public name lives: ``{module: names}``.
 _EXPORTS = {
@@ -50,18 +50,5 @@ _EXPORTS = {
     ),
     "rewardlab.domains.mahjong.families.presets": ("FAMILIES", "all_presets", "family_class", "ranking_preset"),
 }
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = list(_HOME)
-
-
-def __getattr__(name: str):
-    if name not in _HOME:
-        raise AttributeError(f"module 'rewardlab.domains.mahjong.families' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+install(globals(), _EXPORTS)
