@@ -78,7 +78,8 @@ False
 '`epsilon_stable` should be in [0, 1] (a probability). Received 1.5.'
 """
 
-from rewardlab.sessions.base import HISTORY_LIMIT, CancelToken, Session, locate, parse_number
+from rewardlab.sessions.base import HISTORY_LIMIT, Session
+from rewardlab.sessions.inputs import CancelToken, locate, parse_number
 from rewardlab.sessions.comparison import ComparisonResults, ComparisonSession
 from rewardlab.sessions.epsilon import SCHEDULE_KINDS, EpsilonResults, EpsilonScheduleSession
 from rewardlab.sessions.normalization import NormalizationResults, NormalizationSession

@@ -1,25 +1,24 @@
-"""What every session shares: the parameter machinery and the helpers the tuners use.
+"""What every session shares: parameters, validation, recompute, observers, pins, undo and saved state.
 
-:class:`Session` (parameters, validation, recompute, observers) and
-:class:`Param` (a parameter attribute); :func:`parse_number` (numbers typed
-as text); :class:`CancelToken`, :func:`cancel_token` and
-:func:`progress_callback` (long work that reports progress and can stop);
-:func:`locate` (the sample data from a notebook); :func:`load_frame`,
-:func:`base_columns` and :func:`check_bool` (the sessions' inputs).  The
-overview of the sessions is in :mod:`rewardlab.sessions`.
+:class:`Session` and :class:`Param` (a parameter attribute); what sessions
+read (data, numbers typed as text, cancel tokens) is in
+:mod:`rewardlab.sessions.inputs`, the state file in
+:mod:`rewardlab.sessions.state`.  The overview of the sessions is in
+:mod:`rewardlab.sessions`.
 
 Examples
 --------
->>> parse_number("offset", "25000", integer=True)
-25000
+>>> from rewardlab.sessions import EpsilonScheduleSession
+>>> s = EpsilonScheduleSession(kind="linear", epsilon_stable=0.1, warmup_steps=0, decay_steps=1000,
+...                            n_steps=5000, threshold=0.5)
+>>> s.try_update(epsilon_stable=2)
+False
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import re
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -28,221 +27,20 @@ from typing import Callable, ClassVar
 import numpy as np
 import polars as pl
 
-from rewardlab.core import columns
 from rewardlab._version import __version__
-from rewardlab.core.spec import keep_spec
-from rewardlab.sources.dispatch import as_lazy
 from rewardlab.core.errors import (
-    ExportCancelled, FrameError, ParameterError, RewardlabError, RewardlabWarning, check_choice,
+    FrameError, ParameterError, RewardlabError, RewardlabWarning, check_choice,
 )
+from rewardlab.sessions.inputs import parse_number, check_bool
 from rewardlab.sessions.state import Pinned, SavedState, read_state, state_error, write_state
 
 __all__ = [
-    "locate",
-    "parse_number",
-    "CancelToken",
-    "cancel_token",
-    "progress_callback",
     "Param",
     "Session",
     "Pinned",
     "HISTORY_LIMIT",
-    "check_bool",
-    "load_frame",
     "saved_data",
-    "source_paths",
-    "base_columns",
 ]
-
-
-# --------------------------------------------------------------------------
-# Finding the sample data from a notebook
-# --------------------------------------------------------------------------
-
-
-def locate(relative: str | Path, *, start: str | Path | None = None) -> Path:
-    """Find ``relative`` (e.g. ``"data/sample.tsv.gz"``) in ``start`` or one of its parents.
-
-    Notebooks run with the kernel's working directory wherever the notebook
-    is (JupyterLab: ``notebooks/``), so a repository file is looked for in
-    the working directory and its parents, then next to the installed
-    ``rewardlab`` package (an editable install: the repository).
-
-    Parameters
-    ----------
-    relative : str or Path
-        A relative path.
-    start : str or Path, optional
-        Where to start looking (default: the current working directory).
-
-    Returns
-    -------
-    Path
-        The absolute path found.
-
-    Raises
-    ------
-    ParameterError
-        Nothing of that name exists in any of those folders.
-
-    Examples
-    --------
-    >>> locate("data/sample.tsv.gz").name  # doctest: +SKIP
-    'sample.tsv.gz'
-    """
-    if not isinstance(relative, (str, Path)) or Path(relative).is_absolute():
-        raise ParameterError("relative", "should be a relative path such as 'data/sample.tsv.gz'", relative)
-    here = Path.cwd() if start is None else Path(start)
-    package_root = Path(__file__).resolve().parents[1]
-    searched = []
-    for base in (here.resolve(), package_root):
-        for folder in (base, *base.parents):
-            if folder in searched:
-                continue
-            searched.append(folder)
-            candidate = folder / relative
-            if candidate.exists():
-                return candidate
-    raise ParameterError("relative", f"should exist under {here} or one of its parents (or next to the "
-                         "rewardlab package)", str(relative),
-                         hint="Pass an absolute path to your own data instead.")
-
-
-# --------------------------------------------------------------------------
-# Reading numbers typed as text; cancelling long work
-# --------------------------------------------------------------------------
-
-_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
-_DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-
-
-def parse_number(name: str, value, *, integer: bool = False):
-    """A number from what a person typed: ``"25000"``, ``"-1.5"``, ``"1e6"``; numbers pass through.
-
-    Only ASCII decimal notation is read (digits, one dot, an optional
-    exponent, surrounding spaces ignored): no thousands separators, no
-    decimal comma, no ``inf`` / ``nan``, no digit groups with ``_``.  An
-    integer field takes whole numbers only (``"1e6"`` and ``"3.0"`` are
-    whole; ``"1.5"`` is refused, never read as 15 or 1).  Range rules are
-    the session's.
-
-    Parameters
-    ----------
-    name : str
-        The parameter, for the message.
-    value : str, int or float
-        Text as typed, or a number (returned unchanged).
-    integer : bool
-        Whole numbers only; returns an ``int``.
-
-    Returns
-    -------
-    int or float (or ``value`` unchanged when it is not a string)
-
-    Raises
-    ------
-    ParameterError
-        Naming the parameter and echoing the text.
-
-    Examples
-    --------
-    >>> parse_number("divisor", " 1e3 ", integer=True), parse_number("std", "0.25")
-    (1000, 0.25)
-    >>> parse_number("divisor", "1.5", integer=True)
-    Traceback (most recent call last):
-    rewardlab.core.errors.ParameterError: `divisor` should be a whole number such as 1000. Received '1.5'.
-    >>> parse_number("std", "1,5")
-    Traceback (most recent call last):
-    rewardlab.core.errors.ParameterError: `std` should be a number such as 0.5, -3 or 1e-3 (a dot for decimals, no thousands separators). Received '1,5'.
-    """
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    if integer and _INTEGER_TEXT.fullmatch(text):
-        return int(text)
-    if not _DECIMAL_TEXT.fullmatch(text):
-        rule = ("should be a whole number such as 1000" if integer else
-                "should be a number such as 0.5, -3 or 1e-3 (a dot for decimals, no thousands separators)")
-        raise ParameterError(name, rule, value)
-    number = float(text)
-    if not math.isfinite(number):
-        raise ParameterError(name, "should be a finite number (it overflows float64)", value)
-    if integer:
-        if not number.is_integer():
-            raise ParameterError(name, "should be a whole number such as 1000", value)
-        return int(number)
-    return number
-
-
-class CancelToken:
-    """Ask long work (an export and its round-trip check) to stop at its next check point.
-
-    Thread-safe: a UI thread calls :meth:`cancel` while the work runs in
-    another thread; the work raises :class:`~rewardlab.core.errors.ExportCancelled`
-    at its next check point (between chunks of the comparison, before and
-    after check-plugin), having written nothing.
-
-    Examples
-    --------
-    >>> token = CancelToken()
-    >>> token.cancelled
-    False
-    >>> token.cancel()
-    >>> token.check("reward.py", "the comparison")
-    Traceback (most recent call last):
-    rewardlab.core.errors.ExportCancelled: export of 'reward.py' cancelled during the comparison; nothing was written
-    """
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-
-    def cancel(self) -> None:
-        """Ask the work to stop."""
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        """True once :meth:`cancel` was called."""
-        return self._event.is_set()
-
-    def check(self, path, stage: str) -> None:
-        """Raise :class:`~rewardlab.core.errors.ExportCancelled` when cancelled."""
-        if self._event.is_set():
-            raise ExportCancelled(path, stage)
-
-
-def cancel_token(cancel) -> CancelToken:
-    """The token long work checks: ``cancel`` itself, or a fresh one when None.
-
-    Examples
-    --------
-    >>> cancel_token(None).cancelled
-    False
-    >>> cancel_token("stop")
-    Traceback (most recent call last):
-    rewardlab.core.errors.ParameterError: `cancel` should be a rewardlab.sessions.CancelToken or None. Received 'stop'.
-    """
-    if cancel is None:
-        return CancelToken()
-    if not isinstance(cancel, CancelToken):
-        raise ParameterError("cancel", "should be a rewardlab.sessions.CancelToken or None", cancel)
-    return cancel
-
-
-def progress_callback(progress) -> Callable[[float, str], None]:
-    """``progress(fraction, message)`` itself, or a callable that does nothing when None.
-
-    Examples
-    --------
-    >>> progress_callback(None)(0.5, "half way")
-    >>> progress_callback(print)(1.0, "done")
-    1.0 done
-    """
-    if progress is None:
-        return lambda fraction, message: None
-    if not callable(progress):
-        raise ParameterError("progress", "should be a callable progress(fraction, message) or None", progress)
-    return progress
 
 
 # --------------------------------------------------------------------------
@@ -956,74 +754,3 @@ def saved_data(state: SavedState, data, path):
         raise ParameterError("data", f"should be given: the state file {path} records no data path (the data "
                              "was in memory)", None)
     return list(state.data_paths) if len(state.data_paths) > 1 else state.data_paths[0]
-
-
-def check_bool(name: str, value) -> bool:
-    """``value`` as a bool when it is one (numpy's included); otherwise a ParameterError naming ``name``.
-
-    Examples
-    --------
-    >>> check_bool("overwrite", True)
-    True
-    >>> check_bool("overwrite", "yes")
-    Traceback (most recent call last):
-    rewardlab.core.errors.ParameterError: `overwrite` should be True or False. Received 'yes'.
-    """
-    if not isinstance(value, (bool, np.bool_)):
-        raise ParameterError(name, "should be True or False", value)
-    return bool(value)
-
-
-def load_frame(data) -> tuple[pl.DataFrame, str | None]:
-    """An eager frame and, when ``data`` was a path, its description.
-
-    The spec ``data`` carries (:func:`rewardlab.core.spec.attached`) stays
-    attached to the frame returned.
-
-    Examples
-    --------
-    >>> load_frame(pl.DataFrame({"x": [1]}))[1] is None
-    True
-    """
-    if isinstance(data, pl.DataFrame):
-        return data, None
-    if isinstance(data, pl.LazyFrame):
-        return keep_spec(data, data.collect()), None
-    if isinstance(data, (str, Path)) or (isinstance(data, (list, tuple)) and data
-                                          and all(isinstance(p, (str, Path)) for p in data)):
-        paths = [data] if isinstance(data, (str, Path)) else list(data)
-        lazy = as_lazy(data)
-        return keep_spec(lazy, lazy.collect()), ", ".join(str(p) for p in paths)
-    raise ParameterError("data", "should be a polars DataFrame or LazyFrame, or path(s) to a dataset",
-                         type(data).__name__)
-
-
-def source_paths(data) -> tuple[str, ...] | None:
-    """The absolute paths ``data`` names (a path or a list of paths), or None for a frame.
-
-    What a state file records so the data can be read again from any working directory.
-
-    Examples
-    --------
-    >>> source_paths(pl.DataFrame()) is None
-    True
-    >>> source_paths("/data/a.tsv")
-    ('/data/a.tsv',)
-    """
-    if isinstance(data, (str, Path)):
-        data = [data]
-    if isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, Path)) for p in data):
-        return tuple(str(Path(p).expanduser().resolve()) for p in data)
-    return None
-
-
-def base_columns(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame without reward / done columns (so a re-applied plug-in cannot clash).
-
-    Examples
-    --------
-    >>> base_columns(pl.DataFrame({"x": [1], "reward_a": [0.0], "done_a": [True]})).columns
-    ['x']
-    """
-    keep = [c for c in frame.columns if not c.startswith((columns.REWARD_PREFIX, columns.DONE_PREFIX))]
-    return frame.select(keep) if len(keep) != len(frame.columns) else frame

@@ -21,9 +21,8 @@ from rewardlab.analysis.compare import (
 )
 from rewardlab.core.errors import FrameError, ParameterError, check_choice
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
-from rewardlab.sessions.base import (
-    Param, Session, check_bool, load_frame, saved_data, source_paths,
-)
+from rewardlab.sessions.base import Param, Session, saved_data
+from rewardlab.sessions.inputs import check_bool, load_frame, source_paths
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
 

@@ -18,7 +18,8 @@ from rewardlab.core.errors import ParameterError, check_choice, check_in_range
 from rewardlab.export import export_target, write_text
 from rewardlab.domains.mahjong.families.base import check_int
 from rewardlab.schedules import ExplorerSchedule, KanachanEpsilonGreedy, to_json, to_yaml
-from rewardlab.sessions.base import Param, Session, check_bool, parse_number
+from rewardlab.sessions.base import Param, Session
+from rewardlab.sessions.inputs import check_bool, parse_number
 
 __all__ = ["SCHEDULE_KINDS", "EpsilonResults", "EpsilonScheduleSession"]
 

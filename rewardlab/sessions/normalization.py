@@ -16,7 +16,8 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
 from rewardlab.analysis.normalizers import normalization_summary, normalized_rewards
-from rewardlab.sessions.base import Param, Session, load_frame, parse_number, source_paths
+from rewardlab.sessions.base import Param, Session
+from rewardlab.sessions.inputs import load_frame, parse_number, source_paths
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
 from rewardlab.analysis.stats import SCOPES, normalization_constants, reward_stats

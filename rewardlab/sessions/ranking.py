@@ -25,9 +25,9 @@ from rewardlab.domains.mahjong.families import (
     ranking_preset,
 )
 from rewardlab.domains.mahjong.ranking import RankTable, expected_reward
-from rewardlab.sessions.base import (
-    CancelToken, Param, Session, base_columns, cancel_token, check_bool, load_frame, parse_number, source_paths,
-    progress_callback,
+from rewardlab.sessions.base import Param, Session
+from rewardlab.sessions.inputs import (
+    CancelToken, base_columns, cancel_token, check_bool, load_frame, parse_number, progress_callback, source_paths,
 )
 from rewardlab.sessions.roundtrip import CHECK_ROWS, ExportResult, roundtrip_check
 

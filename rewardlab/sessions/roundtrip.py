@@ -26,7 +26,7 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
 from rewardlab.core.errors import ParameterError, PluginRunCancelled, RewardlabWarning
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
-from rewardlab.sessions.base import CancelToken, base_columns, cancel_token, progress_callback
+from rewardlab.sessions.inputs import CancelToken, base_columns, cancel_token, progress_callback
 
 __all__ = [
     "CHECK_ROWS",
