@@ -242,6 +242,9 @@ def test_cleared_done_at_an_episode_end_is_reported(tmp_path, frame):
             'data["next", "truncated"] is True; 1 such row in the batch): a plug-in may set done '
             "earlier") in text
     assert "offending transition: frame row 4 (ep 3, t 1)" in text and "[rule: done_last_step]" in text
+    # the batch is described in the steps contract's words, not kanachan's
+    assert "in batch 1 of mode 'episodes' (whole episodes, one per call, contiguous=False;" in text
+    assert "kanachan" not in text
     report = check_plugin(frame, path, batch_sizes=(4,), isolate=False)
     assert [p[0] for p in report.problems] == ["done_last_step"] and not report.ok
 

@@ -89,6 +89,8 @@ class Contract:
         One line for messages and listings.
     caller : str
         Who calls the entry point, for messages ("kanachan").
+    mode_settings : dict or None
+        What each batch mode reproduces, in words, for messages.
 
     Examples
     --------
@@ -105,6 +107,15 @@ class Contract:
     done_key: tuple[str, str] = DONE_KEY
     description: str = ""
     caller: str = "rewardlab's runner"
+    #: What each batch mode reproduces, in words, for messages (``{contiguous}`` and
+    #: ``{num_workers}`` are filled in); None: the batch modes' own (kanachan's) wording.
+    mode_settings: dict[str, str] | None = {
+        "episodes": "whole episodes, one per call, contiguous={contiguous}",
+        "sequential": "rows in order, as a DataLoader with num_workers=0",
+        "dataloader": "rows in order, as a DataLoader with num_workers={num_workers}",
+        "fragments": "episode fragments, as RLlib's truncate_episodes",
+        "shuffled": "a shuffling data loader (seeded)",
+    }
 
     # --- the plug-in side -------------------------------------------------------
 

@@ -176,7 +176,8 @@ def apply_plugins(
     items = plugin_items(plugins, chosen)
     arrays = shard_arrays(shards, lambda shard: chosen.arrays(shard, frame_spec))
     n = sum(a.n for a in arrays)
-    setting = mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers)
+    setting = mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers,
+                           settings=chosen.mode_settings)
     bar = progress_bar(progress, n * len(items), f"apply_plugins ({batch_mode})")
 
     def job(status, send):

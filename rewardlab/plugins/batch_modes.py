@@ -491,8 +491,10 @@ def check_contiguous(mode: str, contiguous) -> bool:
     return contiguous
 
 
-def mode_setting(mode: str, *, contiguous: bool = False, num_workers: int = DEFAULT_NUM_WORKERS) -> str:
-    """The kanachan setting ``mode`` reproduces, in words.
+def mode_setting(mode: str, *, contiguous: bool = False, num_workers: int = DEFAULT_NUM_WORKERS,
+                 settings: dict | None = None) -> str:
+    """The trainer setting ``mode`` reproduces, in words (``settings``: a contract's own wording;
+    default :data:`MODE_SETTINGS`, kanachan's).
 
     Examples
     --------
@@ -502,7 +504,7 @@ def mode_setting(mode: str, *, contiguous: bool = False, num_workers: int = DEFA
     "kanachan's offline DataLoader, num_workers=2"
     """
     check_choice("batch_mode", mode, BATCH_MODES)
-    return MODE_SETTINGS[mode].format(contiguous=contiguous, num_workers=num_workers)
+    return (settings or MODE_SETTINGS)[mode].format(contiguous=contiguous, num_workers=num_workers)
 
 
 def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0,

@@ -422,7 +422,8 @@ def check_plugin(
         for cfg in configs:
             if status is None and cancel is not None and cancel():
                 raise PluginRunCancelled(name)
-            setting = mode_setting(cfg.mode, contiguous=cfg.contiguous, num_workers=num_workers)
+            setting = mode_setting(cfg.mode, contiguous=cfg.contiguous, num_workers=num_workers,
+                                   settings=chosen.mode_settings)
             if cfg.convention == "simulation":
                 setting = "kanachan's simulator (simulation convention)"
             [outcome] = run_shards(arrays, [loaded], mode=cfg.mode, batch_size=cfg.batch_size,

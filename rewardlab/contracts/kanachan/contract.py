@@ -43,6 +43,7 @@ class KanachanContract(Contract):
     conventions = CONVENTIONS
     description = "kanachan's reward plug-ins: get_reward(data, contiguous) on its TensorDict"
     caller = "kanachan"
+    mode_settings = None  # the batch modes' own wording names kanachan's settings
 
     def arrays(self, frame: pl.DataFrame, spec: FrameSpec | None = None) -> FrameArrays:
         """:class:`~rewardlab.contracts.kanachan.batching.FrameArrays` of the frame (the spec is not needed)."""
