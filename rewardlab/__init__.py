@@ -45,8 +45,9 @@ _EXPORTS = {
     "rewardlab.plugins": (
         "CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin", "split_shards",
     ),
+    "rewardlab.analysis.scopes": ("SCOPES", "scope_values"),
     "rewardlab.analysis.stats": (
-        "SCOPES", "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
+        "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
         "normalization_constants", "reward_moments", "reward_stats",
     ),
     "rewardlab.analysis.returns": ("episode_returns", "gae", "reward_to_go"),

@@ -25,8 +25,9 @@ from rewardlab.core.errors import FrameError, ParameterError, SpecError
 from rewardlab.analysis.normalizers import normalized_rewards
 from rewardlab.analysis.returns import discounted_reward_to_go, episode_returns, gae, reward_to_go
 from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
+from rewardlab.analysis.scopes import SCOPES, scope_values
 from rewardlab.analysis.stats import (
-    SCOPES, Moments, describe_rewards, normalization_constants, reward_moments, reward_stats, scope_values,
+    Moments, describe_rewards, normalization_constants, reward_moments, reward_stats,
 )
 
 matplotlib.use("Agg")

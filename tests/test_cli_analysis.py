@@ -8,7 +8,8 @@ import pytest
 
 from analysis_data import rewards_table, with_rewards
 from rewardlab.cli import main
-from rewardlab.analysis.stats import SCOPES, reward_stats
+from rewardlab.analysis.scopes import SCOPES
+from rewardlab.analysis.stats import reward_stats
 
 
 @pytest.fixture(scope="module")

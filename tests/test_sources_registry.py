@@ -257,7 +257,7 @@ def test_write_dataset_needs_a_spec_and_its_columns(tmp_path):
 
 
 def test_a_rewards_table_stores_its_projected_spec_and_lazy_table_attaches_it(tmp_path, small_frame):
-    from rewardlab.analysis.stats import lazy_table
+    from rewardlab.analysis.tables import lazy_table
 
     table = small_frame.select(S.GAME_ID, S.SEAT, S.STEP, S.END_OF_GAME).with_columns(
         reward_a=pl.lit(1.0), done_a=pl.col(S.END_OF_GAME))

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from analysis_data import rewards_table, with_rewards
 from rewardlab.core.errors import ColumnNotFoundError, FrameError, ParameterError
+from rewardlab.analysis.scopes import SCOPES, scope_values
 from rewardlab.analysis.stats import (
-    SCOPES, Moments, NormalizationConstants, describe_rewards, normalization_constants,
-    reward_moments, reward_stats, scope_values,
+    Moments, NormalizationConstants, describe_rewards, normalization_constants, reward_moments, reward_stats,
 )
 
 

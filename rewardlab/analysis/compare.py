@@ -38,9 +38,8 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice
 from rewardlab.sources.registry import known_specs, spec_of
-from rewardlab.analysis.stats import (
-    column_names, episode_end_expr, lazy_table, resolve_reward, rewards_to_use, segment_id_expr,
-)
+from rewardlab.analysis.scopes import episode_end_expr, segment_id_expr
+from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
 
 __all__ = [
     "rankdata",

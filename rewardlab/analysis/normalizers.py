@@ -56,10 +56,9 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
 from rewardlab.analysis.returns import as_array, linear_scan
-from rewardlab.analysis.stats import (
-    NormalizationConstants, column_names, declared_spec, lazy_table, resolve_reward, scope_mask_expr,
-    trajectory_end_expr,
-)
+from rewardlab.analysis.scopes import declared_spec, scope_mask_expr, trajectory_end_expr
+from rewardlab.analysis.stats import NormalizationConstants
+from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 
 __all__ = [
     "RMS_PRIOR_COUNT",

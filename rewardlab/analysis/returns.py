@@ -63,7 +63,8 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, attach
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range
 from rewardlab.sources.registry import spec_of
-from rewardlab.analysis.stats import column_names, episode_end_expr, lazy_table, resolve_reward, trajectory_end_expr
+from rewardlab.analysis.scopes import episode_end_expr, trajectory_end_expr
+from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 
 __all__ = [
     "as_array",

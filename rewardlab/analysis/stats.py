@@ -18,34 +18,9 @@ What streams and what does not
 
 Scopes
 ------
-Scopes that need episodes read them through the frame's spec
-(:func:`rewardlab.sources.registry.spec_of`: an explicit ``spec=``, the spec
-the frame carries, a recognized one such as kanachan's, or
-:data:`~rewardlab.sources.registry.REWARDS_ONLY` for a table of ``reward_*`` /
-``done_*`` columns alone, one stream).
-
-=====================  =====================================================================
-``"all"``              every step
-``"nonzero"``          steps whose reward is not 0
-``"boundary"``         the last step of each sub-episode: a boundary flag of the spec
-                       (kanachan's ``end_of_round``) or an episode end, so a game's last step
-                       counts even where kanachan's offline files mark it
-                       ``end_of_round=False``.  Needs the spec's boundary flags and, like
-                       ``"episode_end"``, its terminal flags.
-``"episode_end"``      the last step of each episode: where the spec's ``terminated`` or
-                       ``truncated`` flag fires (kanachan's ``end_of_game``); a spec without
-                       terminal flags ends an episode where its episode key changes.  Needs
-                       the flags the spec declares.
-``"episode_return"``   the undiscounted return of each trajectory, trajectories ending at the
-                       plug-in's own ``done_<name>`` and at every episode end (see
-                       :func:`rewardlab.analysis.returns.episode_returns`).
-``"end_of_round"``     kanachan's word for ``"boundary"`` (same steps on any frame).
-``"end_of_game"``      kanachan's word for ``"episode_end"`` (same steps on any frame).
-=====================  =====================================================================
-
-Both a rewards table written by ``rewardlab apply`` (the episode key columns
-plus ``reward_*`` / ``done_*``) and a full frame with reward columns work; the
-``boundary`` and ``episode_end`` scopes need the flags, so the full frame.
+The scopes (``"all"``, ``"nonzero"``, ``"boundary"``, ``"episode_end"``,
+``"episode_return"``, and kanachan's words ``"end_of_round"``,
+``"end_of_game"``) are defined in :mod:`rewardlab.analysis.scopes`.
 
 Examples
 --------
@@ -62,26 +37,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 import polars as pl
 
-from rewardlab.sources.kanachan import schema as S
-from rewardlab.core import columns
-from rewardlab.core.spec import FrameSpec, attach, attached
-from rewardlab.core.errors import (
-    ColumnNotFoundError, FrameError, ParameterError, SpecError, check_choice, check_finite,
-    check_positive,
-)
-from rewardlab.core.files import check_input
-from rewardlab.sources.dispatch import as_lazy
-from rewardlab.sources.registry import known_specs, spec_of
-from rewardlab.sources.storage import layout_of, read_spec, scan_dataset, verify_table
+from rewardlab.analysis.scopes import VALUE, check_scope, scope_lazy, scope_values
+from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
+from rewardlab.core.errors import FrameError, ParameterError, check_finite, check_positive
+from rewardlab.core.spec import FrameSpec
 
 __all__ = [
-    "SCOPES",
     "DEFAULT_QUANTILES",
     "Moments",
     "RewardStats",
@@ -90,34 +56,10 @@ __all__ = [
     "reward_stats",
     "describe_rewards",
     "normalization_constants",
-    "scope_values",
-    # building blocks the other analysis modules share
-    "lazy_table",
-    "column_names",
-    "resolve_reward",
-    "rewards_to_use",
-    "need_column",
-    "declared_spec",
-    "episode_end_expr",
-    "trajectory_end_expr",
-    "segment_id_expr",
-    "scope_mask_expr",
-    "game_end_expr",
-    "boundary_expr",
-    "SCOPE_ALIASES",
 ]
-
-#: The scopes every statistic accepts (see the module docstring): the generic ones, then
-#: kanachan's words for two of them (:data:`SCOPE_ALIASES`).
-SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "end_of_round", "end_of_game")
-
-#: kanachan's names for two generic scopes; they select the same steps on any frame.
-SCOPE_ALIASES = {"end_of_round": "boundary", "end_of_game": "episode_end"}
 
 #: Quantiles reported by default.
 DEFAULT_QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
-
-_VALUE = "value"
 
 
 # --------------------------------------------------------------------------
@@ -248,358 +190,13 @@ def _json_number(v):
 
 
 # --------------------------------------------------------------------------
-# Data access shared by the analysis modules
-# --------------------------------------------------------------------------
-
-
-def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
-    """A LazyFrame of ``data`` (a frame, a lazy frame, or Parquet / dataset paths) and, for paths, their description.
-
-    Paths are checked first (a FIFO is refused, rewards tables' page checksums are verified).
-    For paths, the LazyFrame carries the spec stored in the files
-    (:func:`rewardlab.core.spec.attached`) where they hold one.
-
-    Examples
-    --------
-    >>> lf, where = lazy_table(pl.DataFrame({"reward_a": [0.0]}))
-    >>> where is None
-    True
-    """
-    if isinstance(data, pl.LazyFrame):
-        return data, None
-    if isinstance(data, pl.DataFrame):
-        lf = data.lazy()
-        if attached(data) is not None:  # the lazy view keeps the frame's spec
-            attach(lf, attached(data))
-        return lf, None
-    if isinstance(data, (str, Path)):
-        paths = [Path(data)]
-    elif isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, Path)) for p in data):
-        paths = [Path(p) for p in data]
-    else:
-        raise ParameterError("data", "should be a polars DataFrame or LazyFrame, or path(s) to Parquet "
-                             "files", type(data).__name__)
-    targets: list[Path] = []
-    for p in paths:
-        check_input(p, folder=True)  # FIFOs, devices, unreadable files: refused before any open
-        if p.is_dir():
-            inside = sorted(p.glob("*.parquet"))
-            for q in inside:
-                check_input(q)
-            targets.extend(inside)
-        elif p.suffix == ".parquet":
-            targets.append(p)
-        else:
-            return as_lazy(paths), ", ".join(map(str, paths))
-    if not targets:
-        raise ParameterError("data", "should name Parquet files or folders holding them",
-                             [str(p) for p in paths])
-    _check_same_columns(targets)
-    if any(layout_of(t) is not None for t in targets):  # converted datasets: decode their array columns
-        return scan_dataset(targets), ", ".join(map(str, paths))  # attaches the stored spec
-    for t in targets:  # Polars does not verify page checksums: a flipped bit is an error, not a value
-        verify_table(t)
-    lf = pl.scan_parquet(targets)
-    stored = read_spec(targets[0])  # the spec `rewardlab apply` stored with its rewards table
-    return (attach(lf, stored) if stored is not None else lf), ", ".join(map(str, paths))
-
-
-def _check_same_columns(targets: list[Path]) -> None:
-    """Several Parquet files are read as row shards of one table: their columns must agree."""
-    if len(targets) < 2:
-        return
-    first = list(pl.read_parquet_schema(targets[0]))
-    for t in targets[1:]:
-        cols = list(pl.read_parquet_schema(t))
-        if cols != first:
-            extra = sorted(set(cols) ^ set(first)) or ["(same names, other order)"]
-            raise ParameterError(
-                "data", f"should be Parquet files with the same columns (row shards of one table); "
-                f"{t} differs from {targets[0]} in {', '.join(extra)}", [str(x) for x in targets],
-                hint="To analyse rewards of several plug-ins together, apply them in one run "
-                "(`rewardlab apply DATASET --plugin A --plugin B ...`).")
-
-
-def column_names(lf: pl.LazyFrame) -> list[str]:
-    """The column names of a LazyFrame (its schema; no data is read).
-
-    Examples
-    --------
-    >>> column_names(pl.LazyFrame({"a": [1], "b": [2]}))
-    ['a', 'b']
-    """
-    return lf.collect_schema().names()
-
-
-def resolve_reward(names: Sequence[str], reward: str) -> str:
-    """The plug-in name for ``reward`` (a name like ``"top"`` or a column like ``"reward_top"``)."""
-    if not isinstance(reward, str):
-        raise ParameterError("reward", "should be a reward name such as 'top'", reward)
-    if columns.REWARD_PREFIX + reward in names:
-        return columns.check_name(reward, what="reward")
-    if reward.startswith(columns.REWARD_PREFIX) and reward in names:
-        return reward[len(columns.REWARD_PREFIX):]
-    available = [c for c in names if c.startswith(columns.REWARD_PREFIX)]
-    raise ColumnNotFoundError(columns.REWARD_PREFIX + reward, available or ["(no reward_* columns; run "
-                                                                       "`rewardlab apply` first)"])
-
-
-def rewards_to_use(names: Sequence[str], rewards) -> list[str]:
-    """The plug-in names to analyse: ``rewards`` resolved (:func:`resolve_reward`), or every ``reward_*`` column.
-
-    Examples
-    --------
-    >>> rewards_to_use(["seat", "reward_a", "reward_b"], None)
-    ['a', 'b']
-    """
-    if rewards is None:
-        found = [c[len(columns.REWARD_PREFIX):] for c in names if c.startswith(columns.REWARD_PREFIX)]
-        if not found:
-            raise FrameError("the data has no reward_<name> columns",
-                             hint="Run reward plug-ins first (`rewardlab apply` or apply_plugins)")
-        return found
-    if isinstance(rewards, str):
-        rewards = [rewards]
-    return [resolve_reward(names, r) for r in rewards]
-
-
-def need_column(names: Sequence[str], column: str, why: str, *,
-                keys: Sequence[str] = (S.GAME_ID, S.SEAT, S.STEP)) -> None:
-    """Raise :class:`~rewardlab.core.errors.FrameError` (saying what needs it) when ``column`` is missing.
-
-    ``keys`` are the columns a rewards table shares with its dataset (named
-    in the hint; kanachan's by default).
-
-    Examples
-    --------
-    >>> need_column(["seat"], "seat", "the by-rank table")
-    """
-    if column not in names:
-        raise FrameError(
-            f"{why} needs the column {column!r}, which the data lacks",
-            hint="Pass the full frame (the dataset with reward columns, e.g. from apply_plugins), "
-            f"or join the rewards table to the dataset on {', '.join(keys)}")
-
-
-def declared_spec(data, spec: FrameSpec | None = None) -> tuple[FrameSpec, FrameSpec]:
-    """The spec describing ``data`` as declared, and as projected to the data's columns.
-
-    The projected one is :func:`rewardlab.sources.registry.spec_of`'s answer
-    (flags the data lacks are dropped); the declared one still names them, so
-    that a scope needing a flag can say which column is missing.
-
-    Examples
-    --------
-    >>> full, here = declared_spec(pl.DataFrame({"game_id": [1], "seat": [0], "reward_a": [0.0]}))
-    >>> full.terminated, here.terminated
-    ('end_of_game', None)
-    """
-    here = spec_of(data, spec)
-    if spec is not None:
-        return spec, here
-    full = attached(data) or known_specs().get(here.name)
-    return (full if full is not None and full.name == here.name else here), here
-
-
-def _keys_of(spec: FrameSpec) -> tuple[str, ...]:
-    """The columns a rewards table shares with its dataset: episode keys and step."""
-    return tuple(dict.fromkeys((*spec.episode, *((spec.step,) if spec.step else ()))))
-
-
-def episode_end_expr(names: Sequence[str], spec: FrameSpec) -> pl.Expr:
-    """True on the last row of each episode of the data (column ``_episode_end``).
-
-    :meth:`FrameSpec.episode_end` over the flags present: a change of the
-    episode key to the next row, a terminal flag, and the data's last row.
-
-    Examples
-    --------
-    >>> spec = FrameSpec(name="s", episode=("e",))
-    >>> pl.DataFrame({"e": [0, 0, 1]}).select(episode_end_expr(["e"], spec))["_episode_end"].to_list()
-    [False, True, True]
-    """
-    return spec.episode_end(names).alias("_episode_end")
-
-
-def trajectory_end_expr(names: Sequence[str], done: str, spec: FrameSpec) -> pl.Expr:
-    """True on the last step of each trajectory of a reward: at ``done`` and at every episode end.
-
-    A trajectory never runs across an episode (the next row belongs to
-    another episode, another player of a kanachan game); see
-    :func:`episode_end_expr`.
-
-    Examples
-    --------
-    >>> f = pl.DataFrame({"e": [0, 0, 1], "done_a": [True, False, False]})
-    >>> f.select(trajectory_end_expr(f.columns, "done_a", FrameSpec(name="s", episode=("e",))))["_boundary"].to_list()
-    [True, True, True]
-    """
-    return (pl.col(done) | episode_end_expr(names, spec)).alias("_boundary")
-
-
-def segment_id_expr(end: pl.Expr, name: str = "_episode") -> pl.Expr:
-    """The index (0, 1, ...) of the segment each row belongs to, segments ending where ``end`` is True.
-
-    Examples
-    --------
-    >>> pl.DataFrame({"x": [True, False, True]}).select(segment_id_expr(pl.col("x")))["_episode"].to_list()
-    [0, 1, 1]
-    """
-    return end.shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias(name)
-
-
-def game_end_expr(names: Sequence[str], *, spec: FrameSpec | None = None) -> pl.Expr:
-    """kanachan's name for :func:`episode_end_expr`: True on the last step of each player's game.
-
-    ``spec`` defaults to the spec the columns ``names`` are recognized as
-    (kanachan's for ``game_id`` / ``seat``; one stream for reward columns alone).
-    """
-    if spec is None:
-        spec = spec_of(pl.LazyFrame(schema=dict.fromkeys(names, pl.Null)))
-    return episode_end_expr(names, spec.project(names)).alias("_game_end")
-
-
-def boundary_expr(names: Sequence[str], done: str, *, spec: FrameSpec | None = None) -> pl.Expr:
-    """kanachan's name for :func:`trajectory_end_expr` (``spec`` as in :func:`game_end_expr`)."""
-    return (pl.col(done) | game_end_expr(names, spec=spec)).alias("_boundary")
-
-
-def _check_scope(scope: str) -> str:
-    return check_choice("scope", scope, SCOPES)
-
-
-def scope_mask_expr(names: Sequence[str], name: str, scope: str, spec: FrameSpec,
-                    declared: FrameSpec | None = None) -> pl.Expr:
-    """True on the steps of a per-step scope (every scope but ``"episode_return"``).
-
-    Parameters
-    ----------
-    names : sequence of str
-        The data's columns.
-    name : str
-        The plug-in name (``"nonzero"`` reads ``reward_<name>``).
-    scope : str
-        One of :data:`SCOPES` but ``"episode_return"``.
-    spec : FrameSpec
-        The data's spec, projected to its columns (:func:`declared_spec`).
-    declared : FrameSpec, optional
-        The spec as declared, naming the flags the data may lack; default ``spec``.
-
-    Raises
-    ------
-    FrameError
-        The scope needs a flag the spec declares and the data lacks (the
-        message names the column).
-    SpecError
-        The scope needs episodes and the spec has neither episode columns nor
-        terminal flags.
-
-    Examples
-    --------
-    >>> spec = FrameSpec(name="s", episode=("e",), terminated="term")
-    >>> f = pl.DataFrame({"e": [0, 0], "term": [False, True], "reward_a": [1.0, 0.0]})
-    >>> f.select(scope_mask_expr(f.columns, "a", "episode_end", spec)).to_series().to_list()
-    [False, True]
-    """
-    declared = spec if declared is None else declared
-    keys = _keys_of(spec)
-    why = f"scope {scope!r}"
-    kind = SCOPE_ALIASES.get(scope, scope)
-    if kind == "all":
-        return pl.lit(True)
-    if kind == "nonzero":
-        return pl.col(columns.reward_column(name)) != 0
-    if kind == "boundary":
-        for flag in declared.boundaries:
-            need_column(names, flag, why, keys=keys)
-        flags = [pl.col(f) for f in declared.boundaries]
-        end = _episode_end_steps(names, why, spec, declared, keys)
-        return pl.any_horizontal(*flags, end) if flags else end
-    if kind == "episode_end":
-        return _episode_end_steps(names, why, spec, declared, keys)
-    raise ParameterError("scope", "should be a per-step scope (not 'episode_return')", scope)
-
-
-def _episode_end_steps(names, why: str, spec: FrameSpec, declared: FrameSpec, keys) -> pl.Expr:
-    """The steps that end an episode: the declared terminal flags, or else a change of episode key."""
-    if declared.terminals:
-        for flag in declared.terminals:
-            need_column(names, flag, why, keys=keys)
-        return pl.any_horizontal(*[pl.col(f) for f in declared.terminals])
-    if spec.episode:
-        return episode_end_expr(names, spec)
-    raise SpecError(f"{why} needs episodes, and the {spec.name} spec has no episode column and no "
-                    "terminal flag", column=None,
-                    hint="Pass the full frame, or declare its episodes with spec=rewardlab.FrameSpec("
-                    "name=..., episode=('episode_id',), terminated='terminated')")
-
-
-def _scope_lazy(lf: pl.LazyFrame, name: str, scope: str, spec: FrameSpec | None = None) -> pl.LazyFrame:
-    """A lazy frame with one Float64 column ``value``: the values of ``reward`` in ``scope``."""
-    names = column_names(lf)
-    col = columns.REWARD_PREFIX + name
-    value = pl.col(col).cast(pl.Float64).alias(_VALUE)
-    if scope == "all":
-        return lf.select(value)
-    if scope == "nonzero":
-        return lf.select(value).filter(pl.col(_VALUE) != 0)
-    declared, here = declared_spec(lf, spec)
-    if scope != "episode_return":
-        return lf.filter(scope_mask_expr(names, name, scope, here, declared)).select(value)
-    done = columns.DONE_PREFIX + name
-    if done not in names:
-        raise ColumnNotFoundError(done, [c for c in names if c.startswith(columns.DONE_PREFIX)])
-    return (
-        lf.select(value, segment_id_expr(trajectory_end_expr(names, done, here)))
-        .group_by("_episode")
-        .agg(pl.col(_VALUE).sum())
-        .sort("_episode")
-        .select(_VALUE)
-    )
-
-
-def scope_values(data, reward: str, *, scope: str = "all", spec: FrameSpec | None = None) -> np.ndarray:
-    """The values of ``reward`` in ``scope`` as a float64 array (data order; episode returns in episode order).
-
-    Parameters
-    ----------
-    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
-        A rewards table or a frame with reward columns.
-    reward : str
-        The plug-in name (``"top"``) or its column (``"reward_top"``).
-    scope : str
-        One of :data:`SCOPES`.
-    spec : FrameSpec, optional
-        How the data's rows form episodes, for the scopes that need them
-        (default: the spec the frame carries or is recognized by; see
-        :func:`rewardlab.sources.registry.spec_of`).
-
-    Returns
-    -------
-    numpy.ndarray of shape ``[N]``, float64
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> f = pl.DataFrame({"reward_a": [1.0, 2.0, 4.0], "done_a": [False, True, True]})
-    >>> scope_values(f, "a", scope="episode_return")
-    array([3., 4.])
-    """
-    _check_scope(scope)
-    lf, _ = lazy_table(data)
-    name = resolve_reward(column_names(lf), reward)
-    sl = _scope_lazy(lf, name, scope, spec)
-    return sl.collect()[_VALUE].to_numpy().astype(np.float64, copy=False)
-
-
-# --------------------------------------------------------------------------
 # Statistics
 # --------------------------------------------------------------------------
 
 
 def _moments_of_lazy(sl: pl.LazyFrame, *, what: str) -> tuple[Moments, int]:
     """Streaming moments and the number of zeros of the ``value`` column."""
-    v = pl.col(_VALUE)
+    v = pl.col(VALUE)
     row = sl.select(
         n=pl.len(), nulls=v.null_count(), nans=v.is_nan().sum(), mean=v.mean(),
         var=v.var(ddof=0), min=v.min(), max=v.max(), zeros=(v == 0).sum(),
@@ -620,7 +217,7 @@ def _check_clean(what: str, nulls: int, nans: int) -> None:
 
 def _values_of_lazy(sl: pl.LazyFrame, *, what: str) -> np.ndarray:
     """The ``value`` column materialised as a float64 array (nulls and NaN refused)."""
-    series = sl.collect(engine="streaming")[_VALUE]
+    series = sl.collect(engine="streaming")[VALUE]
     x = series.to_numpy().astype(np.float64, copy=False)
     nulls = series.null_count()
     _check_clean(what, nulls, 0 if nulls else int(np.isnan(x).sum()))
@@ -655,10 +252,10 @@ def reward_moments(data, reward: str, *, scope: str = "all", spec: FrameSpec | N
     >>> m = reward_moments("part1.parquet", "top") + reward_moments("part2.parquet", "top")  # doctest: +SKIP
     >>> m.mean, m.std  # doctest: +SKIP
     """
-    _check_scope(scope)
+    check_scope(scope)
     lf, _ = lazy_table(data)
     name = resolve_reward(column_names(lf), reward)
-    return _moments_of_lazy(_scope_lazy(lf, name, scope, spec), what=f"reward {name!r}")[0]
+    return _moments_of_lazy(scope_lazy(lf, name, scope, spec), what=f"reward {name!r}")[0]
 
 
 def _check_quantiles(quantiles) -> tuple[float, ...]:
@@ -777,16 +374,16 @@ def reward_stats(
     >>> round(s.mean, 12), round(s.std, 12)
     (0.0, 1.0)
     """
-    _check_scope(scope)
+    check_scope(scope)
     qs = _check_quantiles(quantiles)
     if constants is not None and not isinstance(constants, NormalizationConstants):
         raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
                              type(constants).__name__)
     lf, _ = lazy_table(data)
     name = resolve_reward(column_names(lf), reward)
-    sl = _scope_lazy(lf, name, scope, spec)
+    sl = scope_lazy(lf, name, scope, spec)
     if constants is not None:
-        sl = sl.select(((pl.col(_VALUE) - constants.mean) / constants.std).alias(_VALUE))
+        sl = sl.select(((pl.col(VALUE) - constants.mean) / constants.std).alias(VALUE))
     what = f"reward {name!r}"
     if qs:  # exact quantiles need the values: one float64 column, then NumPy for everything
         x = _values_of_lazy(sl, what=what)
@@ -846,7 +443,7 @@ def describe_rewards(
     """
     lf, _ = lazy_table(data)
     names = rewards_to_use(column_names(lf), rewards)
-    scopes = [_check_scope(s) for s in scopes]
+    scopes = [check_scope(s) for s in scopes]
     qs = _check_quantiles(quantiles)
     rows = []
     for name in names:
@@ -913,7 +510,7 @@ class NormalizationConstants:
     def __post_init__(self):
         check_finite("mean", self.mean)
         check_positive("std", self.std)
-        _check_scope(self.scope)
+        check_scope(self.scope)
 
     def apply(self, values) -> np.ndarray:
         """``(values - mean) / std`` as a float64 array.
@@ -1001,7 +598,7 @@ def normalization_constants(data, reward: str, *, scope: str = "all",
     >>> c.mean, c.std, c.count, c.rows
     (2.0, 1.0, 2, 2)
     """
-    _check_scope(scope)
+    check_scope(scope)
     lf, source = lazy_table(data)
     name = resolve_reward(column_names(lf), reward)
     values = scope_values(lf, name, scope=scope, spec=spec)

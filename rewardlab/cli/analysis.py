@@ -88,7 +88,8 @@ def _clean(value):
 def _stats(args) -> int:
     import polars as pl
 
-    from rewardlab.analysis.stats import column_names, rewards_to_use, reward_stats
+    from rewardlab.analysis.stats import reward_stats
+    from rewardlab.analysis.tables import column_names, rewards_to_use
 
     with _reading(args):
         lf, source = _data(args)
@@ -146,7 +147,7 @@ def _draw(args, out) -> int:
     from rewardlab import plots
     from rewardlab.core.files import atomic_path
     from rewardlab.core.errors import ParameterError
-    from rewardlab.analysis.stats import column_names, rewards_to_use
+    from rewardlab.analysis.tables import column_names, rewards_to_use
 
     lf, _ = _data(args)
     names = rewards_to_use(column_names(lf), args.reward)

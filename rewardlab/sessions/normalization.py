@@ -20,7 +20,8 @@ from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.inputs import load_frame, parse_number, source_paths
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
-from rewardlab.analysis.stats import SCOPES, normalization_constants, reward_stats
+from rewardlab.analysis.scopes import SCOPES
+from rewardlab.analysis.stats import normalization_constants, reward_stats
 
 __all__ = ["NormalizationResults", "NormalizationSession"]
 
@@ -75,7 +76,7 @@ class NormalizationSession(Session):
     reward : str, optional
         The reward name (default: the first reward column).
     scope : str
-        One of :data:`rewardlab.analysis.stats.SCOPES`.
+        One of :data:`rewardlab.analysis.scopes.SCOPES`.
     gamma, epsilon, clip_reward : float
         The running normalizers' parameters (Gymnasium's and SB3's defaults).
     spec : FrameSpec, optional

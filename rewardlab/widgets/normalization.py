@@ -15,7 +15,7 @@ import ipywidgets as W
 
 from rewardlab.plots import plot_normalization
 from rewardlab.sessions import NormalizationSession
-from rewardlab.analysis.stats import SCOPES
+from rewardlab.analysis.scopes import SCOPES
 from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, figure_png, fmt, table
 
 __all__ = ["NormalizationPanel"]

@@ -46,7 +46,8 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
 from rewardlab.core.errors import FrameError, ParameterError, check_choice, check_finite, check_in_range
 from rewardlab.domains.mahjong.rules import ranks_from_scores, require_mahjong
-from rewardlab.analysis.stats import Moments, lazy_table, column_names, rewards_to_use
+from rewardlab.analysis.stats import Moments
+from rewardlab.analysis.tables import lazy_table, column_names, rewards_to_use
 
 __all__ = [
     "RankTable",
