@@ -40,6 +40,7 @@ __all__ = [
     "plot_return_scatter",
     "plot_normalization",
     "plot_epsilon_schedule",
+    "plot_episode",
 ]
 
 _RANK_LABELS = ("1st", "2nd", "3rd", "4th")
@@ -442,4 +443,47 @@ def plot_epsilon_schedule(steps, epsilon, *, label: str = "epsilon", reference=N
     ax.set_ylabel("epsilon")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize="small", frameon=False)
+    return ax
+
+
+def plot_episode(detail, *, ax=None):
+    """One episode's running return per candidate over its steps, boundaries as vertical lines, the end marked.
+
+    Parameters
+    ----------
+    detail : EpisodeDetail
+        :func:`rewardlab.analysis.episodes.episode_detail` (or the mahjong
+        :func:`rewardlab.domains.mahjong.episodes.mahjong_episode_detail`).
+    ax : Axes, optional
+
+    Returns
+    -------
+    Axes
+        One line per candidate (labelled with its name and return); the
+        legend sits outside the data, to the right.
+
+    Examples
+    --------
+    >>> ax = plot_episode(episode_detail(frame, 0))  # doctest: +SKIP
+    """
+    steps = getattr(detail, "steps", None)
+    if not isinstance(steps, pl.DataFrame) or not hasattr(detail, "rewards"):
+        raise ParameterError("detail", "should be an EpisodeDetail (rewardlab.analysis.episodes.episode_detail)",
+                             type(detail).__name__)
+    ax = _one_axes(ax)
+    x = steps[detail.step].cast(pl.Float64).to_numpy()
+    for i, name in enumerate(detail.rewards):
+        ax.plot(x, steps[f"return_{name}"].to_numpy(), color=f"C{i}", drawstyle="steps-post",
+                label=f"{name} (return {detail.returns[name]:.4g})")
+    first = True
+    for flag in detail.boundaries:
+        for xb in x[steps[flag].to_numpy().astype(bool)]:
+            ax.axvline(xb, color="0.6", linestyle=":", linewidth=0.9, label=f"{flag}" if first else None)
+            first = False
+    if x.size:
+        ax.axvline(x[-1], color="0.2", linestyle="--", linewidth=1.0, label=f"end ({detail.ended})")
+    ax.set_xlabel(f"step ({detail.step})")
+    ax.set_ylabel("return so far")
+    ax.set_title(f"Return step by step: {detail.title}", fontsize="medium")
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return ax

@@ -21,7 +21,9 @@ from rewardlab.analysis.compare import (
 )
 from rewardlab.core.errors import FrameError, ParameterError, check_choice
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
+from rewardlab.analysis.episodes import EpisodeDetail, episode_keys
 from rewardlab.sessions.base import Param, Session, saved_data
+from rewardlab.sessions.episodes import open_episode
 from rewardlab.sessions.inputs import check_bool, load_frame, source_paths
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
@@ -202,6 +204,43 @@ class ComparisonSession(Session):
                                  returns=returns, comparison=comparison,
                                  matrix=None if comparison is None else comparison.matrix(p["metric"]),
                                  pair_returns=pair, disagreements=disagreements)
+
+    # -- drill-down ----------------------------------------------------------------
+    def episode(self, episode) -> EpisodeDetail:
+        """One episode step by step for the chosen candidates (and the pair ``a``, ``b``).
+
+        Parameters
+        ----------
+        episode : int, dict, or a row of ``results.disagreements``
+            The episode's index in ``results.returns`` order, its key values
+            (``{"game_id": ..., "seat": 2}``), or an entry of
+            :meth:`disagreement_keys` / a row dict of ``results.disagreements``.
+
+        Returns
+        -------
+        EpisodeDetail
+            With the mahjong scores and ranks per round when the frame has them.
+
+        Examples
+        --------
+        >>> s.episode(s.disagreement_keys()[0]).segments  # doctest: +SKIP
+        """
+        p = self._params
+        rewards = tuple(dict.fromkeys((*p["chosen"], p["a"], p["b"])))
+        return open_episode(self.frame, episode, rewards=rewards, spec=self.spec)
+
+    def disagreement_keys(self) -> list[dict]:
+        """The most disagreeing episodes (``results.disagreements``, largest gap first) as :meth:`episode` keys.
+
+        Examples
+        --------
+        >>> s.disagreement_keys()[:1]  # doctest: +SKIP
+        [{'game_id': '...', 'seat': 2}]
+        """
+        table = self.results.disagreements
+        if table is None:
+            return []
+        return episode_keys(table, episode_key_columns(table, self.spec))
 
     # -- pins and saved state ---------------------------------------------------
     def data_fingerprint(self) -> str:

@@ -16,7 +16,9 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
 from rewardlab.analysis.normalizers import normalization_summary, normalized_rewards
+from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
+from rewardlab.sessions.episodes import open_episode
 from rewardlab.sessions.inputs import load_frame, parse_number, source_paths
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
@@ -163,6 +165,16 @@ class NormalizationSession(Session):
                     if value is not None:
                         checks.append((f"the {column} of the {method} replay", value))
         return self._finite_problems(checks)
+
+    # -- drill-down ----------------------------------------------------------------
+    def episode(self, episode) -> EpisodeDetail:
+        """One episode of the frame step by step for the reward tuned (see :func:`rewardlab.sessions.episodes.open_episode`).
+
+        Examples
+        --------
+        >>> s.episode(0).steps  # doctest: +SKIP
+        """
+        return open_episode(self.frame, episode, rewards=(self._params["reward"],), spec=self.spec)
 
     # -- pins and saved state ---------------------------------------------------
     def data_fingerprint(self) -> str:

@@ -25,7 +25,10 @@ from rewardlab.domains.mahjong.families import (
     ranking_preset,
 )
 from rewardlab.domains.mahjong.ranking import RankTable, expected_reward
+from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
+from rewardlab.sessions.episodes import open_episode
+from rewardlab.sources.registry import spec_of
 from rewardlab.sessions.inputs import (
     CancelToken, base_columns, cancel_token, check_bool, load_frame, parse_number, progress_callback, source_paths,
 )
@@ -435,6 +438,24 @@ class RankingTuningSession(Session):
         >>> s.step_rewards().shape  # doctest: +SKIP
         """
         return self.table.step_rewards(self.results.reward)
+
+    def episode(self, episode, *, name: str = "ranking") -> EpisodeDetail:
+        """One player's game step by step under the current reward (as ``reward_<name>``), with scores and ranks per round.
+
+        Parameters
+        ----------
+        episode : int or dict
+            The game's index in data order, or ``{"game_id": ..., "seat": ...}``.
+        name : str
+            The candidate's name in the detail.
+
+        Examples
+        --------
+        >>> s.episode({"game_id": gid, "seat": 0}).outcome["rank"]  # doctest: +SKIP
+        """
+        frame = self.frame.with_columns(pl.Series(f"reward_{name}", self.step_rewards()),
+                                        pl.col(S.END_OF_GAME).alias(f"done_{name}"))
+        return open_episode(frame, episode, rewards=(name,), spec=spec_of(frame))
 
     # -- undo, pins and saved state ------------------------------------------------------
     def _snapshot(self) -> dict:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import html
 
 import ipywidgets as W
+import polars as pl
 
-from rewardlab.plots import plot_correlation_heatmap, plot_return_scatter, plot_reward_distribution
+from rewardlab.plots import plot_correlation_heatmap, plot_episode, plot_return_scatter, plot_reward_distribution
 from rewardlab.sessions import ComparisonSession
 from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, figure_png
 
@@ -41,6 +42,11 @@ class ComparisonBoard(SessionWidget):
         Load a plug-in file (e.g. your own) as one more candidate.
     plot : Image
     pairs, disagreements : HTML
+    episode : Dropdown
+        One of the most disagreeing episodes, opened below
+        (:meth:`ComparisonSession.episode`): ``episode_plot`` (Image, its
+        running returns) and ``episode_table`` (HTML: the outcome, the rounds
+        or sub-episodes, every step).
 
     Examples
     --------
@@ -73,17 +79,58 @@ class ComparisonBoard(SessionWidget):
         self.pairs = W.HTML()
         self.pairs.add_class("rewardlab-stats")
         self.disagreements = W.HTML()
+        self.episode = W.Dropdown(options=[("(choose an episode)", None)], value=None,
+                                  description="open episode", style={"description_width": "90px"},
+                                  layout=W.Layout(width="720px"))
+        self.episode.add_class("rewardlab-episode-select")
+        self.episode.observe(self._on_episode, names="value")
+        self.episode_plot = W.Image(format="png", layout=W.Layout(width="760px"))
+        self.episode_plot.add_class("rewardlab-episode-plot")
+        self.episode_table = W.HTML()
+        self.episode_table.add_class("rewardlab-episode-table")
         self.add_class("rewardlab-comparison")
         self.children = [W.HTML("<b>Plug-in comparison</b>"),
                          W.HBox([self.chosen, W.VBox([self.a, self.b, self.metric, self.k])]),
                          W.HBox([self.add_path, self.add_button]),
-                         self.state_bar, self.error, self.plot, self.pairs, self.disagreements, self.pinned]
+                         self.state_bar, self.error, self.plot, self.pairs, self.disagreements,
+                         self.episode, self.episode_plot, self.episode_table, self.pinned]
         self.refresh()
 
     def _on_add(self, _button) -> None:
         path = self.add_path.value.strip()
         if path:
             self._call(self.session.add_plugin, path)
+
+    def _on_episode(self, change) -> None:
+        """Open the chosen episode: the session computes it, this shows its plot and tables."""
+        key = change["new"]
+        opened: list = []
+        if key is None or not self.session.attempt(lambda: opened.append(self.session.episode(key))):
+            self.episode_plot.value, self.episode_table.value = b"", ""
+            return
+        self._show_episode(opened[0])
+
+    def _show_episode(self, detail) -> None:
+        self.episode_plot.value = figure_png(lambda axes: plot_episode(detail, ax=axes[0]), figsize=(8.4, 3.0))
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=40):
+            self.episode_table.value = (
+                f"<div><b>{html.escape(detail.title)}</b>: {detail.length} steps, {html.escape(detail.ended)}</div>"
+                + detail.summary()._repr_html_()
+                + "<div>rounds / sub-episodes (each ends at a boundary or the episode's end):</div>"
+                + detail.segments._repr_html_()
+                + "<div>every step:</div><div style='max-height:320px;overflow:auto'>"
+                + detail.steps._repr_html_() + "</div>")
+
+    def _episode_options(self) -> list:
+        r = self.session.results
+        options = [("(choose an episode)", None)]
+        if r.disagreements is None:
+            return options
+        for key, row in zip(self.session.disagreement_keys(), r.disagreements.iter_rows(named=True)):
+            where = ", ".join(f"{k} {v}" for k, v in key.items())
+            options.append((f"{where}: {r.a} {row['return_a']:.4g} vs {r.b} {row['return_b']:.4g} "
+                            f"(gap {row['gap']:.2f})", key))
+        return options
 
     def _sync_controls(self) -> None:
         s = self.session
@@ -120,3 +167,7 @@ class ComparisonBoard(SessionWidget):
             f"<div>episodes where <b>{html.escape(r.a)}</b> and <b>{html.escape(r.b)}</b> disagree most "
             "(standardized returns):</div>" + r.disagreements._repr_html_()) if r.disagreements is not None \
             else ""
+        options = self._episode_options()
+        if [o[1] for o in options] != [o[1] for o in self.episode.options]:
+            self.episode.options = options  # resets the choice to the first (none) and clears the view
+            self.episode.value = None
