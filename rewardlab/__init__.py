@@ -63,6 +63,8 @@ _EXPORTS = {
         "compare_rewards", "episode_return_table", "most_disagreeing_episodes",
         "step_difference",
     ),
+    "rewardlab.analysis.episodes": ("EpisodeDetail", "episode_detail"),
+    "rewardlab.domains.mahjong.episodes": ("mahjong_episode_detail",),
     "rewardlab.plots": (
         "plot_correlation_heatmap", "plot_normalization", "plot_return_distribution",
         "plot_return_scatter", "plot_reward_by_rank", "plot_reward_distribution",

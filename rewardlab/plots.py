@@ -482,7 +482,9 @@ def plot_episode(detail, *, ax=None):
             first = False
     if x.size:
         ax.axvline(x[-1], color="0.2", linestyle="--", linewidth=1.0, label=f"end ({detail.ended})")
-    ax.set_xlabel(f"step ({detail.step})")
+        ax.scatter([x[-1]] * len(detail.rewards), [detail.returns[n] for n in detail.rewards], s=18, zorder=3,
+                   color=[f"C{i}" for i in range(len(detail.rewards))])
+    ax.set_xlabel("step" if detail.step == "step" else f"step ({detail.step})")
     ax.set_ylabel("return so far")
     ax.set_title(f"Return step by step: {detail.title}", fontsize="medium")
     ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)

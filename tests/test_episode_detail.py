@@ -166,7 +166,8 @@ def test_plot_episode(steps_frame):
     checkpoints = int(d.steps["checkpoint"].sum())
     assert labels[2] == "checkpoint" and len(lines) == 2 + checkpoints + 1
     assert labels[-1] == "end (truncated)" and lines[-1].get_xdata()[0] == d.steps["t"][-1]
-    assert ax.get_title() == "Return step by step: episode_id 11"
+    assert ax.get_title() == "Return step by step: episode_id 11" and ax.get_xlabel() == "step (t)"
+    np.testing.assert_allclose(ax.collections[0].get_offsets()[:, 1], [d.returns["a"], d.returns["b"]])
     legend = ax.get_legend()
     assert legend.get_bbox_to_anchor().x0 > ax.get_window_extent().x1  # outside the data
     with pytest.raises(ParameterError, match="`detail` should be an EpisodeDetail"):

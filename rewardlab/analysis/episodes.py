@@ -146,7 +146,7 @@ def _select(lf: pl.LazyFrame, names: list[str], here: FrameSpec, episode) -> tup
         count = 0 if count is None else int(count) + 1
         if not 0 <= int(episode) < count:
             raise ParameterError("episode", f"should be an episode index in [0, {count - 1}] (the data has "
-                                 f"{count} episodes)", int(episode))
+                                 f"{count} episode{'s' if count != 1 else ''})", int(episode))
         return pl.col(_INDEX) == int(episode), int(episode)
     if not isinstance(episode, Mapping):
         raise ParameterError("episode", "should be an episode index (int) or a dict of episode key values",
@@ -208,9 +208,10 @@ def episode_detail(data, episode, *, rewards=None, spec: FrameSpec | None = None
     Examples
     --------
     >>> import polars as pl
-    >>> f = pl.DataFrame({"reward_a": [1.0, 2.0, 4.0], "done_a": [False, True, True]})
-    >>> episode_detail(f, 1).steps["return_a"].to_list()
-    [4.0]
+    >>> f = pl.DataFrame({"term": [False, True, True], "reward_a": [1.0, 2.0, 4.0], "done_a": [False, True, True]})
+    >>> d = episode_detail(f, 0, spec=FrameSpec(name="stream", terminated="term"))
+    >>> d.steps["return_a"].to_list(), d.ended
+    ([1.0, 3.0], 'terminated')
     """
     lf, _ = lazy_table(data)
     names = column_names(lf)
