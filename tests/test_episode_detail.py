@@ -191,6 +191,11 @@ def test_session_episode_from_the_disagreements(mahjong_frame):
     assert s.episode(int(table["episode"][2])).key == keys[2]
     with pytest.raises(ParameterError, match="`episode` should be an episode index"):
         s.episode("first")
+    # a click on the pair's scatter: the nearest point's episode
+    far = table.row(0, named=True)
+    assert s.episode_near(far["return_a"], far["return_b"]) == keys[0]
+    with pytest.raises(ParameterError, match=r"`x` should be a finite number \(a point of the pair's scatter\)"):
+        s.episode_near(float("nan"), 0.0)
     n = NormalizationSession(mahjong_frame, reward="points")
     assert n.episode(keys[0]).rewards == ("points",)
 

@@ -228,8 +228,11 @@ def episode_detail(data, episode, *, rewards=None, spec: FrameSpec | None = None
     step = here.step if here.step is not None and here.step in names else "step"
     rcol = {n: pl.col(_reward_col(n)).cast(pl.Float64) for n in use}
     done = {n: _done_col(n) for n in use if _done_col(n) in names}
-    picked = (
+    needed = dict.fromkeys([*keys, *([step] if step in names else []), *map(_reward_col, use), *done.values(),
+                            *boundaries, *terminals, *extra])
+    picked = (  # only the columns shown are read: a dataset's state columns stay on disk
         lf.with_columns(segment_id_expr(episode_end_expr(names, here), _INDEX))
+        .select(_INDEX, *needed)
         .filter(which)
         .collect()
     )

@@ -229,6 +229,30 @@ class ComparisonSession(Session):
         rewards = tuple(dict.fromkeys((*p["chosen"], p["a"], p["b"])))
         return open_episode(self.frame, episode, rewards=rewards, spec=self.spec)
 
+    def episode_near(self, x: float, y: float) -> dict:
+        """The key of the episode whose point in the pair's return scatter is nearest ``(x, y)`` (a click).
+
+        ``x`` is candidate ``a``'s episode return, ``y`` candidate ``b``'s; distances
+        are measured with each axis scaled to the data's range, as the plot shows
+        it.  Pass the key to :meth:`episode`.
+
+        Examples
+        --------
+        >>> s.episode(s.episode_near(1.5, -0.2))  # doctest: +SKIP
+        """
+        for name, v in (("x", x), ("y", y)):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not np.isfinite(v):
+                raise ParameterError(name, "should be a finite number (a point of the pair's scatter)", v)
+        p = self._params
+        pair = self.results.pair_returns
+        if p["a"] == p["b"] or pair.height == 0:
+            raise ParameterError("b", "should differ from `a` to click a point of the pair's scatter", p["b"])
+        pts = pair.select(p["a"], p["b"]).to_numpy().astype(np.float64)
+        scale = np.ptp(pts, axis=0)
+        scale[scale == 0] = 1.0
+        i = int(np.argmin((((pts - np.array([x, y])) / scale) ** 2).sum(axis=1)))
+        return episode_keys(pair[i], episode_key_columns(pair, self.spec))[0]
+
     def disagreement_keys(self) -> list[dict]:
         """The most disagreeing episodes (``results.disagreements``, largest gap first) as :meth:`episode` keys.
 
