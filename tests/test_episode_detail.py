@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from rewardlab.analysis.compare import episode_return_table, most_disagreeing_episodes
+from rewardlab.analysis.compare import episode_return_table
 from rewardlab.analysis.episodes import episode_detail, episode_keys
 from rewardlab.core.errors import ParameterError, SpecError
 from rewardlab.core.spec import FrameSpec, attach
