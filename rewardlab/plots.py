@@ -232,7 +232,7 @@ def plot_return_distribution(returns, *, ax=None, bins: int = 40, spec: FrameSpe
     ----------
     returns : polars.DataFrame or mapping of str to array
         E.g. :func:`rewardlab.analysis.compare.episode_return_table` (key columns are
-        skipped) or ``{"top": episode_returns(frame, "top")["return"]}``.
+        skipped) or ``{"top": values}`` for any one-dimensional values.
     ax : Axes, optional
     bins : int
     spec : FrameSpec, optional

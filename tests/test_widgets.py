@@ -85,7 +85,8 @@ def test_ranking_tuner_preset_points_and_constants(tuner):
     assert tuner.points.value is True and (tuner.offset.value, tuner.divisor.value) == ("30000", "100")
     assert not tuner.offset.disabled and s.family.name == "ranking_points"
     tuner.seed_recipe.click()  # not for a points term: the message, nothing else
-    assert "`points` should be off for the seed&#x27;s recipe" in tuner.error.value
+    assert "`points` should be off for the wiki&#x27;s recipe" in tuner.error.value
+    assert tuner.seed_recipe.description == "wiki's recipe" and "seed" not in tuner.seed_recipe.tooltip
     tuner.from_data.click()
     assert tuner.error.value == "" and s.provenance.kind == "dataset"
     assert tuner.mean.value == repr(s.mean) and tuner.std.value == repr(s.std)

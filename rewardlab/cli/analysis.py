@@ -8,7 +8,8 @@ import math
 
 from rewardlab.cli.options import add_format
 
-_SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "end_of_round", "end_of_game")
+_SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "trajectory_return",
+           "end_of_round", "end_of_game")
 _KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization")
 
 
@@ -23,7 +24,9 @@ def register(sub) -> None:
     p.add_argument("--reward", action="append", metavar="NAME",
                    help="a reward name (repeatable; default: every reward_* column)")
     p.add_argument("--scope", action="append", choices=_SCOPES,
-                   help="which values (repeatable; default: all)")
+                   help="which values (repeatable; default: all): episode_return sums each whole "
+                   "episode (as `plot --kind returns` does), trajectory_return each trajectory cut at "
+                   "the plug-in's own done (as kanachan's trainer does)")
     p.add_argument("--json", action="store_true",
                    help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys)")
     add_format(p)
