@@ -176,6 +176,7 @@ def test_comparison_board(sample_frame, small_frame, tmp_path):
     board = ComparisonBoard(frame)
     s = board.session
     assert s.chosen == ("top", "points", "delta") and "epic" in board.pairs.value
+    assert "<div style='max-height:320px;overflow:auto'>" in board.pairs.value  # scrolls at 10 candidates
     plot = board.plot.value
     board.metric.value = "epic"
     assert s.metric == "epic" and board.plot.value != plot

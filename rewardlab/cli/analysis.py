@@ -144,6 +144,29 @@ def _plot(args) -> int:
         return _draw(args, out)
 
 
+def plot_title(kind: str, rewards, *, facet: bool = False) -> str:
+    """What a ``rewardlab plot --kind KIND`` figure shows, as its title.
+
+    Examples
+    --------
+    >>> plot_title("correlation", ["top", "points"])
+    'Spearman correlation of episode returns'
+    """
+    if kind == "hist":
+        return "Distribution of nonzero step rewards" + (" (one panel per reward)" if facet else "")
+    if kind == "ecdf":
+        return "ECDF of nonzero step rewards" + (" (one panel per reward)" if facet else "")
+    if kind == "returns":
+        return "Distribution of episode returns (whole episodes)"
+    if kind == "correlation":
+        return "Spearman correlation of episode returns"
+    if kind == "scatter":
+        return f"Episode returns: {rewards[1]} against {rewards[0]}"
+    if kind == "by-rank":
+        return "Mean episode return by final rank"
+    return f"Normalization of {rewards[0]}: raw and normalized step rewards"
+
+
 def _draw(args, out) -> int:
     import matplotlib.pyplot as plt
 
@@ -185,6 +208,11 @@ def _draw(args, out) -> int:
         drawn = names[:1]
     axes = result if not hasattr(result, "figure") else [result]
     fig = axes[0].figure
+    title = plot_title(kind, drawn, facet=args.facet)
+    if len(axes) > 1:
+        fig.suptitle(title)
+    else:
+        axes[0].set_title(title)
     fmt = out.suffix.lstrip(".").lower()
     if fmt not in fig.canvas.get_supported_filetypes():
         plt.close(fig)

@@ -14,7 +14,7 @@ import threading
 import ipywidgets as W
 
 from rewardlab.core.errors import ExportCancelled, RewardlabError
-from rewardlab.plots import plot_reward_by_rank, plot_reward_distribution
+from rewardlab.plots import legend_outside, plot_reward_by_rank, plot_reward_distribution
 from rewardlab.sessions import CancelToken, RankingTuningSession
 from rewardlab.widgets.base import (
     NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, figure_png, fmt, message, pre, table,
@@ -222,8 +222,8 @@ class RankingTuner(SessionWidget):
                 axes[1].plot(ranks, [means[i] for i in ranks], marker="os^vD"[k % 5], linestyle="none",
                              color="black", label=f"pinned: {label}")
             if pins:
-                axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-            axes[1].set_title("mean reward by final rank")
+                legend_outside(axes[1])
+            axes[1].set_title("mean episode return by final rank")
 
         self.plot.value = figure_png(draw, ncols=2)
 
