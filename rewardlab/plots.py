@@ -337,7 +337,8 @@ def plot_correlation_heatmap(matrix: pl.DataFrame, *, ax=None, annotate: bool = 
             for j in range(len(names)):
                 v = values[i, j]
                 ax.text(j, i, "–" if not np.isfinite(v) else f"{v:.2f}", ha="center", va="center",
-                        fontsize="small" if n <= 6 else "xx-small", color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
+                        fontsize="small" if n <= 6 else "xx-small",
+                        color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
     ax.figure.colorbar(image, ax=ax, shrink=0.8)
     return ax
 

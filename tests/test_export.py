@@ -304,7 +304,8 @@ def test_cli_ranking_normalize_from_shows_the_seed_pitfall(sample_path, tmp_path
     text = capsys.readouterr().out
     assert f"wrote {out}" in text
     assert "population std 1.0000" in text
-    assert "std 0.866 over" in text  # the seed's normalization, measured on the data
+    assert "std 0.866 over" in text  # the wiki's normalization, measured on the data
+    assert "The wiki's normalization (the ranking example of kanachan's wiki" in text and "seed" not in text
     plugin_text = out.read_text()
     assert f"dataset:     {sample_path}" in plugin_text
     assert main(["export", "ranking", "--preset", "top", "--out", str(out)]) == 2

@@ -11,8 +11,9 @@ rewards there have mean 0 and std 1.
 
 The wiki-normalization pitfall: the ranking example of kanachan's wiki divides by
 the *sample* standard deviation of the 4-entry vector (``--wiki-normalization``
-reproduces it; ``--seed-normalization`` is its old, hidden and deprecated name).  On complete games every rank is equally frequent, so the
-rewards at the end-of-game steps then have a standard deviation of
+reproduces it; ``--seed-normalization`` is its old, hidden and deprecated
+name).  On complete games every rank is equally frequent, so the rewards at
+the end-of-game steps then have a standard deviation of
 ``sqrt(3)/2 ~= 0.87``, not 1.  For the ranking family the command measures
 this on the dataset (``--normalize-from`` or ``--measure-on``) and prints the
 number next to what the written file gives.

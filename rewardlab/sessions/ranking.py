@@ -358,7 +358,7 @@ class RankingTuningSession(Session):
             self._adopt_constants()
 
     def seed_constants(self) -> None:
-        """The recipe of kanachan's wiki ranking example: mean and **sample** std of the 4-entry vector (std ~0.87 on complete games).
+        """The wiki's recipe (kanachan's wiki ranking example): vector mean and **sample** std (std ~0.87 on complete games).
 
         Ends the automatic refit from data (``auto_constants``).
 
