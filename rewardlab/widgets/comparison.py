@@ -113,8 +113,10 @@ class ComparisonBoard(SessionWidget):
             else:
                 axes[2].set_axis_off()
 
-        n = 0 if r.matrix is None else r.matrix.height  # taller with more candidates: full names fit
-        self.plot.value = figure_png(draw, ncols=3, figsize=(12.0 + 0.25 * max(0, n - 4), max(3.6, 0.4 * n + 1.6)))
+        # larger with more and longer-named candidates: full names fit in the legend and the heat map
+        n = 0 if r.matrix is None else r.matrix.height
+        names = 0.075 * max((len(c) for c in self.session.candidates), default=0)
+        self.plot.value = figure_png(draw, ncols=3, figsize=(12.0 + 2.0 * names, max(3.6, 0.4 * n + 1.6 + names)))
         self.pairs.value = ("<div>every pair (episode returns):</div><div style='max-height:320px;"
                             "overflow:auto'>" + r.comparison.pairs()._repr_html_() + "</div>") \
             if r.comparison is not None else ""
