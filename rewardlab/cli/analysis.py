@@ -40,9 +40,11 @@ def register(sub) -> None:
     p.add_argument("data", nargs="+", metavar="REWARDS", help="Parquet file(s) with reward_* columns")
     p.add_argument("--out", required=True, metavar="FIG", help="output image, e.g. fig.png or fig.svg")
     p.add_argument("--kind", choices=_KINDS, default="hist",
-                   help="hist (default), ecdf: step rewards; returns: episode returns; correlation: "
-                   "Spearman heat map; scatter: returns of the first two rewards; by-rank: mean "
-                   "return per final rank; normalization: before/after, of the first reward")
+                   help="hist (default), ecdf: step rewards; returns: episode returns (one sum per "
+                   "whole episode, as stats --scope episode_return); correlation: Spearman heat map "
+                   "of episode returns; scatter: episode returns of the first two rewards; by-rank: "
+                   "mean episode return per final rank; normalization: raw and normalized rewards, "
+                   "of the first reward. Every figure is titled with what it shows")
     p.add_argument("--reward", action="append", metavar="NAME",
                    help="a reward name (repeatable; default: every reward_* column)")
     p.add_argument("--facet", action="store_true", help="hist / ecdf: one panel per reward")
