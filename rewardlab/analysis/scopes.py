@@ -8,32 +8,32 @@ the frame carries, a recognized one such as kanachan's, or
 :data:`~rewardlab.sources.registry.REWARDS_ONLY` for a table of ``reward_*`` /
 ``done_*`` columns alone, one stream).
 
-=====================  =====================================================================
-``"all"``              every step
-``"nonzero"``          steps whose reward is not 0
-``"boundary"``         the last step of each sub-episode: a boundary flag of the spec
-                       (kanachan's ``end_of_round``) or an episode end, so a game's last step
-                       counts even where kanachan's offline files mark it
-                       ``end_of_round=False``.  Needs the spec's boundary flags and, like
-                       ``"episode_end"``, its terminal flags.
-``"episode_end"``      the last step of each episode: where the spec's ``terminated`` or
-                       ``truncated`` flag fires (kanachan's ``end_of_game``); a spec without
-                       terminal flags ends an episode where its episode key changes.  Needs
-                       the flags the spec declares.
-``"episode_return"``   the undiscounted return of each whole episode of the spec (one value per
-                       episode, whatever the plug-in's ``done_<name>`` says): what the plots and
-                       ``rewardlab plot --kind returns`` call an episode return (see
-                       :func:`rewardlab.analysis.compare.episode_return_table`).  Needs
-                       episodes, like ``"episode_end"``.
+=======================  =====================================================================
+``"all"``                every step
+``"nonzero"``            steps whose reward is not 0
+``"boundary"``           the last step of each sub-episode: a boundary flag of the spec
+                         (kanachan's ``end_of_round``) or an episode end, so a game's last step
+                         counts even where kanachan's offline files mark it
+                         ``end_of_round=False``.  Needs the spec's boundary flags and, like
+                         ``"episode_end"``, its terminal flags.
+``"episode_end"``        the last step of each episode: where the spec's ``terminated`` or
+                         ``truncated`` flag fires (kanachan's ``end_of_game``); a spec without
+                         terminal flags ends an episode where its episode key changes.  Needs
+                         the flags the spec declares.
+``"episode_return"``     the undiscounted return of each whole episode of the spec (one value per
+                         episode, whatever the plug-in's ``done_<name>`` says): what the plots and
+                         ``rewardlab plot --kind returns`` call an episode return (see
+                         :func:`rewardlab.analysis.compare.episode_return_table`).  Needs
+                         episodes, like ``"episode_end"``.
 ``"trajectory_return"``  the undiscounted return of each trajectory, trajectories ending at the
-                       plug-in's own ``done_<name>`` and at every episode end (see
-                       :func:`rewardlab.analysis.returns.episode_returns`): what kanachan's
-                       trainer sums.  Equal to ``"episode_return"`` for a plug-in whose
-                       ``done`` fires only at episode ends; more values otherwise (on the
-                       sample, 960 episodes, 8,304 trajectories of ``delta``, done every round).
-``"end_of_round"``     kanachan's word for ``"boundary"`` (same steps on any frame).
-``"end_of_game"``      kanachan's word for ``"episode_end"`` (same steps on any frame).
-=====================  =====================================================================
+                         plug-in's own ``done_<name>`` and at every episode end (see
+                         :func:`rewardlab.analysis.returns.trajectory_returns`): what kanachan's
+                         trainer sums.  Equal to ``"episode_return"`` for a plug-in whose
+                         ``done`` fires only at episode ends; more values otherwise (on the
+                         sample, 960 episodes, 8,304 trajectories of ``delta``, done every round).
+``"end_of_round"``       kanachan's word for ``"boundary"`` (same steps on any frame).
+``"end_of_game"``        kanachan's word for ``"episode_end"`` (same steps on any frame).
+=======================  =====================================================================
 
 Both a rewards table written by ``rewardlab apply`` (the episode key columns
 plus ``reward_*`` / ``done_*``) and a full frame with reward columns work; the
