@@ -50,7 +50,7 @@ _EXPORTS = {
         "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
         "normalization_constants", "reward_moments", "reward_stats",
     ),
-    "rewardlab.analysis.returns": ("episode_returns", "gae", "reward_to_go"),
+    "rewardlab.analysis.returns": ("episode_returns", "trajectory_returns", "gae", "reward_to_go"),
     "rewardlab.analysis.normalizers": (
         "gymnasium_normalize_reward", "normalization_summary", "normalized_rewards",
         "sb3_normalize_reward",

@@ -41,9 +41,12 @@ __all__ = [
     "plot_normalization",
     "plot_epsilon_schedule",
     "plot_episode",
+    "legend_outside",
 ]
 
 _RANK_LABELS = ("1st", "2nd", "3rd", "4th")
+_OWN = "rewardlab.plots"  # the label of the figures made here (a legend may widen them)
+_PANEL_WIDTH = 4.2  # inches per panel of a figure made here
 _KEYS = ("episode", "start", "length")  # and the spec's columns (see _key_columns)
 
 
@@ -52,12 +55,38 @@ def _new_axes(n: int = 1, *, ncols: int | None = None):
 
     ncols = ncols or n
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.2 * nrows), squeeze=False,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(_PANEL_WIDTH * ncols, 3.2 * nrows), squeeze=False,
                              layout="constrained")
+    fig.set_label(_OWN)
     axes = axes.ravel()
     for extra in axes[n:]:
         extra.remove()
     return axes[:n]
+
+
+def legend_outside(ax):
+    """The Axes' legend to the right of its data, outside the axes, so it never covers a point or a bar.
+
+    Figures made here use constrained layout, which makes room for it.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([0, 1], label="a")
+    >>> legend_outside(ax).get_bbox_to_anchor() is not None
+    True
+    """
+    legend = ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                       fontsize="small", frameon=False)
+    fig = ax.figure
+    if fig.get_label() == _OWN and hasattr(fig.canvas, "get_renderer"):
+        # a figure made here widens so that each panel keeps its width beside its legend
+        wide = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+        spec = ax.get_subplotspec()
+        ncols = spec.get_gridspec().ncols if spec is not None else 1
+        fig.set_figwidth(max(fig.get_figwidth(), ncols * (_PANEL_WIDTH + wide + 0.3)))
+    return legend
 
 
 def _one_axes(ax):
@@ -161,7 +190,8 @@ def plot_reward_distribution(values, *, ax=None, kind: str = "hist", layout: str
         a = axes[i]
         nonzero = x[x != 0]
         share = (1.0 - nonzero.size / x.size) if x.size else float("nan")
-        label = f"{name} (zero: {share:.1%})"
+        # one panel per reward: its title names it, the legend (outside) keeps the zero share
+        label = f"zero: {share:.1%}" if layout == "facet" else f"{name} (zero: {share:.1%})"
         color = f"C{i}"
         if kind == "hist":
             if nonzero.size:
@@ -181,7 +211,7 @@ def plot_reward_distribution(values, *, ax=None, kind: str = "hist", layout: str
         a.set_xlabel("reward")
         if layout == "facet":
             a.set_title(name)
-        a.legend(fontsize="small", frameon=False)
+        legend_outside(a)
     return axes[0] if layout == "overlay" else np.asarray(axes, dtype=object)
 
 
@@ -222,7 +252,7 @@ def plot_reward_by_rank(table: pl.DataFrame, *, ax=None):
     ax.set_xticks(range(S.NUM_SEATS), _RANK_LABELS)
     ax.set_xlabel("final rank")
     ax.set_ylabel("mean episode return")
-    ax.legend(fontsize="small", frameon=False)
+    legend_outside(ax)
     return ax
 
 
@@ -233,7 +263,7 @@ def plot_return_distribution(returns, *, ax=None, bins: int = 40, spec: FrameSpe
     ----------
     returns : polars.DataFrame or mapping of str to array
         E.g. :func:`rewardlab.analysis.compare.episode_return_table` (key columns are
-        skipped) or ``{"top": episode_returns(frame, "top")["return"]}``.
+        skipped) or ``{"top": values}`` for any one-dimensional values.
     ax : Axes, optional
     bins : int
     spec : FrameSpec, optional
@@ -255,7 +285,7 @@ def plot_return_distribution(returns, *, ax=None, bins: int = 40, spec: FrameSpe
         ax.hist(x, bins=bins, histtype="step", color=f"C{i}", label=f"{name} ({x.size} episodes)")
     ax.set_xlabel("episode return")
     ax.set_ylabel("episodes")
-    ax.legend(fontsize="small", frameon=False)
+    legend_outside(ax)
     return ax
 
 
@@ -289,16 +319,27 @@ def plot_correlation_heatmap(matrix: pl.DataFrame, *, ax=None, annotate: bool = 
         raise ParameterError("matrix", "should be square: columns after 'reward' named like its rows",
                              matrix.columns)
     values = matrix.select(names).to_numpy().astype(np.float64)
+    n = len(names)
+    if ax is None:  # room for n rows of full names: about 0.45 in per candidate, plus the labels
+        import matplotlib.pyplot as plt
+
+        label = 0.075 * max((len(str(x)) for x in names), default=1)
+        side = max(3.2, 0.45 * n)
+        fig, ax = plt.subplots(figsize=(side + label + 1.2, side + label), layout="constrained")
+        fig.set_label(_OWN)
     ax = _one_axes(ax)
     image = ax.imshow(values, cmap="RdBu_r" if vmin < 0 else "viridis", vmin=vmin, vmax=vmax)
-    ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
-    ax.set_yticks(range(len(names)), names)
+    size = "small" if n <= 6 else "x-small"  # full names, smaller and upright-rotated past 6
+    ax.set_xticks(range(n), names, rotation=45 if n <= 6 else 90, ha="right" if n <= 6 else "center",
+                  rotation_mode="anchor" if n <= 6 else "default", fontsize=size)
+    ax.set_yticks(range(n), names, fontsize=size)
     if annotate:
         for i in range(len(names)):
             for j in range(len(names)):
                 v = values[i, j]
                 ax.text(j, i, "–" if not np.isfinite(v) else f"{v:.2f}", ha="center", va="center",
-                        fontsize="small", color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
+                        fontsize="small" if n <= 6 else "xx-small",
+                        color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
     ax.figure.colorbar(image, ax=ax, shrink=0.8)
     return ax
 
@@ -329,7 +370,7 @@ def plot_return_scatter(returns: pl.DataFrame, *, x: str, y: str, ax=None):
                edgecolors="none", label=f"{returns.height} episodes")
     ax.set_xlabel(f"{x} episode return")
     ax.set_ylabel(f"{y} episode return")
-    ax.legend(fontsize="small", frameon=False)
+    legend_outside(ax)
     return ax
 
 
@@ -368,19 +409,19 @@ def plot_normalization(normalized: pl.DataFrame, *, ax=None, bins: int = 50,
     nonzero = raw != 0
     share = float(nonzero.mean()) if raw.size else 0.0
     before.hist(raw[nonzero], bins=bins, color="0.4", label=f"raw ({share:.1%} of steps nonzero)")
-    before.set_title("before")
-    before.set_xlabel("reward")
+    before.set_title("raw reward")
+    before.set_xlabel("raw reward")
     before.set_ylabel("steps")
-    before.legend(fontsize="small", frameon=False)
+    legend_outside(before)
     for i, m in enumerate(methods):
         after.hist(normalized[m].to_numpy()[nonzero], bins=bins, histtype="step", color=f"C{i}", label=m)
     if clip_reward is not None:
         for sign in (-1.0, 1.0):
             after.axvline(sign * float(clip_reward), color="0.3", linestyle=":", linewidth=1.0)
-    after.set_title("after")
+    after.set_title("normalized reward")
     after.set_xlabel("normalized reward")
     after.set_ylabel("steps")
-    after.legend(fontsize="small", frameon=False)
+    legend_outside(after)
     return np.asarray([before, after], dtype=object)
 
 
@@ -442,7 +483,7 @@ def plot_epsilon_schedule(steps, epsilon, *, label: str = "epsilon", reference=N
     ax.set_xlabel("step")
     ax.set_ylabel("epsilon")
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize="small", frameon=False)
+    legend_outside(ax)
     return ax
 
 
@@ -487,5 +528,5 @@ def plot_episode(detail, *, ax=None):
     ax.set_xlabel("step" if detail.step == "step" else f"step ({detail.step})")
     ax.set_ylabel("return so far")
     ax.set_title(f"Return step by step: {detail.title}", fontsize="medium")
-    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    legend_outside(ax)
     return ax

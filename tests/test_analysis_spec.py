@@ -214,6 +214,8 @@ def test_scopes_match_loop_on_a_steps_frame(steps, name, scope):
         expected = [x for x in r if x != 0]
     elif scope in ("episode_end", "end_of_game", "boundary", "end_of_round"):  # no boundary flags here
         expected = [x for x, end in zip(r, ends) if end]
+    elif scope == "episode_return":  # whole episodes, whatever done_<name> says
+        expected = trajectory_sums_loop(r, ends)
     else:
         expected = trajectory_sums_loop(r, trajectory_end_loop(steps, name))
     got = scope_values(steps, name, scope=scope, spec=SPEC)
@@ -251,7 +253,7 @@ def test_scope_needing_a_flag_the_data_lacks_names_it(steps):
                        r"episode column and no terminal flag\. Pass the full frame, or declare"):
         reward_stats(rewards_only, "a", scope="episode_end")
     # a rewards-only table is one stream cut at done_<name>
-    assert scope_values(rewards_only, "a", scope="episode_return").tolist() == pytest.approx(
+    assert scope_values(rewards_only, "a", scope="trajectory_return").tolist() == pytest.approx(
         trajectory_sums_loop(steps["reward_a"].to_list(), steps["done_a"].to_list()))
 
 
@@ -459,7 +461,7 @@ def test_normalization_and_comparison_sessions_work_on_a_steps_frame():
         ends = frame.filter(pl.col("terminated") | pl.col("truncated"))["reward_a"].to_numpy()
         assert norm.results.before.count == ends.size
         assert math.isclose(norm.results.before.mean, ends.mean(), rel_tol=1e-12)
-        norm.scope = "episode_return"
+        norm.scope = "trajectory_return"
         assert norm.results.before.count == frame["done_a"].sum()  # trajectories end at done_a
         cmp = ComparisonSession(session_frame, spec=spec)
         assert cmp.candidates == ("a", "b")

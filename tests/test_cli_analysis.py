@@ -98,3 +98,40 @@ def test_a_damaged_rewards_table_is_one_error_line(paths, tmp_path, capsys):
         assert "[rule: damaged_file]" in err and "run `rewardlab apply` again" in err
         assert err.count("\n") == 1
     assert not (tmp_path / "f.png").exists()
+
+
+@pytest.mark.parametrize("kind, facet, title", [
+    ("hist", False, "Distribution of nonzero step rewards"),
+    ("hist", True, "Distribution of nonzero step rewards (one panel per reward)"),
+    ("ecdf", False, "ECDF of nonzero step rewards"),
+    ("returns", False, "Distribution of episode returns (whole episodes)"),
+    ("correlation", False, "Spearman correlation of episode returns"),
+    ("scatter", False, "Episode returns: points against top"),
+    ("by-rank", False, "Mean episode return by final rank"),
+    ("normalization", False, "Normalization of top: raw and normalized step rewards"),
+])
+def test_every_plot_kind_has_a_title_and_its_legends_outside_the_data(paths, tmp_path, monkeypatch, kind,
+                                                                       facet, title):
+    from matplotlib.figure import Figure
+
+    from rewardlab.cli.analysis import _KINDS
+
+    assert {"hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization"} == set(_KINDS)
+    saved = []
+    real = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (saved.append(self), real(self, *a, **k))[1])
+    _, full = paths
+    argv = ["plot", str(full), "--out", str(tmp_path / "f.png"), "--kind", kind, "--dpi", "40"]
+    assert main(argv + (["--facet"] if facet else [])) == 0
+    (fig,) = saved
+    titles = [fig._suptitle.get_text()] if fig._suptitle is not None else [a.get_title() for a in fig.axes[:1]]
+    assert titles == [title]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # the command closed the figure; draw it again to measure
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is not None:  # right of the axes: never over the data
+            assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1

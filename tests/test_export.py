@@ -304,7 +304,8 @@ def test_cli_ranking_normalize_from_shows_the_seed_pitfall(sample_path, tmp_path
     text = capsys.readouterr().out
     assert f"wrote {out}" in text
     assert "population std 1.0000" in text
-    assert "std 0.866 over" in text  # the seed's normalization, measured on the data
+    assert "std 0.866 over" in text  # the wiki's normalization, measured on the data
+    assert "The wiki's normalization (the ranking example of kanachan's wiki" in text and "seed" not in text
     plugin_text = out.read_text()
     assert f"dataset:     {sample_path}" in plugin_text
     assert main(["export", "ranking", "--preset", "top", "--out", str(out)]) == 2
@@ -318,7 +319,7 @@ def test_cli_ranking_with_points_and_typed_constants(tmp_path, capsys):
     text = out.read_text()
     assert "family:      ranking_points" in text and "vector = [-1.0, 0.0, 0.5, 1.5]" in text
     assert "constants:   mean = 0.5, std = 2.0" in text and "typed by the user" in text
-    assert "seed normalization" not in capsys.readouterr().out  # only for a rank vector alone
+    assert "wiki normalization" not in capsys.readouterr().out  # only for a rank vector alone
     for argv, message in [
         (["--vector", "1,2,3"], "`vector` should have 4 entries"),
         (["--vector", "1,2,x,4"], "`--vector` should be four numbers separated by commas"),
@@ -326,6 +327,9 @@ def test_cli_ranking_with_points_and_typed_constants(tmp_path, capsys):
         (["--preset", "top", "--mean", "1"], "`--std` is required with --mean"),
         (["--preset", "top", "--mean", "1", "--std", "0"], "`std` should be > 0"),
         (["--preset", "mleague", "--seed-normalization"], "`--seed-normalization` applies to a rank vector"),
+        (["--preset", "mleague", "--wiki-normalization"], "`--wiki-normalization` applies to a rank vector"),
+        (["--preset", "top", "--wiki-normalization", "--std", "1"], "`--std` cannot be combined with "
+                                                                     "--wiki-normalization"),
     ]:
         assert main(["export", "ranking", *argv, "--out", str(tmp_path / "x.py")]) == 2
         assert message in capsys.readouterr().err
@@ -338,6 +342,21 @@ def test_cli_seed_normalization_and_measure_on(sample_path, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "population std 0.8660" in text  # what the written file gives on the data
     assert "seed: mean and sample std" in out.read_text()
+
+
+def test_cli_wiki_normalization_is_the_name_and_seed_normalization_a_hidden_alias(sample_path, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["export", "ranking", "--help"])
+    help_text = capsys.readouterr().out
+    assert "--wiki-normalization" in help_text and "kanachan's wiki" in help_text
+    assert "seed" not in help_text  # the old name still works, unlisted
+    new, old = tmp_path / "wiki.py", tmp_path / "old.py"
+    assert main(["export", "ranking", "--preset", "top", "--wiki-normalization", "--out", str(new)]) == 0
+    out = capsys.readouterr()
+    assert "ranking example of kanachan's wiki" in out.out and "deprecated" not in out.err
+    assert main(["export", "ranking", "--preset", "top", "--seed-normalization", "--out", str(old)]) == 0
+    assert "--seed-normalization is deprecated; use --wiki-normalization" in capsys.readouterr().err
+    assert new.read_text().replace(str(new), "") == old.read_text().replace(str(old), "")
 
 
 def test_cli_other_families(small_frame, tmp_path, capsys):

@@ -50,6 +50,7 @@ def test_distribution_ecdf_facet_uses_given_axes():
     assert line.get_xdata().tolist() == [-1.0, -1.0, -1.0, 1.0]
     assert line.get_ydata().tolist() == [0.25, 0.5, 0.75, 1.0]
     assert [a.get_title() for a in axes] == ["top", "points"]
+    assert axes[0].get_legend_handles_labels()[1] == ["zero: 60.0%"]  # the title names the reward
 
 
 def test_distribution_of_frame_columns_and_all_zero_series():
@@ -120,7 +121,8 @@ def test_normalization_before_after():
         "gymnasium": [0.0, 1.0, -2.0, 0.0], "sb3": [0.0, 1.0, -1.5, 0.0], "sb3_clipped": [False, False, True, False],
     })
     before, after = plot_normalization(normalized, bins=4, clip_reward=1.5)
-    assert before.get_title() == "before" and after.get_title() == "after"
+    assert before.get_title() == before.get_xlabel() == "raw reward"
+    assert after.get_title() == after.get_xlabel() == "normalized reward"
     assert sum(p.get_height() for p in before.patches) == 2  # the nonzero raw steps only
     assert after.get_legend_handles_labels()[1] == ["constants", "gymnasium", "sb3"]
     assert sorted(line.get_xdata()[0] for line in after.get_lines()) == [-1.5, 1.5]
@@ -148,3 +150,48 @@ def test_plot_epsilon_schedule_checks_shapes():
 
     with pytest.raises(ParameterError, match=r"`epsilon` should be 1-D with the shape of `steps` \(3,\)"):
         plot_epsilon_schedule(np.arange(3), np.zeros(4))
+
+
+LONG = [f"candidate_{i}_with_a_long_descriptive_name" for i in range(10)]
+
+
+def test_heatmap_of_ten_long_named_candidates_has_full_labels_that_do_not_collide():
+    rng = np.random.default_rng(0)
+    m = np.corrcoef(rng.normal(size=(10, 50)))
+    matrix = pl.DataFrame({"reward": LONG, **{n: m[:, i] for i, n in enumerate(LONG)}})
+    ax = plot_correlation_heatmap(matrix)
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    for labels in (ax.get_xticklabels(), ax.get_yticklabels()):
+        assert [t.get_text() for t in labels] == LONG  # full names, never cut
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        for a, b in zip(boxes, boxes[1:]):
+            assert not a.overlaps(b), (a, b)
+        figure_box = ax.figure.bbox
+        assert all(figure_box.x0 <= bx.x0 and bx.x1 <= figure_box.x1 + 1 and figure_box.y0 <= bx.y0
+                   for bx in boxes)  # inside the figure: readable in the saved image
+
+
+def _legend_outside(ax) -> bool:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # constrained layout must find room for the legends
+        ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    legend = ax.get_legend()
+    return legend is not None and legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+
+
+def test_legends_of_ten_candidates_lie_outside_the_axes():
+    rng = np.random.default_rng(1)
+    values = {n: rng.normal(size=200) for n in LONG}
+    assert _legend_outside(plot_reward_distribution(values))
+    assert all(_legend_outside(a) for a in plot_reward_distribution(values, layout="facet"))
+    assert _legend_outside(plot_return_distribution(values))
+    table = pl.DataFrame({"reward": [n for n in LONG for _ in range(4)], "rank": list(range(4)) * 10,
+                          "mean": rng.normal(size=40)})
+    assert _legend_outside(plot_reward_by_rank(table))
+    assert _legend_outside(plot_return_scatter(pl.DataFrame(values), x=LONG[0], y=LONG[1]))
+    before, after = plot_normalization(pl.DataFrame({"raw": rng.normal(size=50), "constants": rng.normal(size=50)}))
+    assert _legend_outside(before) and _legend_outside(after)

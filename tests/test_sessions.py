@@ -196,7 +196,7 @@ def test_ranking_presets_and_constants(ranking):
     assert ranking.results.reward_moments.std == pytest.approx(1.0, rel=1e-12)
     ranking.set_rank_value(0, 600.0)
     assert ranking.constants_stale  # fitted for the previous vector
-    with pytest.raises(ParameterError, match="^`points` should be off for the seed's recipe"):
+    with pytest.raises(ParameterError, match="^`points` should be off for the wiki's recipe"):
         ranking.seed_constants()
     ranking.auto_constants = True
     assert ranking.results.reward_moments.std == pytest.approx(1.0, rel=1e-12) and not ranking.constants_stale

@@ -12,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis_data import rewards_table, with_rewards
-from rewardlab.core.errors import ColumnNotFoundError, FrameError, ParameterError
+from rewardlab.core.errors import ColumnNotFoundError, FrameError, ParameterError, SpecError
+from rewardlab.analysis.compare import episode_return_table
+from rewardlab.analysis.returns import episode_returns
 from rewardlab.analysis.scopes import SCOPES, scope_values
 from rewardlab.analysis.stats import (
     Moments, NormalizationConstants, describe_rewards, normalization_constants, reward_moments, reward_stats,
@@ -38,8 +40,8 @@ def scope_values_loop(frame: pl.DataFrame, name: str, scope: str) -> list[float]
     """The values of a scope, one row at a time."""
     r = frame[f"reward_{name}"].to_list()
     out: list[float] = []
-    if scope == "episode_return":
-        done = frame[f"done_{name}"].to_list()
+    if scope in ("episode_return", "trajectory_return"):  # whole episodes / cut at done too
+        done = frame[f"done_{name}"].to_list() if scope == "trajectory_return" else [False] * len(r)
         eog = frame["end_of_game"].to_list() if "end_of_game" in frame.columns else None
         keys = list(zip(frame["game_id"].cast(pl.String).to_list(), frame["seat"].to_list())) \
             if "game_id" in frame.columns else None
@@ -153,7 +155,7 @@ def test_end_of_round_scope_includes_the_games_last_step(small_frame):
 def test_rewards_table_lazy_and_parquet_agree(frame, table, tmp_path):
     path = tmp_path / "rewards.parquet"
     table.write_parquet(path)
-    for scope in ("all", "nonzero", "episode_return"):
+    for scope in ("all", "nonzero", "episode_return", "trajectory_return"):
         ref = reward_stats(frame, "delta", scope=scope)
         for data in (table, table.lazy(), path, str(path)):
             got = reward_stats(data, "delta", scope=scope)
@@ -167,6 +169,24 @@ def test_episode_return_scope_cuts_at_game_end_in_a_rewards_table():
     t = pl.DataFrame({"game_id": ["g", "g", "g", "h"], "seat": [0, 0, 1, 0], "step": [0, 1, 0, 0],
                       "reward_a": [1.0, 2.0, 4.0, 8.0], "done_a": [False] * 4})
     assert scope_values(t, "a", scope="episode_return").tolist() == [3.0, 4.0, 8.0]
+    assert scope_values(t, "a", scope="trajectory_return").tolist() == [3.0, 4.0, 8.0]
+    t = t.with_columns(done_a=pl.Series([True, False, False, False]))
+    assert scope_values(t, "a", scope="episode_return").tolist() == [3.0, 4.0, 8.0]  # done does not cut
+    assert scope_values(t, "a", scope="trajectory_return").tolist() == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_episode_and_trajectory_returns_count_episodes_and_trajectories_on_the_sample(frame, table):
+    # the words of the CLI, the scopes and the plots agree: an episode return is one sum per
+    # (game_id, seat); a trajectory return one sum per trajectory cut at the plug-in's own done
+    episodes = frame.select("game_id", "seat").unique().height
+    rounds = int((frame["end_of_round"] | frame["end_of_game"]).sum())
+    assert (episodes, rounds) == (960, 8304)  # the sample's numbers the README quotes
+    for data in (frame, table):
+        assert reward_stats(data, "delta", scope="episode_return").count == episodes
+        assert reward_stats(data, "delta", scope="trajectory_return").count == rounds
+        assert reward_stats(data, "top", scope="trajectory_return").count == episodes
+    assert episode_return_table(table).height == episodes
+    assert episode_returns(frame, "delta").height == rounds
 
 
 def test_scope_needing_absent_column_says_what_to_pass(table):
@@ -186,6 +206,8 @@ def test_errors_name_the_argument(frame):
     with pytest.raises(ParameterError, match=r"`data` should be a polars DataFrame"):
         reward_stats(42, "top")
     with pytest.raises(ColumnNotFoundError, match=r"'done_x' not found"):
+        reward_stats(pl.DataFrame({"reward_x": [1.0]}), "x", scope="trajectory_return")
+    with pytest.raises(SpecError, match=r"scope 'episode_return' needs episodes.*scope='trajectory_return'"):
         reward_stats(pl.DataFrame({"reward_x": [1.0]}), "x", scope="episode_return")
 
 
@@ -241,7 +263,8 @@ def test_reward_moments_stream_and_merge_across_files(table, tmp_path):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scope", ["all", "nonzero", "end_of_game", "end_of_round", "episode_return"])
+@pytest.mark.parametrize("scope", ["all", "nonzero", "end_of_game", "end_of_round", "episode_return",
+                                   "trajectory_return"])
 def test_constants_normalize_their_own_data_to_0_and_1(frame, scope):
     c = normalization_constants(frame, "points", scope=scope)
     expected = np.array(scope_values_loop(frame, "points", scope))
@@ -292,7 +315,7 @@ def test_constant_or_empty_scope_cannot_be_normalized():
         normalization_constants(pl.DataFrame({"reward_a": [0.0]}), "a", scope="nonzero")
 
 
-@pytest.mark.parametrize("scope", ["all", "nonzero", "episode_return"])
+@pytest.mark.parametrize("scope", ["all", "nonzero", "episode_return", "trajectory_return"])
 def test_streaming_path_without_quantiles_agrees(frame, scope):
     streaming = reward_stats(frame, "delta", scope=scope, quantiles=())
     exact = reward_stats(frame, "delta", scope=scope)

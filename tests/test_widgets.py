@@ -85,7 +85,8 @@ def test_ranking_tuner_preset_points_and_constants(tuner):
     assert tuner.points.value is True and (tuner.offset.value, tuner.divisor.value) == ("30000", "100")
     assert not tuner.offset.disabled and s.family.name == "ranking_points"
     tuner.seed_recipe.click()  # not for a points term: the message, nothing else
-    assert "`points` should be off for the seed&#x27;s recipe" in tuner.error.value
+    assert "`points` should be off for the wiki&#x27;s recipe" in tuner.error.value
+    assert tuner.seed_recipe.description == "wiki's recipe" and "seed" not in tuner.seed_recipe.tooltip
     tuner.from_data.click()
     assert tuner.error.value == "" and s.provenance.kind == "dataset"
     assert tuner.mean.value == repr(s.mean) and tuner.std.value == repr(s.std)
@@ -175,6 +176,7 @@ def test_comparison_board(sample_frame, small_frame, tmp_path):
     board = ComparisonBoard(frame)
     s = board.session
     assert s.chosen == ("top", "points", "delta") and "epic" in board.pairs.value
+    assert "<div style='max-height:320px;overflow:auto'>" in board.pairs.value  # scrolls at 10 candidates
     plot = board.plot.value
     board.metric.value = "epic"
     assert s.metric == "epic" and board.plot.value != plot
@@ -372,3 +374,45 @@ def test_number_text_widget():
     assert box.value == "typed text stays text"
     with pytest.raises(Exception):
         box.value = True
+
+
+def test_comparison_board_stays_readable_at_ten_long_named_candidates(sample_frame, monkeypatch):
+    import warnings
+
+    from matplotlib.figure import Figure
+
+    import rewardlab.widgets.comparison as board_module
+    from rewardlab.domains.mahjong.families import Points
+
+    names = [f"candidate_{i}_with_a_long_descriptive_name" for i in range(10)]
+    frame = sample_frame
+    for name in names:
+        frame = Points.from_preset("thousands").with_columns(frame, name)
+    figures, png = [], board_module.figure_png
+
+    def keep(draw, *, ncols=1, figsize=(9.0, 3.2), dpi=90):
+        fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+        axes = fig.subplots(1, ncols, squeeze=False)[0]
+        draw(axes)
+        figures.append(fig)
+        return png(draw, ncols=ncols, figsize=figsize, dpi=dpi)
+
+    monkeypatch.setattr(board_module, "figure_png", keep)
+    board = ComparisonBoard(frame)
+    assert board.session.chosen == tuple(names)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = figures[-1]
+    canvas = FigureCanvasAgg(fig)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # constrained layout finds room for every label
+        canvas.draw()
+    renderer = canvas.get_renderer()
+    steps, heatmap, _ = fig.axes[:3]
+    for labels in (heatmap.get_xticklabels(), heatmap.get_yticklabels()):
+        assert [t.get_text() for t in labels] == names
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+    legend = steps.get_legend().get_window_extent(renderer)
+    assert legend.x0 >= steps.get_window_extent(renderer).x1  # beside the data, not over it
+    assert legend.x1 <= heatmap.get_tightbbox(renderer).x0  # and not over the next panel

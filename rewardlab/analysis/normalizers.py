@@ -56,7 +56,7 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
 from rewardlab.analysis.returns import as_array, linear_scan
-from rewardlab.analysis.scopes import declared_spec, scope_mask_expr, trajectory_end_expr
+from rewardlab.analysis.scopes import RETURN_SCOPES, declared_spec, scope_mask_expr, trajectory_end_expr
 from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 
@@ -296,9 +296,9 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
     exprs = [pl.col(columns.reward_column(name)).cast(pl.Float64).alias("raw"),
              trajectory_end_expr(names, done, here).alias("boundary"), truncated.alias("truncated")]
     if constants is not None:
-        if constants.scope == "episode_return":
+        if constants.scope in RETURN_SCOPES:
             raise ParameterError("constants", "should have a per-step scope to be applied step by step "
-                                 "(not 'episode_return')", constants.scope)
+                                 "(not 'episode_return' or 'trajectory_return')", constants.scope)
         exprs.append(scope_mask_expr(names, name, constants.scope, here, declared).alias("in_scope"))
     df = lf.select(exprs).collect()
     r = df["raw"].to_numpy()

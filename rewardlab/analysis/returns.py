@@ -12,7 +12,7 @@ Two layers, in the style of TorchRL's ``objectives/value/functional.py``:
   ``reward_<name>``, the plug-in's own ``done_<name>``, and the episodes and
   terminal flags through the frame's spec
   (:func:`rewardlab.sources.registry.spec_of`, or ``spec=``):
-  :func:`episode_returns`, :func:`reward_to_go`, :func:`gae`.
+  :func:`trajectory_returns` (older name `episode_returns`), :func:`reward_to_go`, :func:`gae`.
 
 Episode boundaries in the frame layer
 -------------------------------------
@@ -73,7 +73,7 @@ __all__ = [
     "segment_returns",
     "discounted_reward_to_go",
     "generalized_advantage_estimate",
-    "episode_returns",
+    "episode_returns", "trajectory_returns",
     "reward_to_go",
     "gae",
 ]
@@ -387,11 +387,14 @@ def _result(table: pl.DataFrame, spec: FrameSpec) -> pl.DataFrame:
     return attach(table, spec.project(table.columns)) if spec.episode else table
 
 
-def episode_returns(data, reward: str, *, spec: FrameSpec | None = None) -> pl.DataFrame:
-    """One row per trajectory of plug-in ``reward``: its undiscounted return and length.
+def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None) -> pl.DataFrame:
+    """One row per trajectory of plug-in ``reward``: its undiscounted return (a *trajectory return*) and length.
 
     Trajectories end at ``done_<name>`` and at every episode end (see the
-    module docstring).
+    module docstring): the sums of scope ``"trajectory_return"``.  For one sum
+    per whole episode (an *episode return*, scope ``"episode_return"``, what
+    the plots show), see :func:`rewardlab.analysis.compare.episode_return_table`.
+    ``episode_returns`` is this function's older name, kept working.
 
     Parameters
     ----------
@@ -420,7 +423,7 @@ def episode_returns(data, reward: str, *, spec: FrameSpec | None = None) -> pl.D
     --------
     >>> import polars as pl
     >>> f = pl.DataFrame({"reward_a": [1.0, 2.0, 4.0], "done_a": [False, True, True]})
-    >>> episode_returns(f, "a")["return"].to_list()
+    >>> trajectory_returns(f, "a")["return"].to_list()
     [3.0, 4.0]
     """
     tr = _Trajectories(data, reward, spec)
@@ -438,9 +441,13 @@ def episode_returns(data, reward: str, *, spec: FrameSpec | None = None) -> pl.D
     return _result(pl.DataFrame(cols), tr.spec)
 
 
+#: The older name of :func:`trajectory_returns` (one row per trajectory, not per episode).
+episode_returns = trajectory_returns
+
+
 def reward_to_go(data, reward: str, *, gamma: float, next_value: str | None = None,
                  flag_truncated: bool = False, spec: FrameSpec | None = None):
-    """Discounted reward-to-go of plug-in ``reward`` at every step (trajectories as in :func:`episode_returns`).
+    """Discounted reward-to-go of plug-in ``reward`` at every step (trajectories as in :func:`trajectory_returns`).
 
     At a step where the spec's ``truncated`` flag fires the episode was cut,
     and the return cannot bootstrap without a value: with ``next_value`` it

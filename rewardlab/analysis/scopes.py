@@ -8,24 +8,32 @@ the frame carries, a recognized one such as kanachan's, or
 :data:`~rewardlab.sources.registry.REWARDS_ONLY` for a table of ``reward_*`` /
 ``done_*`` columns alone, one stream).
 
-=====================  =====================================================================
-``"all"``              every step
-``"nonzero"``          steps whose reward is not 0
-``"boundary"``         the last step of each sub-episode: a boundary flag of the spec
-                       (kanachan's ``end_of_round``) or an episode end, so a game's last step
-                       counts even where kanachan's offline files mark it
-                       ``end_of_round=False``.  Needs the spec's boundary flags and, like
-                       ``"episode_end"``, its terminal flags.
-``"episode_end"``      the last step of each episode: where the spec's ``terminated`` or
-                       ``truncated`` flag fires (kanachan's ``end_of_game``); a spec without
-                       terminal flags ends an episode where its episode key changes.  Needs
-                       the flags the spec declares.
-``"episode_return"``   the undiscounted return of each trajectory, trajectories ending at the
-                       plug-in's own ``done_<name>`` and at every episode end (see
-                       :func:`rewardlab.analysis.returns.episode_returns`).
-``"end_of_round"``     kanachan's word for ``"boundary"`` (same steps on any frame).
-``"end_of_game"``      kanachan's word for ``"episode_end"`` (same steps on any frame).
-=====================  =====================================================================
+=======================  =====================================================================
+``"all"``                every step
+``"nonzero"``            steps whose reward is not 0
+``"boundary"``           the last step of each sub-episode: a boundary flag of the spec
+                         (kanachan's ``end_of_round``) or an episode end, so a game's last step
+                         counts even where kanachan's offline files mark it
+                         ``end_of_round=False``.  Needs the spec's boundary flags and, like
+                         ``"episode_end"``, its terminal flags.
+``"episode_end"``        the last step of each episode: where the spec's ``terminated`` or
+                         ``truncated`` flag fires (kanachan's ``end_of_game``); a spec without
+                         terminal flags ends an episode where its episode key changes.  Needs
+                         the flags the spec declares.
+``"episode_return"``     the undiscounted return of each whole episode of the spec (one value per
+                         episode, whatever the plug-in's ``done_<name>`` says): what the plots and
+                         ``rewardlab plot --kind returns`` call an episode return (see
+                         :func:`rewardlab.analysis.compare.episode_return_table`).  Needs
+                         episodes, like ``"episode_end"``.
+``"trajectory_return"``  the undiscounted return of each trajectory, trajectories ending at the
+                         plug-in's own ``done_<name>`` and at every episode end (see
+                         :func:`rewardlab.analysis.returns.trajectory_returns`): what kanachan's
+                         trainer sums.  Equal to ``"episode_return"`` for a plug-in whose
+                         ``done`` fires only at episode ends; more values otherwise (on the
+                         sample, 960 episodes, 8,304 trajectories of ``delta``, done every round).
+``"end_of_round"``       kanachan's word for ``"boundary"`` (same steps on any frame).
+``"end_of_game"``        kanachan's word for ``"episode_end"`` (same steps on any frame).
+=======================  =====================================================================
 
 Both a rewards table written by ``rewardlab apply`` (the episode key columns
 plus ``reward_*`` / ``done_*``) and a full frame with reward columns work; the
@@ -34,8 +42,12 @@ plus ``reward_*`` / ``done_*``) and a full frame with reward columns work; the
 Examples
 --------
 >>> import polars as pl
->>> frame = pl.DataFrame({"reward_a": [0.0, 1.0, 0.0, 3.0], "done_a": [False, True, False, True]})
->>> scope_values(frame, "a", scope="episode_return").tolist()
+>>> frame = pl.DataFrame({"e": [0, 0, 0, 1], "reward_a": [0.0, 1.0, 0.0, 3.0],
+...                       "done_a": [True, True, False, True]})
+>>> spec = FrameSpec(name="s", episode=("e",))
+>>> scope_values(frame, "a", scope="trajectory_return", spec=spec).tolist()
+[0.0, 1.0, 0.0, 3.0]
+>>> scope_values(frame, "a", scope="episode_return", spec=spec).tolist()
 [1.0, 3.0]
 """
 
@@ -55,12 +67,16 @@ from rewardlab.sources.registry import known_specs, spec_of
 __all__ = [
     "SCOPES", "SCOPE_ALIASES", "VALUE", "check_scope", "scope_values", "scope_lazy", "declared_spec",
     "episode_end_expr", "trajectory_end_expr", "segment_id_expr", "scope_mask_expr", "game_end_expr",
-    "boundary_expr",
+    "boundary_expr", "RETURN_SCOPES",
 ]
 
 #: The scopes every statistic accepts (see the module docstring): the generic ones, then
 #: kanachan's words for two of them (:data:`SCOPE_ALIASES`).
-SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "end_of_round", "end_of_game")
+SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "trajectory_return",
+          "end_of_round", "end_of_game")
+
+#: The scopes holding one sum per episode or per trajectory rather than step values.
+RETURN_SCOPES = ("episode_return", "trajectory_return")
 
 #: kanachan's names for two generic scopes; they select the same steps on any frame.
 SCOPE_ALIASES = {"end_of_round": "boundary", "end_of_game": "episode_end"}
@@ -158,7 +174,7 @@ def check_scope(scope: str) -> str:
 
 def scope_mask_expr(names: Sequence[str], name: str, scope: str, spec: FrameSpec,
                     declared: FrameSpec | None = None) -> pl.Expr:
-    """True on the steps of a per-step scope (every scope but ``"episode_return"``).
+    """True on the steps of a per-step scope (every scope but :data:`RETURN_SCOPES`).
 
     Parameters
     ----------
@@ -167,7 +183,7 @@ def scope_mask_expr(names: Sequence[str], name: str, scope: str, spec: FrameSpec
     name : str
         The plug-in name (``"nonzero"`` reads ``reward_<name>``).
     scope : str
-        One of :data:`SCOPES` but ``"episode_return"``.
+        One of :data:`SCOPES` but :data:`RETURN_SCOPES`.
     spec : FrameSpec
         The data's spec, projected to its columns (:func:`declared_spec`).
     declared : FrameSpec, optional
@@ -205,7 +221,8 @@ def scope_mask_expr(names: Sequence[str], name: str, scope: str, spec: FrameSpec
         return pl.any_horizontal(*flags, end) if flags else end
     if kind == "episode_end":
         return _episode_end_steps(names, why, spec, declared, keys)
-    raise ParameterError("scope", "should be a per-step scope (not 'episode_return')", scope)
+    raise ParameterError("scope", "should be a per-step scope (not 'episode_return' or 'trajectory_return')",
+                         scope)
 
 
 def _episode_end_steps(names, why: str, spec: FrameSpec, declared: FrameSpec, keys) -> pl.Expr:
@@ -232,7 +249,22 @@ def scope_lazy(lf: pl.LazyFrame, name: str, scope: str, spec: FrameSpec | None =
     if scope == "nonzero":
         return lf.select(value).filter(pl.col(VALUE) != 0)
     declared, here = declared_spec(lf, spec)
-    if scope != "episode_return":
+    if scope == "episode_return":
+        if not (here.episode or here.terminals):
+            raise SpecError(f"scope 'episode_return' needs episodes, and the {here.name} spec has no episode "
+                            "column and no terminal flag", column=None,
+                            hint="Pass the full frame or a rewards table with its episode keys, use "
+                            "scope='trajectory_return' (cut at done_<name>), or declare the episodes "
+                            "with spec=rewardlab.FrameSpec(name=..., episode=('episode_id',))")
+        end = episode_end_expr(names, here)
+        return (
+            lf.select(value, segment_id_expr(end))
+            .group_by("_episode")
+            .agg(pl.col(VALUE).sum())
+            .sort("_episode")
+            .select(VALUE)
+        )
+    if scope != "trajectory_return":
         return lf.filter(scope_mask_expr(names, name, scope, here, declared)).select(value)
     done = columns.DONE_PREFIX + name
     if done not in names:
@@ -247,7 +279,7 @@ def scope_lazy(lf: pl.LazyFrame, name: str, scope: str, spec: FrameSpec | None =
 
 
 def scope_values(data, reward: str, *, scope: str = "all", spec: FrameSpec | None = None) -> np.ndarray:
-    """The values of ``reward`` in ``scope`` as a float64 array (data order; episode returns in episode order).
+    """The values of ``reward`` in ``scope`` as a float64 array (data order; returns in episode order).
 
     Parameters
     ----------
@@ -270,7 +302,7 @@ def scope_values(data, reward: str, *, scope: str = "all", spec: FrameSpec | Non
     --------
     >>> import polars as pl
     >>> f = pl.DataFrame({"reward_a": [1.0, 2.0, 4.0], "done_a": [False, True, True]})
-    >>> scope_values(f, "a", scope="episode_return")
+    >>> scope_values(f, "a", scope="trajectory_return")
     array([3., 4.])
     """
     check_scope(scope)

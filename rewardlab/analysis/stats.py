@@ -19,7 +19,8 @@ What streams and what does not
 Scopes
 ------
 The scopes (``"all"``, ``"nonzero"``, ``"boundary"``, ``"episode_end"``,
-``"episode_return"``, and kanachan's words ``"end_of_round"``,
+``"episode_return"`` (one sum per whole episode), ``"trajectory_return"``
+(one sum per trajectory cut at the plug-in's ``done``), and kanachan's words ``"end_of_round"``,
 ``"end_of_game"``) are defined in :mod:`rewardlab.analysis.scopes`.
 
 Examples

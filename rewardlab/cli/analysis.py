@@ -8,7 +8,8 @@ import math
 
 from rewardlab.cli.options import add_format
 
-_SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "end_of_round", "end_of_game")
+_SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "trajectory_return",
+           "end_of_round", "end_of_game")
 _KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization")
 
 
@@ -23,7 +24,9 @@ def register(sub) -> None:
     p.add_argument("--reward", action="append", metavar="NAME",
                    help="a reward name (repeatable; default: every reward_* column)")
     p.add_argument("--scope", action="append", choices=_SCOPES,
-                   help="which values (repeatable; default: all)")
+                   help="which values (repeatable; default: all): episode_return sums each whole "
+                   "episode (as `plot --kind returns` does), trajectory_return each trajectory cut at "
+                   "the plug-in's own done (as kanachan's trainer does)")
     p.add_argument("--json", action="store_true",
                    help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys)")
     add_format(p)
@@ -37,9 +40,11 @@ def register(sub) -> None:
     p.add_argument("data", nargs="+", metavar="REWARDS", help="Parquet file(s) with reward_* columns")
     p.add_argument("--out", required=True, metavar="FIG", help="output image, e.g. fig.png or fig.svg")
     p.add_argument("--kind", choices=_KINDS, default="hist",
-                   help="hist (default), ecdf: step rewards; returns: episode returns; correlation: "
-                   "Spearman heat map; scatter: returns of the first two rewards; by-rank: mean "
-                   "return per final rank; normalization: before/after, of the first reward")
+                   help="hist (default), ecdf: step rewards; returns: episode returns (one sum per "
+                   "whole episode, as stats --scope episode_return); correlation: Spearman heat map "
+                   "of episode returns; scatter: episode returns of the first two rewards; by-rank: "
+                   "mean episode return per final rank; normalization: raw and normalized rewards, "
+                   "of the first reward. Every figure is titled with what it shows")
     p.add_argument("--reward", action="append", metavar="NAME",
                    help="a reward name (repeatable; default: every reward_* column)")
     p.add_argument("--facet", action="store_true", help="hist / ecdf: one panel per reward")
@@ -141,6 +146,29 @@ def _plot(args) -> int:
         return _draw(args, out)
 
 
+def plot_title(kind: str, rewards, *, facet: bool = False) -> str:
+    """What a ``rewardlab plot --kind KIND`` figure shows, as its title.
+
+    Examples
+    --------
+    >>> plot_title("correlation", ["top", "points"])
+    'Spearman correlation of episode returns'
+    """
+    if kind == "hist":
+        return "Distribution of nonzero step rewards" + (" (one panel per reward)" if facet else "")
+    if kind == "ecdf":
+        return "ECDF of nonzero step rewards" + (" (one panel per reward)" if facet else "")
+    if kind == "returns":
+        return "Distribution of episode returns (whole episodes)"
+    if kind == "correlation":
+        return "Spearman correlation of episode returns"
+    if kind == "scatter":
+        return f"Episode returns: {rewards[1]} against {rewards[0]}"
+    if kind == "by-rank":
+        return "Mean episode return by final rank"
+    return f"Normalization of {rewards[0]}: raw and normalized step rewards"
+
+
 def _draw(args, out) -> int:
     import matplotlib.pyplot as plt
 
@@ -182,6 +210,11 @@ def _draw(args, out) -> int:
         drawn = names[:1]
     axes = result if not hasattr(result, "figure") else [result]
     fig = axes[0].figure
+    title = plot_title(kind, drawn, facet=args.facet)
+    if len(axes) > 1:
+        fig.suptitle(title)
+    else:
+        axes[0].set_title(title)
     fmt = out.suffix.lstrip(".").lower()
     if fmt not in fig.canvas.get_supported_filetypes():
         plt.close(fig)

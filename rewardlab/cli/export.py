@@ -1,7 +1,7 @@
 """Export commands: ``export ranking|points|round-delta`` (a plug-in file) and ``schedule`` (epsilon snippets).
 
 ``rewardlab export ranking (--preset NAME | --vector V1,V2,V3,V4)
-[--points-offset N --points-divisor N] [--mean M --std S | --seed-normalization |
+[--points-offset N --points-divisor N] [--mean M --std S | --wiki-normalization |
 --normalize-from DATASET] [--measure-on DATASET] --out FILE.py [--overwrite]``
 
 ``--normalize-from`` sets mean and std to the population mean and standard
@@ -9,10 +9,11 @@ deviation of the exported (raw) reward over the dataset's end-of-game steps
 (end-of-round and end-of-game steps for ``round-delta``), so the file's
 rewards there have mean 0 and std 1.
 
-The seed-normalization pitfall: the seed's ranking example divides by the
-*sample* standard deviation of the 4-entry vector (``--seed-normalization``
-reproduces it).  On complete games every rank is equally frequent, so the
-rewards at the end-of-game steps then have a standard deviation of
+The wiki-normalization pitfall: the ranking example of kanachan's wiki divides by
+the *sample* standard deviation of the 4-entry vector (``--wiki-normalization``
+reproduces it; ``--seed-normalization`` is its old, hidden and deprecated
+name).  On complete games every rank is equally frequent, so the rewards at
+the end-of-game steps then have a standard deviation of
 ``sqrt(3)/2 ~= 0.87``, not 1.  For the ranking family the command measures
 this on the dataset (``--normalize-from`` or ``--measure-on``) and prints the
 number next to what the written file gives.
@@ -24,6 +25,7 @@ Julia constructor call).
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from rewardlab.core.errors import ParameterError
@@ -96,6 +98,16 @@ def _presets(family: str) -> list[str]:
     return preset_names(family)
 
 
+class _WikiNormalization(argparse.Action):
+    """``--wiki-normalization`` (or its deprecated name): True, remembering the spelling used."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.wiki_normalization = True
+        namespace.wiki_flag = option_string
+        if option_string == "--seed-normalization":
+            print("rewardlab: --seed-normalization is deprecated; use --wiki-normalization", file=sys.stderr)
+
+
 def _add_common(p, *, seed: bool) -> None:
     norm = p.add_mutually_exclusive_group()
     norm.add_argument("--normalize-from", metavar="DATASET",
@@ -103,10 +115,13 @@ def _add_common(p, *, seed: bool) -> None:
                       "steps (end-of-round and end-of-game for round-delta)")
     norm.add_argument("--mean", type=float, help="typed mean (with --std)")
     if seed:
-        norm.add_argument("--seed-normalization", action="store_true",
-                          help="the seed's recipe: vector mean and sample std (see the note it prints)")
+        norm.add_argument("--wiki-normalization", action=_WikiNormalization, nargs=0, dest="wiki_normalization",
+                          default=False, help="the recipe of kanachan's wiki ranking example: vector mean "
+                          "and sample std (see the note it prints)")
+        norm.add_argument("--seed-normalization", action=_WikiNormalization, nargs=0, dest="wiki_normalization",
+                          default=False, help=argparse.SUPPRESS)  # deprecated name, kept working
         p.add_argument("--measure-on", metavar="DATASET",
-                       help="measure the seed normalization and the written rewards on this dataset "
+                       help="measure the wiki normalization and the written rewards on this dataset "
                        "(default: the --normalize-from dataset)")
     p.add_argument("--std", type=float, help="typed std (with --mean)")
     p.add_argument("--out", required=True, metavar="FILE.py", help="the plug-in file to write")
@@ -132,8 +147,9 @@ def _parse_vector(text: str) -> tuple[float, ...]:
 def _normalize(family, args, prepared):
     from rewardlab.domains.mahjong.families import Provenance
 
-    if args.std is not None and (args.normalize_from or getattr(args, "seed_normalization", False)):
-        other = "--normalize-from" if args.normalize_from else "--seed-normalization"
+    flag = getattr(args, "wiki_flag", "--wiki-normalization")
+    if args.std is not None and (args.normalize_from or getattr(args, "wiki_normalization", False)):
+        other = "--normalize-from" if args.normalize_from else flag
         raise ParameterError("--std", f"cannot be combined with {other}", args.std)
     if args.mean is not None or args.std is not None:
         if args.mean is None or args.std is None:
@@ -141,10 +157,10 @@ def _normalize(family, args, prepared):
             raise ParameterError(missing, "is required with " + ("--mean" if missing == "--std" else "--std"),
                                  None)
         return family.with_constants(args.mean, args.std, provenance=Provenance.typed("command line"))
-    if getattr(args, "seed_normalization", False):
+    if getattr(args, "wiki_normalization", False):
         if family.name != "ranking":
-            raise ParameterError("--seed-normalization", "applies to a rank vector without points "
-                                 "(the seed computes the ranking + points constants from data)", True)
+            raise ParameterError(flag, "applies to a rank vector without points "
+                                 "(the wiki's example computes the ranking + points constants from data)", True)
         return family.with_seed_constants()
     if prepared is not None:
         return family.with_constants_from(prepared)
@@ -226,9 +242,9 @@ def _export_ranking(args) -> int:
     if family.name == "ranking":
         if prepared is not None:
             check = check_seed_normalization(prepared, family.params.vector)
-            print(f"  seed normalization check on {measure_path}: {check}")
+            print(f"  wiki normalization check on {measure_path}: {check}")
         else:
-            print("  note: the seed's ranking example divides by the vector's sample std, which leaves a "
+            print("  note: the ranking example of kanachan's wiki divides by the vector's sample std, which leaves a "
                   "reward std of sqrt(3)/2 = 0.866 (not 1) on complete games; pass --normalize-from or "
                   "--measure-on DATASET to measure it on your data.")
     return 0

@@ -1,6 +1,6 @@
 """The reward plug-in contract as pure checks on tensors and arrays.
 
-kanachan's contract (``shared/seeds/000_*.txt``): after ``get_reward(data,
+kanachan's contract (its trainer's reward plug-in interface): after ``get_reward(data,
 contiguous)`` returns, ``data["next", "reward"]`` exists, is a CPU tensor of
 shape ``[B]`` or ``[B, 1]`` and dtype float16/32/64; ``data["next", "done"]``
 is still a CPU bool tensor of shape ``[B]``; every other field (the IN

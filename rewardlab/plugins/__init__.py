@@ -1,8 +1,9 @@
 """Reward plug-ins: load them as kanachan does, apply them to a frame, check the contract.
 
 A reward plug-in is a Python file defining ``get_reward(data, contiguous)``
-(``shared/seeds/000_*.txt``).  A plug-in is code: it runs only when the user
-names its file; rewardlab never scans a folder and executes what it finds.
+(kanachan's trainer interface; README.md, "The plug-in contract, and its
+traps").  A plug-in is code: it runs only when the user names its file;
+rewardlab never scans a folder and executes what it finds.
 
 * :func:`load_plugin` reads the file, compiles it under its real file name
   (tracebacks show the plug-in's own lines) and executes it in a fresh

@@ -22,7 +22,7 @@ from rewardlab.sessions.episodes import open_episode
 from rewardlab.sessions.inputs import load_frame, parse_number, source_paths
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
-from rewardlab.analysis.scopes import SCOPES
+from rewardlab.analysis.scopes import RETURN_SCOPES, SCOPES
 from rewardlab.analysis.stats import normalization_constants, reward_stats
 
 __all__ = ["NormalizationResults", "NormalizationSession"]
@@ -47,7 +47,7 @@ class NormalizationResults:
     summary : polars.DataFrame
         :func:`rewardlab.analysis.normalizers.normalization_summary` of the replays.
     note : str or None
-        Why the constants are not applied step by step (``episode_return``).
+        Why the constants are not applied step by step (``episode_return``, ``trajectory_return``).
     """
 
     reward: str
@@ -94,7 +94,7 @@ class NormalizationSession(Session):
 
     reward = Param("The reward name (a reward_<name> column of the frame).")
     scope = Param("Which values the constants come from: all, nonzero, end_of_round, end_of_game, "
-                   "episode_return.")
+                   "episode_return (whole episodes), trajectory_return (cut at the plug-in's done).")
     gamma = Param("Discount of the running normalizers' returns, in [0, 1].")
     epsilon = Param("Added to the running variance, > 0.")
     clip_reward = Param("SB3's clipping bound of the normalized reward, > 0.")
@@ -138,10 +138,11 @@ class NormalizationSession(Session):
         before = reward_stats(self.frame, name, scope=scope, spec=self.spec)
         after = (reward_stats(self.frame, name, scope=scope, constants=constants, spec=self.spec)
                  if constants else None)
-        per_step = constants is not None and scope != "episode_return"
+        per_step = constants is not None and scope not in RETURN_SCOPES
         note = None
         if constants is not None and not per_step:
-            note = ("constants over episode returns scale returns, not single steps; the replays show "
+            what = "episode returns" if scope == "episode_return" else "trajectory returns"
+            note = (f"constants over {what} scale returns, not single steps; the replays show "
                     "the raw reward and the running normalizers only")
         replays = normalized_rewards(self.frame, name, constants=constants if per_step else None,
                                      gamma=p["gamma"], epsilon=p["epsilon"], clip_reward=p["clip_reward"],

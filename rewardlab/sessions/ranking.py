@@ -319,7 +319,7 @@ class RankingTuningSession(Session):
 
     def _seeded(self, family):
         if not isinstance(family, Ranking):
-            raise ParameterError("points", "should be off for the seed's recipe (the seed normalizes a "
+            raise ParameterError("points", "should be off for the wiki's recipe (the wiki's example normalizes a "
                                  "pure rank vector by its mean and sample std)", True,
                                  hint="Use constants from data instead.")
         return family.with_seed_constants()
@@ -361,7 +361,7 @@ class RankingTuningSession(Session):
             self._adopt_constants()
 
     def seed_constants(self) -> None:
-        """The seed's recipe: mean and **sample** std of the 4-entry vector (std ~0.87 on complete games).
+        """The wiki's recipe (kanachan's wiki ranking example): vector mean and **sample** std (std ~0.87 on complete games).
 
         Ends the automatic refit from data (``auto_constants``).
 
@@ -369,7 +369,7 @@ class RankingTuningSession(Session):
         --------
         >>> s.seed_constants()  # doctest: +SKIP
         """
-        with self._change({"constants": "seed recipe"}):
+        with self._change({"constants": "wiki's recipe"}):
             self._family = self._seeded(self._family)
             self._adopt_constants()
             self._params["auto_constants"] = False

@@ -160,8 +160,12 @@ class ComparisonBoard(SessionWidget):
             else:
                 axes[2].set_axis_off()
 
-        self.plot.value = figure_png(draw, ncols=3, figsize=(12.0, 3.6))
-        self.pairs.value = ("<div>every pair (episode returns):</div>" + r.comparison.pairs()._repr_html_()) \
+        # larger with more and longer-named candidates: full names fit in the legend and the heat map
+        n = 0 if r.matrix is None else r.matrix.height
+        names = 0.075 * max((len(c) for c in self.session.candidates), default=0)
+        self.plot.value = figure_png(draw, ncols=3, figsize=(12.0 + 2.0 * names, max(3.6, 0.4 * n + 1.6 + names)))
+        self.pairs.value = ("<div>every pair (episode returns):</div><div style='max-height:320px;"
+                            "overflow:auto'>" + r.comparison.pairs()._repr_html_() + "</div>") \
             if r.comparison is not None else ""
         self.disagreements.value = (
             f"<div>episodes where <b>{html.escape(r.a)}</b> and <b>{html.escape(r.b)}</b> disagree most "

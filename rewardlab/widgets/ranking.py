@@ -14,7 +14,7 @@ import threading
 import ipywidgets as W
 
 from rewardlab.core.errors import ExportCancelled, RewardlabError
-from rewardlab.plots import plot_reward_by_rank, plot_reward_distribution
+from rewardlab.plots import legend_outside, plot_reward_by_rank, plot_reward_distribution
 from rewardlab.sessions import CancelToken, RankingTuningSession
 from rewardlab.widgets.base import (
     NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, figure_png, fmt, message, pre, table,
@@ -52,6 +52,7 @@ class RankingTuner(SessionWidget):
         The controls (``rank_inputs`` holds four :class:`NumberText`, first
         place first).
     from_data, seed_recipe, no_constants : Button
+        (``seed_recipe`` is labelled "wiki's recipe": the ranking example of kanachan's wiki)
     stats : HTML
         Means and standard deviations before / after normalization, mean
         reward per final rank, expected reward.
@@ -103,8 +104,8 @@ class RankingTuner(SessionWidget):
         self.from_data = W.Button(description="from data", tooltip="Mean and population std of the raw "
                                   "reward over the end-of-game steps of the data")
         self.from_data.on_click(lambda _: self._call(s.constants_from_data))
-        self.seed_recipe = W.Button(description="seed recipe", tooltip="The seed's example: vector mean "
-                                    "and sample std (std ~0.87 on complete games, not 1)")
+        self.seed_recipe = W.Button(description="wiki's recipe", tooltip="The ranking example of kanachan's "
+                                    "wiki: vector mean and sample std (std ~0.87 on complete games, not 1)")
         self.seed_recipe.on_click(lambda _: self._call(s.seed_constants))
         self.no_constants = W.Button(description="none (0, 1)")
         self.no_constants.on_click(lambda _: self._call(s.reset_constants))
@@ -221,8 +222,8 @@ class RankingTuner(SessionWidget):
                 axes[1].plot(ranks, [means[i] for i in ranks], marker="os^vD"[k % 5], linestyle="none",
                              color="black", label=f"pinned: {label}")
             if pins:
-                axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-            axes[1].set_title("mean reward by final rank")
+                legend_outside(axes[1])
+            axes[1].set_title("mean episode return by final rank")
 
         self.plot.value = figure_png(draw, ncols=2)
 

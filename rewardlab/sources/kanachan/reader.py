@@ -1,7 +1,7 @@
 """kanachan offline-RL annotation files -> the common frame.
 
 A line is one transition; 8, 10 or 12 TAB-separated columns (see
-``shared/kanachan-format.md`` and :mod:`rewardlab.sources.kanachan.schema`).  A file is read
+:mod:`rewardlab.sources.kanachan.schema`, which documents each column).  A file is read
 in blocks (a plain file is memory-mapped; a compressed one is decompressed a
 block at a time) and two blocks are parsed at once in threads by the
 compiled tokenizer of :mod:`rewardlab.sources.kanachan.tokenizer`, which writes the

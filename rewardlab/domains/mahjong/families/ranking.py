@@ -202,8 +202,8 @@ class SeedNormalizationCheck:
     complete_games_std: float = math.sqrt(3.0) / 2.0
 
     def __str__(self) -> str:
-        return (f"The seed's normalization (vector mean {self.seed_mean:g}, vector sample std "
-                f"{self.seed_std:.6g}) gives rewards with mean {self.measured_mean:.3f} and std "
+        return (f"The wiki's normalization (the ranking example of kanachan's wiki: vector mean "
+                f"{self.seed_mean:g}, vector sample std {self.seed_std:.6g}) gives rewards with mean {self.measured_mean:.3f} and std "
                 f"{self.measured_std:.3f} over {self.steps:,} end-of-game steps, not 1 "
                 f"(sqrt(3)/2 = {self.complete_games_std:.3f} on complete games); constants from "
                 f"the data (mean {self.data_mean:.6g}, population std {self.data_std:.6g}) give "
