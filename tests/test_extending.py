@@ -26,7 +26,7 @@ import rewardlab
 from rewardlab.cli import main
 from rewardlab.contracts import registry as contracts_registry
 from rewardlab.core.spec import attached
-from rewardlab.core.errors import ContractError
+from rewardlab.core.errors import ContractError, SpecError
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.sessions import NormalizationSession
 from rewardlab.sources import registry as sources_registry
@@ -258,3 +258,26 @@ def test_the_cli_runs_a_registered_format(toy, tmp_path, capsys):
     assert main(["check-plugin", str(plugins["goal"]), "--data", str(dataset)]) == 0
     assert main(["check-plugin", str(plugins["broken"]), "--data", str(dataset)]) != 0
     assert "pos" in capsys.readouterr().out
+
+
+def test_a_source_that_hands_over_bad_episodes_is_refused_at_load(toy, tmp_path):
+    """Episodes out of order or a missing terminal flag are errors naming column and row, not wrong statistics."""
+    module, data, plugins = toy
+    lines = data.read_text().splitlines()
+    # move the first run's last line to the end: run 0 comes back after the others
+    first_run = [i for i, line in enumerate(lines) if line.startswith("0 ")]
+    moved = lines[:first_run[-1]] + lines[first_run[-1] + 1:] + [lines[first_run[-1]]]
+    shuffled = tmp_path / "shuffled.txt"
+    shuffled.write_text("\n".join(moved) + "\n")
+    with pytest.raises(SpecError) as info:
+        rewardlab.load(shuffled)
+    assert info.value.column == "run" and "episode 0 is not contiguous" in str(info.value)
+    # a run whose last step carries no flag
+    unflagged = tmp_path / "unflagged.txt"
+    last = first_run[-1]
+    fields = lines[last].split()
+    unflagged.write_text("\n".join(lines[:last] + [" ".join(fields[:-1] + ["-"])] + lines[last + 1:]) + "\n")
+    with pytest.raises(SpecError) as info:
+        rewardlab.load(unflagged)
+    assert (info.value.column, info.value.row) == ("over", last - 1)  # the "#toy" header line is not a row
+    assert "no terminal flag fires on the episode's last step" in str(info.value)

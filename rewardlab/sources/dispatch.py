@@ -5,7 +5,10 @@ first, then their suffix; :func:`rewardlab.sources.registry.detect_source`)
 unless ``format=`` names it.  Format options go in ``options`` (a dict) and
 are checked against what the source declares, so a misspelt option is an
 error naming it, never silently ignored.  The frame returned carries its
-spec (:func:`rewardlab.core.spec.attached`).
+spec (:func:`rewardlab.core.spec.attached`) and was checked against it
+(:meth:`~rewardlab.core.spec.FrameSpec.validate`: a source that hands over
+episodes out of order, or flags that do not end them, is an error naming the
+column and row).
 
 Examples
 --------
@@ -25,6 +28,7 @@ import polars as pl
 from rewardlab.core.files import check_input
 from rewardlab.core.spec import FrameSpec, attach, attached, keep_spec
 from rewardlab.core.errors import FrameError, ParameterError
+from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 from rewardlab.sources.registry import Source, detect_source, get_source
 
 __all__ = ["load", "scan", "resolve_source", "as_lazy"]
@@ -151,7 +155,13 @@ def _described(frame, source: Source, spec: FrameSpec | None):
             spec.check_columns(frame)
         return attach(frame, spec)
     found = attached(frame) or source.spec
-    found.check_columns(frame)
+    if isinstance(frame, pl.DataFrame) and found != KANACHAN_SPEC:
+        # a source's frame is checked whole (episodes contiguous, steps in order, flags at the
+        # ends): analyses read episodes through the spec and would silently misread them
+        # otherwise.  kanachan's reader checks all of it itself, line by line.
+        found.validate(frame)
+    else:
+        found.check_columns(frame)
     return attach(frame, found)
 
 
