@@ -66,8 +66,7 @@ from rewardlab.sources.registry import known_specs, spec_of
 
 __all__ = [
     "SCOPES", "SCOPE_ALIASES", "VALUE", "check_scope", "scope_values", "scope_lazy", "declared_spec",
-    "episode_end_expr", "trajectory_end_expr", "segment_id_expr", "scope_mask_expr", "game_end_expr",
-    "boundary_expr", "RETURN_SCOPES",
+    "episode_end_expr", "trajectory_end_expr", "segment_id_expr", "scope_mask_expr", "RETURN_SCOPES",
 ]
 
 #: The scopes every statistic accepts (see the module docstring): the generic ones, then
@@ -150,22 +149,6 @@ def segment_id_expr(end: pl.Expr, name: str = "_episode") -> pl.Expr:
     [0, 1, 1]
     """
     return end.shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias(name)
-
-
-def game_end_expr(names: Sequence[str], *, spec: FrameSpec | None = None) -> pl.Expr:
-    """kanachan's name for :func:`episode_end_expr`: True on the last step of each player's game.
-
-    ``spec`` defaults to the spec the columns ``names`` are recognized as
-    (kanachan's for ``game_id`` / ``seat``; one stream for reward columns alone).
-    """
-    if spec is None:
-        spec = spec_of(pl.LazyFrame(schema=dict.fromkeys(names, pl.Null)))
-    return episode_end_expr(names, spec.project(names)).alias("_game_end")
-
-
-def boundary_expr(names: Sequence[str], done: str, *, spec: FrameSpec | None = None) -> pl.Expr:
-    """kanachan's name for :func:`trajectory_end_expr` (``spec`` as in :func:`game_end_expr`)."""
-    return (pl.col(done) | game_end_expr(names, spec=spec)).alias("_boundary")
 
 
 def check_scope(scope: str) -> str:

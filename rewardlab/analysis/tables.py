@@ -30,9 +30,6 @@ from rewardlab.sources.storage import layout_of, read_spec, scan_dataset, verify
 
 __all__ = ["lazy_table", "column_names", "resolve_reward", "rewards_to_use", "need_column"]
 
-#: The columns a kanachan rewards table shares with its dataset (the default join keys in hints).
-KANACHAN_KEYS = KEY_COLUMNS
-
 
 def lazy_table(data) -> tuple[pl.LazyFrame, str | None]:
     """A LazyFrame of ``data`` (a frame, a lazy frame, or Parquet / dataset paths) and, for paths, their description.
@@ -146,7 +143,7 @@ def rewards_to_use(names: Sequence[str], rewards) -> list[str]:
 
 
 def need_column(names: Sequence[str], column: str, why: str, *,
-                keys: Sequence[str] = KANACHAN_KEYS) -> None:
+                keys: Sequence[str] = KEY_COLUMNS) -> None:
     """Raise :class:`~rewardlab.core.errors.FrameError` (saying what needs it) when ``column`` is missing.
 
     ``keys`` are the columns a rewards table shares with its dataset (named
