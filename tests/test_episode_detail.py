@@ -219,12 +219,13 @@ def test_board_opens_a_disagreeing_episode(mahjong_frame):
     s = board.session
     s.k = 3
     assert [o[1] for o in board.episode.options] == [None, *s.disagreement_keys()]
-    assert board.episode_plot.value == b"" and board.episode_table.value == ""
+    view = board.episode_view
+    assert view.detail is None and view.table.value == "" and view.layout.display == "none"
     key = board.episode.options[2][1]
     board.episode.value = key
-    assert bytes(board.episode_plot.value).startswith(b"\x89PNG") and board.error.value == ""
-    assert f"game_id {key['game_id']}, seat {key['seat']}" in board.episode_table.value
-    assert "final_scores" in board.episode_table.value
+    assert view.plot.png().startswith(b"\x89PNG") and board.error.value == "" and view.layout.display is None
+    assert f"game_id {key['game_id']}, seat {key['seat']}" in view.table.value
+    assert "final_scores" in view.table.value
     s.k = 2  # another list: the choice and the view go
     assert len(board.episode.options) == 3 and board.episode.value is None
-    assert board.episode_plot.value == b"" and board.episode_table.value == ""
+    assert view.detail is None and view.table.value == "" and view.layout.display == "none"

@@ -432,6 +432,7 @@ def test_tuner_buttons_drive_the_session(small_frame, tmp_path):
     assert tuner.pinned.value == "" and tuner.session.pinned == ()
 
     ranking = RankingTuner(small_frame, preset="top", background=False)
-    plot = ranking.plot.value
+    plot = ranking.plot.draws
     ranking.pin_button.click()
-    assert "mean reward, 1st place" in ranking.pinned.value and ranking.plot.value != plot  # overlaid
+    assert "mean reward, 1st place" in ranking.pinned.value and ranking.plot.draws == plot + 1
+    assert "pinned: pin 1" in [line.get_label() for line in ranking.plot.axes[1].lines]  # overlaid

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from rewardlab.widgets import (  # noqa: E402
-    ComparisonBoard, EpsilonScheduleTuner, NormalizationPanel, NumberText, RankingTuner, figure_png, fmt,
+    Click, ComparisonBoard, EpsilonScheduleTuner, FigurePane, NormalizationPanel, NumberText, RankingTuner, fmt,
     number_text,
 )
 
@@ -28,9 +28,42 @@ def test_import_rewardlab_does_not_import_ipywidgets():
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_figure_png_needs_no_pyplot():
-    png = figure_png(lambda axes: axes[1].plot([0, 1]), ncols=2)
-    assert png.startswith(PNG)
+@pytest.mark.parametrize("before", ["", "import matplotlib.pyplot as plt; plt.switch_backend('svg'); "])
+def test_importing_the_widgets_keeps_the_users_matplotlib_backend(before):
+    """ipympl's import makes itself the backend; the user's pyplot figures must stay as they were."""
+    import subprocess
+    import sys
+
+    code = (f"import matplotlib; {before}import rewardlab.widgets, matplotlib.pyplot as plt; "
+            "print(plt.get_backend())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"MPLBACKEND": "", "PATH": ""})
+    assert out.stdout.split() == (["svg"] if before else ["agg"])
+
+
+def test_figure_pane_redraws_in_place_and_routes_clicks():
+    pane = FigurePane(figsize=(4.0, 2.0))
+    clicks = []
+    pane.on_click(clicks.append)
+    pane.draw(lambda axes: axes[1].plot([0, 1]), ncols=2)
+    figure, canvas = pane.figure, pane.canvas
+    assert pane.draws == 1 and len(pane.axes) == 2 and pane.png().startswith(PNG)
+    pane.draw(lambda axes: axes[0].bar([0, 1], [1, 2]), figsize=(5.0, 2.0))
+    # the same figure on the same canvas widget, with new Axes and size: nothing is appended
+    assert pane.figure is figure and pane.canvas is canvas and pane.children == (canvas,) and pane.draws == 2
+    assert len(pane.figure.axes) == 1 and tuple(pane.figure.get_size_inches()) == (5.0, 2.0)
+    # a real mouse press in the data area arrives as a Click on that Axes, in data coordinates
+    ax = pane.axes[0]
+    pane.render()
+    x, y = ax.transData.transform((1.0, 1.5))
+    canvas.handle_event({"type": "button_press", "x": x, "y": pane.figure.bbox.height - y, "button": 0,
+                         "buttons": 1, "guiEvent": None, "modifiers": []})
+    assert len(clicks) == 1 and clicks[0].axes == 0
+    assert (clicks[0].x, clicks[0].y) == pytest.approx((1.0, 1.5), abs=0.05)
+    canvas.toolbar.zoom()  # while zooming, a press belongs to the zoom tool
+    canvas.handle_event({"type": "button_press", "x": x, "y": pane.figure.bbox.height - y, "button": 0,
+                         "buttons": 1, "guiEvent": None, "modifiers": []})
+    assert len(clicks) == 1
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +75,13 @@ def test_ranking_tuner_rank_input(tuner):
     s = tuner.session
     assert [box.value for box in tuner.rank_inputs] == ["75.0", "30.0", "0.0", "-120.0"]
     assert list(s.vector) == [75.0, 30.0, 0.0, -120.0] and s.auto_constants  # constants from data, refitted
-    assert bytes(tuner.plot.value).startswith(PNG) and "mean before" in tuner.stats.value
-    plot, stats, version = tuner.plot.value, tuner.stats.value, s.version
+    assert tuner.plot.png().startswith(PNG) and "mean before" in tuner.stats.value
+    plot, stats, version = tuner.plot.draws, tuner.stats.value, s.version
     tuner.rank_inputs[3].value = " -150 "  # what a person types
     assert s.vector == (75.0, 30.0, 0.0, -150.0) and s.version == version + 1
     assert tuner.rank_inputs[3].value == "-150.0"  # shows the value in use
     r = s.results
-    assert tuner.plot.value != plot and bytes(tuner.plot.value).startswith(PNG)
+    assert tuner.plot.draws == plot + 1
     assert tuner.stats.value != stats
     assert f"<b class='rewardlab-after-mean'>{fmt(r.reward_moments.mean)}</b>" in tuner.stats.value
     assert f"<b class='rewardlab-after-std'>{fmt(r.reward_moments.std)}</b>" in tuner.stats.value
@@ -126,13 +159,13 @@ def test_epsilon_tuner():
     t = EpsilonScheduleTuner()
     s = t.session
     assert t.kanachan_box.layout.display == "none" and t.explorer_box.layout.display == ""
-    assert t.snippet.value == s.results.snippets["yaml"] and bytes(t.plot.value).startswith(PNG)
-    plot = t.plot.value
+    assert t.snippet.value == s.results.snippets["yaml"] and t.plot.png().startswith(PNG)
+    plot = t.plot.draws
     t.controls["decay_steps"].value = "100_000"  # not a number as a person writes it: refused
     assert "`decay_steps` should be a whole number such as 1000. Received &#x27;100_000&#x27;." in t.error.value
-    assert t.controls["decay_steps"].value == number_text(s.decay_steps) and t.plot.value == plot
+    assert t.controls["decay_steps"].value == number_text(s.decay_steps) and t.plot.draws == plot
     t.controls["decay_steps"].value = "1e5"
-    assert s.decay_steps == 100_000 and t.plot.value != plot
+    assert s.decay_steps == 100_000 and t.plot.draws == plot + 1
     assert f"{s.results.summary.first_below:,}" in t.summary.value
     t.snippet_format.value = "julia"
     assert t.snippet.value.startswith("EpsilonGreedyExplorer(kind=:linear")
@@ -156,9 +189,9 @@ def test_normalization_panel(sample_frame):
     s = panel.session
     c = s.results.constants
     assert f"{c.mean:.6g}" in panel.constants.value and f"{c.std:.6g}" in panel.constants.value
-    plot = panel.plot.value
+    plot = panel.plot.draws
     panel.scope.value = "all"
-    assert s.scope == "all" and s.results.constants.scope == "all" and panel.plot.value != plot
+    assert s.scope == "all" and s.results.constants.scope == "all" and panel.plot.draws == plot + 1
     assert f"{s.results.constants.std:.6g}" in panel.constants.value
     panel.clip_reward.value = -1.0
     assert "`clip_reward` should be &gt; 0. Received -1.0." in panel.error.value and s.clip_reward == 10.0
@@ -177,9 +210,9 @@ def test_comparison_board(sample_frame, small_frame, tmp_path):
     s = board.session
     assert s.chosen == ("top", "points", "delta") and "epic" in board.pairs.value
     assert "<div style='max-height:320px;overflow:auto'>" in board.pairs.value  # scrolls at 10 candidates
-    plot = board.plot.value
+    plot = board.plot.draws
     board.metric.value = "epic"
-    assert s.metric == "epic" and board.plot.value != plot
+    assert s.metric == "epic" and board.plot.draws == plot + 1
     board.chosen.value = ("top", "delta")
     assert s.chosen == ("top", "delta") and s.results.comparison.names == ("top", "delta")
     board.b.value = "delta"
@@ -376,33 +409,22 @@ def test_number_text_widget():
         box.value = True
 
 
-def test_comparison_board_stays_readable_at_ten_long_named_candidates(sample_frame, monkeypatch):
+def test_comparison_board_stays_readable_at_ten_long_named_candidates(sample_frame):
     import warnings
 
     from matplotlib.figure import Figure
 
-    import rewardlab.widgets.comparison as board_module
     from rewardlab.domains.mahjong.families import Points
 
     names = [f"candidate_{i}_with_a_long_descriptive_name" for i in range(10)]
     frame = sample_frame
     for name in names:
         frame = Points.from_preset("thousands").with_columns(frame, name)
-    figures, png = [], board_module.figure_png
-
-    def keep(draw, *, ncols=1, figsize=(9.0, 3.2), dpi=90):
-        fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
-        axes = fig.subplots(1, ncols, squeeze=False)[0]
-        draw(axes)
-        figures.append(fig)
-        return png(draw, ncols=ncols, figsize=figsize, dpi=dpi)
-
-    monkeypatch.setattr(board_module, "figure_png", keep)
     board = ComparisonBoard(frame)
     assert board.session.chosen == tuple(names)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    fig = figures[-1]
+    fig = board.plot.figure
     canvas = FigureCanvasAgg(fig)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # constrained layout finds room for every label
@@ -416,3 +438,65 @@ def test_comparison_board_stays_readable_at_ten_long_named_candidates(sample_fra
     legend = steps.get_legend().get_window_extent(renderer)
     assert legend.x0 >= steps.get_window_extent(renderer).x1  # beside the data, not over it
     assert legend.x1 <= heatmap.get_tightbbox(renderer).x0  # and not over the next panel
+
+
+def _mouse(pane, kind: str, axes: int, x: float, y: float) -> None:
+    """A browser's mouse event over Axes ``axes`` at data point ``(x, y)``, as ipympl hands it over."""
+    pane.render()
+    px, py = pane.axes[axes].transData.transform((x, y))
+    pane.canvas.handle_event({"type": kind, "x": px, "y": pane.figure.bbox.height - py, "button": 0,
+                              "buttons": 1 if kind == "button_press" else 0, "guiEvent": None, "modifiers": []})
+
+
+def test_ranking_tuner_hover_reads_values_and_a_click_opens_a_game(sample_frame):
+    tuner = RankingTuner(sample_frame, preset="tenhou_tokujo_6dan")
+    s, view = tuner.session, tuner.episode
+    r = s.results
+    assert view.detail is None and view.layout.display == "none"
+    _mouse(tuner.plot, "motion_notify", 1, 3.0, 0.0)  # over the 4th-place bar
+    assert tuner.plot.canvas._message.startswith(f"4th place: mean reward {fmt(r.mean_by_rank[3])}, "
+                                                 f"{r.rank_probabilities[3]:.1%} of games")
+    _mouse(tuner.plot, "button_press", 1, 3.0, 0.0)
+    assert view.detail.outcome["rank"] == 3 and view.layout.display is None and tuner.error.value == ""
+    assert view.detail.returns["ranking"] == pytest.approx(r.mean_by_rank[3], abs=1e-6)  # 4th: one reward
+    assert "4th" not in view.table.value or "rank" in view.table.value
+    top = float(r.reward.max())
+    tuner.plot.click(0, top + 0.01, 1.0)  # the histogram: the game whose reward is nearest
+    assert view.detail.returns["ranking"] == pytest.approx(top) and view.detail.outcome["rank"] == 0
+
+
+def test_ranking_session_click_targets_are_checked(small_frame):
+    from rewardlab.core.errors import ParameterError
+    from rewardlab.sessions import RankingTuningSession
+
+    s = RankingTuningSession(small_frame, preset="top")
+    for rank in (4, -1, True, 1.0):
+        with pytest.raises(ParameterError, match=r"`rank` should be a final place 0 \.\.\. 3 \(0 is first\)"):
+            s.episode_of_rank(rank)
+    with pytest.raises(ParameterError, match="`reward` should be a finite number"):
+        s.episode_near_reward(float("nan"))
+    key = s.episode_of_rank(0)
+    assert set(key) == {"game_id", "seat"} and s.episode(key).outcome["rank"] == 0
+
+
+def test_comparison_board_clicks_pick_a_pair_and_open_an_episode(sample_frame):
+    from rewardlab.domains.mahjong.families import Points, Ranking, RoundDelta
+
+    frame = Ranking.from_preset("top").with_columns(sample_frame, "top")
+    frame = Points.from_preset("thousands").with_columns(frame, "points")
+    frame = RoundDelta.from_preset("thousands").with_columns(frame, "delta")
+    board = ComparisonBoard(frame)
+    s = board.session
+    assert (s.a, s.b) == ("top", "points")
+    _mouse(board.plot, "motion_notify", 1, 2.0, 0.0)  # the matrix cell (top, delta)
+    assert board.plot.canvas._message.startswith("spearman(top, delta) = ")
+    _mouse(board.plot, "button_press", 1, 2.0, 0.0)
+    assert (s.a, s.b) == ("top", "delta") and board.a.value == "top" and board.b.value == "delta"
+    returns = s.results.pair_returns
+    far = returns.sort("delta").row(0, named=True)  # the lowest delta return
+    _mouse(board.plot, "motion_notify", 2, far["top"], far["delta"])
+    assert board.plot.canvas._message.startswith(f"top {fmt(far['top'])}, delta {fmt(far['delta'])}")
+    _mouse(board.plot, "button_press", 2, far["top"], far["delta"])
+    detail = board.episode_view.detail
+    assert detail is not None and detail.returns["delta"] == pytest.approx(far["delta"])
+    assert detail.returns["top"] == pytest.approx(far["top"]) and board.error.value == ""

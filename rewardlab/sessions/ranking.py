@@ -457,6 +457,53 @@ class RankingTuningSession(Session):
                                         pl.col(S.END_OF_GAME).alias(f"done_{name}"))
         return open_episode(frame, episode, rewards=(name,), spec=spec_of(frame))
 
+    def episode_of_rank(self, rank: int) -> dict:
+        """The key of a typical game ending in final place ``rank`` (a click on that bar): reward nearest the bar.
+
+        Parameters
+        ----------
+        rank : int
+            0 for first place ... 3 for fourth, as the by-rank plot's x axis.
+
+        Returns
+        -------
+        dict
+            ``{"game_id": ..., "seat": ...}`` for :meth:`episode`; of the
+            games whose reward is nearest the rank's mean, the first in data order.
+
+        Examples
+        --------
+        >>> s.episode(s.episode_of_rank(3)).outcome["rank"]  # doctest: +SKIP
+        3
+        """
+        if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \
+                or not 0 <= rank < S.NUM_SEATS:
+            raise ParameterError("rank", f"should be a final place 0 ... {S.NUM_SEATS - 1} (0 is first)", rank)
+        at = np.flatnonzero(self.table.rank == rank)
+        if at.size == 0:
+            raise ParameterError("rank", "should be a place some game of the data ends in (none ends "
+                                 f"{_PLACES[rank]})", rank)
+        r = self.results
+        nearest = at[np.argmin(np.abs(r.reward[at] - r.mean_by_rank[rank]))]
+        return self._episode_key(int(nearest))
+
+    def episode_near_reward(self, reward: float) -> dict:
+        """The key of the game whose end-of-game reward is nearest ``reward`` (a click on the histogram).
+
+        Examples
+        --------
+        >>> s.episode(s.episode_near_reward(1.2))  # doctest: +SKIP
+        """
+        if isinstance(reward, (bool, np.bool_)) or not isinstance(reward, (int, float, np.number)) \
+                or not math.isfinite(reward):
+            raise ParameterError("reward", "should be a finite number (a point of the reward histogram)", reward)
+        return self._episode_key(int(np.argmin(np.abs(self.results.reward - float(reward)))))
+
+    def _episode_key(self, episode: int) -> dict:
+        """Episode ``episode`` (data order, as :attr:`table`) as its key values."""
+        row = int(self.table.row[episode])
+        return {k: self.frame[k][row] for k in spec_of(self.frame).episode}
+
     # -- undo, pins and saved state ------------------------------------------------------
     def _snapshot(self) -> dict:
         return {"params": dict(self._params), "family": self._family}

@@ -9,7 +9,9 @@ session's observer redraws the outputs.  Number boxes are text boxes
 refused, not read as 15), and a refused value shows its message while the
 box returns to the value in use.  Figures are drawn by
 :mod:`rewardlab.plots` on a :class:`matplotlib.figure.Figure` (no pyplot, no
-global state) and shown as PNG in an :class:`ipywidgets.Image`.  Sliders and
+global state) shown on an ipympl canvas (:class:`FigurePane`): zoom, pan and
+the values under the mouse in JupyterLab, redrawn in place on every change;
+a click on a bar or a point opens that episode (:class:`EpisodeView`).  Sliders and
 number boxes send their value when released or committed
 (``continuous_update=False``), so heavy redraws do not pile up.
 
@@ -29,8 +31,10 @@ cell) with its session in ``.session``.
 
 Modules
 -------
-* :mod:`rewardlab.widgets.base`: :func:`figure_png`, :class:`NumberText`,
-  the HTML helpers and the session-widget base class.
+* :mod:`rewardlab.widgets.base`: :class:`NumberText`, the HTML helpers and
+  the session-widget base class.
+* :mod:`rewardlab.widgets.figures`: :class:`FigurePane` (interactive figures).
+* :mod:`rewardlab.widgets.episodes`: :class:`EpisodeView` (an opened episode).
 * :mod:`rewardlab.widgets.ranking`, :mod:`rewardlab.widgets.epsilon`,
   :mod:`rewardlab.widgets.normalization`,
   :mod:`rewardlab.widgets.comparison`: one tuner each.
@@ -44,11 +48,13 @@ Examples
 >>> tuner.session.results.reward_moments.std  # doctest: +SKIP
 """
 
-from rewardlab.widgets.base import NumberText, figure_png, fmt, number_text
+from rewardlab.widgets.base import NumberText, fmt, number_text
 from rewardlab.widgets.comparison import ComparisonBoard
+from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.epsilon import EpsilonScheduleTuner
+from rewardlab.widgets.figures import Click, FigurePane
 from rewardlab.widgets.normalization import NormalizationPanel
 from rewardlab.widgets.ranking import RankingTuner
 
-__all__ = ["RankingTuner", "EpsilonScheduleTuner", "NormalizationPanel", "ComparisonBoard", "figure_png",
-           "NumberText", "number_text", "fmt"]
+__all__ = ["RankingTuner", "EpsilonScheduleTuner", "NormalizationPanel", "ComparisonBoard", "FigurePane",
+           "Click", "EpisodeView", "NumberText", "number_text", "fmt"]

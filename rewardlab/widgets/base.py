@@ -1,6 +1,5 @@
-"""What every widget shares: PNG figures, HTML tables and messages, number boxes, the session binding.
+"""What every widget shares: HTML tables and messages, number boxes, the session binding.
 
-:func:`figure_png` (a matplotlib Figure without pyplot, as PNG bytes);
 :func:`fmt`, :func:`table`, :func:`pre` and :func:`message` (the HTML the
 widgets show); :class:`NumberText` (a text box for a number, parsed by the
 session); :class:`SessionWidget` (a VBox bound to a session).  The layouts
@@ -16,7 +15,6 @@ Examples
 from __future__ import annotations
 
 import html
-import io
 import math
 import numbers
 
@@ -26,7 +24,7 @@ import traitlets
 
 from rewardlab.sessions import Session
 
-__all__ = ["figure_png", "fmt", "table", "pre", "message", "number_text", "NumberText", "SessionWidget",
+__all__ = ["fmt", "table", "pre", "message", "number_text", "NumberText", "SessionWidget",
            "NARROW", "NUMBER", "WIDE", "STYLE"]
 
 
@@ -35,33 +33,6 @@ NARROW = W.Layout(width="170px")
 NUMBER = W.Layout(width="230px")
 WIDE = W.Layout(width="320px")
 STYLE = {"description_width": "70px"}
-
-
-def figure_png(draw, *, ncols: int = 1, figsize: tuple[float, float] = (9.0, 3.2), dpi: int = 90) -> bytes:
-    """Draw on a fresh matplotlib Figure (no pyplot) and return it as PNG bytes.
-
-    Parameters
-    ----------
-    draw : callable
-        ``draw(axes)`` with an array of ``ncols`` Axes.
-    ncols : int
-    figsize : (float, float)
-    dpi : int
-
-    Examples
-    --------
-    >>> png = figure_png(lambda axes: axes[0].plot([0, 1], [1, 0]))
-    >>> png[:4]
-    b'\\x89PNG'
-    """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, ncols, squeeze=False)[0])
-    draw(axes)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
 
 
 def fmt(x: float) -> str:
@@ -229,6 +200,14 @@ class SessionWidget(W.VBox):
 
     def _call(self, method, *args) -> None:
         self.session.attempt(method, *args)
+
+    def _open_episode(self, view, find) -> bool:
+        """Open in ``view`` the episode ``find()`` names (a click on a plot); a refusal shows as a message."""
+        opened: list = []
+        if not self.session.attempt(lambda: opened.append(self.session.episode(find()))):
+            return False
+        view.show(opened[0])
+        return True
 
     def _on_session(self, session: Session) -> None:
         self.error.value = "" if session.last_error is None else message(session.last_error)

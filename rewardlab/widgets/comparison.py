@@ -11,11 +11,12 @@ from __future__ import annotations
 import html
 
 import ipywidgets as W
-import polars as pl
 
-from rewardlab.plots import plot_correlation_heatmap, plot_episode, plot_return_scatter, plot_reward_distribution
+from rewardlab.plots import plot_correlation_heatmap, plot_return_scatter, plot_reward_distribution
 from rewardlab.sessions import ComparisonSession
-from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, figure_png
+from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt
+from rewardlab.widgets.episodes import EpisodeView
+from rewardlab.widgets.figures import Click, FigurePane
 
 __all__ = ["ComparisonBoard"]
 
@@ -40,13 +41,17 @@ class ComparisonBoard(SessionWidget):
     k : NumberText
     add_path, add_button : Text, Button
         Load a plug-in file (e.g. your own) as one more candidate.
-    plot : Image
+    plot : FigurePane
+        Step rewards, the correlation matrix and the pair's return scatter
+        (interactive: zoom, pan, values on hover).  Clicking a cell of the
+        matrix makes its two candidates the pair; clicking a point of the
+        scatter opens that episode in :attr:`episode_view`.
     pairs, disagreements : HTML
     episode : Dropdown
-        One of the most disagreeing episodes, opened below
-        (:meth:`ComparisonSession.episode`): ``episode_plot`` (Image, its
-        running returns) and ``episode_table`` (HTML: the outcome, the rounds
-        or sub-episodes, every step).
+        One of the most disagreeing episodes, opened in :attr:`episode_view`.
+    episode_view : EpisodeView
+        The opened episode (:meth:`ComparisonSession.episode`): its running
+        returns and tables (the outcome, the rounds or sub-episodes, every step).
 
     Examples
     --------
@@ -74,8 +79,9 @@ class ComparisonBoard(SessionWidget):
                                layout=WIDE)
         self.add_button = W.Button(description="Load and apply")
         self.add_button.on_click(self._on_add)
-        self.plot = W.Image(format="png", layout=W.Layout(width="980px"))
+        self.plot = FigurePane(figsize=(12.0, 3.6))
         self.plot.add_class("rewardlab-plot")
+        self.plot.on_click(self._on_plot_click)
         self.pairs = W.HTML()
         self.pairs.add_class("rewardlab-stats")
         self.disagreements = W.HTML()
@@ -84,16 +90,13 @@ class ComparisonBoard(SessionWidget):
                                   layout=W.Layout(width="720px"))
         self.episode.add_class("rewardlab-episode-select")
         self.episode.observe(self._on_episode, names="value")
-        self.episode_plot = W.Image(format="png", layout=W.Layout(width="760px"))
-        self.episode_plot.add_class("rewardlab-episode-plot")
-        self.episode_table = W.HTML()
-        self.episode_table.add_class("rewardlab-episode-table")
+        self.episode_view = EpisodeView()
         self.add_class("rewardlab-comparison")
         self.children = [W.HTML("<b>Plug-in comparison</b>"),
                          W.HBox([self.chosen, W.VBox([self.a, self.b, self.metric, self.k])]),
                          W.HBox([self.add_path, self.add_button]),
                          self.state_bar, self.error, self.plot, self.pairs, self.disagreements,
-                         self.episode, self.episode_plot, self.episode_table, self.pinned]
+                         self.episode, self.episode_view, self.pinned]
         self.refresh()
 
     def _on_add(self, _button) -> None:
@@ -102,24 +105,32 @@ class ComparisonBoard(SessionWidget):
             self._call(self.session.add_plugin, path)
 
     def _on_episode(self, change) -> None:
-        """Open the chosen episode: the session computes it, this shows its plot and tables."""
+        """Open the chosen episode: the session computes it, the view shows its plot and tables."""
         key = change["new"]
-        opened: list = []
-        if key is None or not self.session.attempt(lambda: opened.append(self.session.episode(key))):
-            self.episode_plot.value, self.episode_table.value = b"", ""
-            return
-        self._show_episode(opened[0])
+        if key is None or not self._open_episode(self.episode_view, lambda: key):
+            self.episode_view.clear()
 
-    def _show_episode(self, detail) -> None:
-        self.episode_plot.value = figure_png(lambda axes: plot_episode(detail, ax=axes[0]), figsize=(8.4, 3.0))
-        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=40):
-            self.episode_table.value = (
-                f"<div><b>{html.escape(detail.title)}</b>: {detail.length} steps, {html.escape(detail.ended)}</div>"
-                + detail.summary()._repr_html_()
-                + "<div>rounds / sub-episodes (each ends at a boundary or the episode's end):</div>"
-                + detail.segments._repr_html_()
-                + "<div>every step:</div><div style='max-height:320px;overflow:auto'>"
-                + detail.steps._repr_html_() + "</div>")
+    def _on_plot_click(self, click: Click) -> None:
+        s, r = self.session, self.session.results
+        if click.axes == 1 and r.matrix is not None:  # a cell of the matrix: its row and column become the pair
+            names = r.matrix["reward"].to_list()
+            i, j = int(round(click.y)), int(round(click.x))
+            if 0 <= i < len(names) and 0 <= j < len(names):
+                s.attempt(s.update, a=names[i], b=names[j])
+        elif click.axes == 2 and r.a != r.b:
+            self._open_episode(self.episode_view, lambda: s.episode_near(click.x, click.y))
+
+    def _cell_readout(self, x: float, y: float) -> str:
+        r = self.session.results
+        names = r.matrix["reward"].to_list()
+        i, j = int(round(y)), int(round(x))
+        if not (0 <= i < len(names) and 0 <= j < len(names)):
+            return ""
+        return f"{r.metric}({names[i]}, {names[j]}) = {fmt(r.matrix[names[j]][i])}: click to compare this pair"
+
+    def _point_readout(self, x: float, y: float) -> str:
+        r = self.session.results
+        return f"{r.a} {fmt(x)}, {r.b} {fmt(y)}: click to open the nearest episode"
 
     def _episode_options(self) -> list:
         r = self.session.results
@@ -151,19 +162,21 @@ class ComparisonBoard(SessionWidget):
             if r.matrix is not None:
                 plot_correlation_heatmap(r.matrix, ax=axes[1], vmin=0.0 if r.metric == "epic" else -1.0)
                 axes[1].set_title(f"{r.metric} of episode returns")
+                axes[1].format_coord = self._cell_readout
             else:
                 axes[1].text(0.5, 0.5, "choose two or more\ncandidates", ha="center", va="center")
                 axes[1].set_axis_off()
             if r.a != r.b:
                 plot_return_scatter(r.pair_returns, x=r.a, y=r.b, ax=axes[2])
                 axes[2].set_title("episode returns")
+                axes[2].format_coord = self._point_readout
             else:
                 axes[2].set_axis_off()
 
         # larger with more and longer-named candidates: full names fit in the legend and the heat map
         n = 0 if r.matrix is None else r.matrix.height
         names = 0.075 * max((len(c) for c in self.session.candidates), default=0)
-        self.plot.value = figure_png(draw, ncols=3, figsize=(12.0 + 2.0 * names, max(3.6, 0.4 * n + 1.6 + names)))
+        self.plot.draw(draw, ncols=3, figsize=(12.0 + 2.0 * names, max(3.6, 0.4 * n + 1.6 + names)))
         self.pairs.value = ("<div>every pair (episode returns):</div><div style='max-height:320px;"
                             "overflow:auto'>" + r.comparison.pairs()._repr_html_() + "</div>") \
             if r.comparison is not None else ""

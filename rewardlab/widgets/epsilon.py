@@ -12,7 +12,8 @@ import ipywidgets as W
 
 from rewardlab.plots import plot_epsilon_schedule
 from rewardlab.sessions import SCHEDULE_KINDS, EpsilonScheduleSession
-from rewardlab.widgets.base import STYLE, NumberText, SessionWidget, figure_png
+from rewardlab.widgets.base import STYLE, NumberText, SessionWidget
+from rewardlab.widgets.figures import FigurePane
 
 __all__ = ["EpsilonScheduleTuner"]
 
@@ -37,7 +38,8 @@ class EpsilonScheduleTuner(SessionWidget):
         The exact value of each probability, typed (a value outside [0, 1] is
         refused with a message).
     summary : HTML
-    plot : Image
+    plot : FigurePane
+        The schedule (interactive: zoom, pan, values on hover).
     snippet_format : ToggleButtons
     snippet : Textarea
 
@@ -83,7 +85,7 @@ class EpsilonScheduleTuner(SessionWidget):
                                     pair["epsilon_last"], c["annealing_steps"], c["increment"]])
         self.summary = W.HTML()
         self.summary.add_class("rewardlab-stats")
-        self.plot = W.Image(format="png", layout=W.Layout(width="720px"))
+        self.plot = FigurePane(figsize=(8.0, 3.2))
         self.plot.add_class("rewardlab-plot")
         self.snippet_format = W.ToggleButtons(options=["json", "yaml", "julia"], value="yaml")
         self.snippet_format.observe(lambda _: self._show_snippet(), names="value")
@@ -137,5 +139,5 @@ class EpsilonScheduleTuner(SessionWidget):
             if pins:
                 axes[0].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
 
-        self.plot.value = figure_png(draw, figsize=(8.0, 3.2))
+        self.plot.draw(draw)
         self._show_snippet()

@@ -16,7 +16,8 @@ import ipywidgets as W
 from rewardlab.plots import plot_normalization
 from rewardlab.sessions import NormalizationSession
 from rewardlab.analysis.scopes import SCOPES
-from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, figure_png, fmt, table
+from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, table
+from rewardlab.widgets.figures import FigurePane
 
 __all__ = ["NormalizationPanel"]
 
@@ -36,8 +37,9 @@ class NormalizationPanel(SessionWidget):
     session : NormalizationSession
     reward, scope, gamma, epsilon, clip_reward : widgets
     constants, stats, summary : HTML
-    plot : Image
-        Before / after histograms (constants, Gymnasium, SB3).
+    plot : FigurePane
+        Before / after histograms (constants, Gymnasium, SB3), interactive: zoom,
+        pan, values on hover.
 
     Examples
     --------
@@ -65,7 +67,7 @@ class NormalizationPanel(SessionWidget):
         self.constants.add_class("rewardlab-constants")
         self.stats = W.HTML()
         self.stats.add_class("rewardlab-stats")
-        self.plot = W.Image(format="png", layout=W.Layout(width="820px"))
+        self.plot = FigurePane(figsize=(9.0, 3.2))
         self.plot.add_class("rewardlab-plot")
         self.summary = W.HTML()
         self.add_class("rewardlab-normalization")
@@ -104,5 +106,4 @@ class NormalizationPanel(SessionWidget):
                               + summary._repr_html_())
         replays = r.replays
         clip = s.clip_reward
-        self.plot.value = figure_png(lambda axes: plot_normalization(replays, ax=axes, clip_reward=clip),
-                                     ncols=2)
+        self.plot.draw(lambda axes: plot_normalization(replays, ax=axes, clip_reward=clip), ncols=2)

@@ -16,9 +16,9 @@ import ipywidgets as W
 from rewardlab.core.errors import ExportCancelled, RewardlabError
 from rewardlab.plots import legend_outside, plot_reward_by_rank, plot_reward_distribution
 from rewardlab.sessions import CancelToken, RankingTuningSession
-from rewardlab.widgets.base import (
-    NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, figure_png, fmt, message, pre, table,
-)
+from rewardlab.widgets.base import NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, fmt, message, pre, table
+from rewardlab.widgets.episodes import EpisodeView
+from rewardlab.widgets.figures import Click, FigurePane
 
 __all__ = ["RankingTuner"]
 
@@ -56,8 +56,14 @@ class RankingTuner(SessionWidget):
     stats : HTML
         Means and standard deviations before / after normalization, mean
         reward per final rank, expected reward.
-    plot : Image
-        Reward distribution and mean reward per final rank (PNG).
+    plot : FigurePane
+        Reward distribution and mean reward per final rank (interactive:
+        zoom, pan, values on hover).  Clicking a bar of the by-rank plot
+        opens a typical game ending in that place, clicking the histogram
+        the game whose reward is nearest (:attr:`episode`).
+    episode : EpisodeView
+        The game opened by a click: its returns step by step, scores and
+        ranks per round.
     export_path, overwrite, keep_constants, export_button, export_result : widgets
         ``keep_constants``: export constants fitted for other parameters as
         they are (otherwise the button is disabled until they are refitted).
@@ -114,8 +120,10 @@ class RankingTuner(SessionWidget):
         self.provenance = W.HTML()
         self.stats = W.HTML()
         self.stats.add_class("rewardlab-stats")
-        self.plot = W.Image(format="png", layout=W.Layout(width="820px"))
+        self.plot = FigurePane(figsize=(9.0, 3.2))
         self.plot.add_class("rewardlab-plot")
+        self.plot.on_click(self._on_plot_click)
+        self.episode = EpisodeView()
         self.export_path = W.Text(value=export_path, description="file", style=STYLE, layout=WIDE)
         self.export_path.add_class("rewardlab-export-path")
         self.overwrite = W.Checkbox(value=False, description="overwrite if it exists", indent=False)
@@ -146,7 +154,7 @@ class RankingTuner(SessionWidget):
             W.HBox([self.points, self.offset, self.divisor]),
             W.HBox([self.mean, self.std, self.from_data, self.seed_recipe, self.no_constants]),
             W.HBox([self.auto_constants, self.provenance]),
-            self.state_bar, self.error, self.stats, self.plot, self.pinned,
+            self.state_bar, self.error, self.stats, self.plot, self.episode, self.pinned,
             W.HBox([self.export_path, self.overwrite, self.keep_constants]),
             W.HBox([self.export_button, self.cancel_button, self.export_progress, self.export_status]),
             self.export_result,
@@ -224,8 +232,26 @@ class RankingTuner(SessionWidget):
             if pins:
                 legend_outside(axes[1])
             axes[1].set_title("mean episode return by final rank")
+            axes[0].format_coord = lambda x, y: f"reward {x:.4g}, {y:.4g} steps: click to open the game nearest"
+            axes[1].format_coord = self._rank_readout
 
-        self.plot.value = figure_png(draw, ncols=2)
+        self.plot.draw(draw, ncols=2)
+
+    def _rank_readout(self, x: float, y: float) -> str:
+        """What the footer shows over the by-rank plot: the place under the mouse and its numbers."""
+        k = int(round(x))
+        if not 0 <= k < len(_RANKS):
+            return ""
+        r = self.session.results
+        return (f"{_RANKS[k]} place: mean reward {fmt(r.mean_by_rank[k])}, {r.rank_probabilities[k]:.1%} of "
+                "games; click to open one")
+
+    def _on_plot_click(self, click: Click) -> None:
+        s = self.session
+        if click.axes == 0:
+            self._open_episode(self.episode, lambda: s.episode_near_reward(click.x))
+        elif click.axes == 1 and 0 <= round(click.x) < len(_RANKS):
+            self._open_episode(self.episode, lambda: s.episode_of_rank(int(round(click.x))))
 
     def _on_export(self, _button=None) -> None:
         if self._cancel is not None:  # an export is running

@@ -1,0 +1,176 @@
+"""Interactive figures for the widgets: ipympl canvases that zoom, pan, read values on hover and take clicks.
+
+:class:`FigurePane` holds one matplotlib Figure drawn on an ipympl canvas
+(the matplotlib widget backend, JupyterLab's ``jupyter-matplotlib``
+extension): its toolbar zooms, pans and goes back; the footer shows what is
+under the mouse (each Axes' ``format_coord``, which a tuner may replace with
+a readout of its own); a click on the data calls the tuner's handler.  A
+redraw clears the same Figure and draws it again, and the canvas sends the
+browser the changed pixels: the plot updates in place, no new image is
+added to the page.
+
+Static PNGs (the CLI's ``plot``, reports) do not come here: the CLI saves
+figures with matplotlib's Agg backend, and :meth:`FigurePane.png` gives the
+current picture as PNG bytes for a report or a test.
+
+Examples
+--------
+>>> pane = FigurePane(figsize=(4.0, 2.0))
+>>> pane.draw(lambda axes: axes[0].bar([0, 1], [3, 1]))
+>>> pane.png()[:4]
+b'\\x89PNG'
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import sys
+import time
+from collections.abc import Callable
+
+import ipywidgets as W
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+# Importing ipympl makes it matplotlib's backend for the whole kernel (its package __init__ calls
+# matplotlib.use), which would turn every pyplot figure of the user's notebook into a widget.
+# rewardlab only uses its canvas class, so the backend in force before stays (read raw: reading
+# rcParams["backend"] would resolve an automatic backend and import pyplot).
+_BACKEND = dict.__getitem__(matplotlib.rcParams, "backend")
+from ipympl.backend_nbagg import Canvas, FigureManager  # noqa: E402
+
+if dict.__getitem__(matplotlib.rcParams, "backend") != _BACKEND:
+    if "matplotlib.pyplot" in sys.modules:  # pyplot resolved its backend already: switch it back
+        matplotlib.use(_BACKEND)
+    else:  # the automatic choice pyplot makes when first imported (matplotlib.use cannot set it back)
+        dict.__setitem__(matplotlib.rcParams, "backend", _BACKEND)
+
+__all__ = ["FigurePane", "Click"]
+
+_NUMBERS = itertools.count(1)
+
+
+class Click:
+    """A click on the data of a :class:`FigurePane`: which Axes (its index in the last draw) and where.
+
+    Attributes
+    ----------
+    axes : int
+        Index of the clicked Axes in :attr:`FigurePane.axes`.
+    x, y : float
+        The point in data coordinates.
+    """
+
+    __slots__ = ("axes", "x", "y")
+
+    def __init__(self, axes: int, x: float, y: float):
+        self.axes, self.x, self.y = axes, float(x), float(y)
+
+    def __repr__(self) -> str:
+        return f"Click(axes={self.axes}, x={self.x:.6g}, y={self.y:.6g})"
+
+
+class FigurePane(W.Box):
+    """One interactive matplotlib figure as a widget, redrawn in place.
+
+    Parameters
+    ----------
+    figsize : (float, float)
+        Size in inches (changed by :meth:`draw` when it is given one).
+    dpi : int
+
+    Attributes
+    ----------
+    figure : matplotlib.figure.Figure
+    canvas : ipympl Canvas
+        The widget the browser shows (toolbar: home, back, forward, pan,
+        zoom, download).
+    axes : list of Axes
+        The Axes of the last :meth:`draw`, left to right.
+    draws : int
+        How many times the figure was drawn (tests and benchmarks read it).
+    last_draw_seconds : float
+        Time of the last :meth:`draw` in Python (clear, draw, queue the
+        update; the browser then asks for the pixels).
+
+    Examples
+    --------
+    >>> pane = FigurePane()
+    >>> pane.on_click(lambda click: print(click))
+    >>> pane.draw(lambda axes: axes[0].plot([0, 1], [0, 1]), ncols=2)
+    >>> len(pane.axes), pane.draws
+    (2, 1)
+    """
+
+    def __init__(self, *, figsize: tuple[float, float] = (9.0, 3.2), dpi: int = 90):
+        super().__init__()
+        self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+        self.canvas = Canvas(self.figure)
+        self.manager = FigureManager(self.canvas, next(_NUMBERS))
+        self.canvas.header_visible = False
+        self.canvas.toolbar_position = "left"
+        self.canvas.toolbar_visible = True
+        self.canvas.resizable = False
+        self.canvas.capture_scroll = False
+        self.axes: list = []
+        self.draws = 0
+        self.last_draw_seconds = 0.0
+        self._handlers: list[Callable[[Click], None]] = []
+        self.canvas.mpl_connect("button_press_event", self._on_press)
+        self.children = [self.canvas]
+
+    def draw(self, draw: Callable, *, ncols: int = 1, figsize: tuple[float, float] | None = None) -> None:
+        """Clear the figure, make ``ncols`` Axes side by side, call ``draw(axes)``, update the canvas.
+
+        Parameters
+        ----------
+        draw : callable
+            ``draw(axes)`` with a list of ``ncols`` Axes.
+        ncols : int
+        figsize : (float, float), optional
+            New size in inches.
+        """
+        started = time.perf_counter()
+        fig = self.figure
+        fig.clear()
+        if figsize is not None and tuple(np.round(fig.get_size_inches(), 3)) != tuple(np.round(figsize, 3)):
+            fig.set_size_inches(*figsize, forward=True)
+        self.axes = list(np.atleast_1d(fig.subplots(1, ncols, squeeze=False)[0]))
+        draw(self.axes)
+        self.canvas.draw_idle()
+        self.draws += 1
+        self.last_draw_seconds = time.perf_counter() - started
+
+    def on_click(self, handler: Callable[[Click], None]) -> None:
+        """Call ``handler(click)`` when the data area of an Axes is clicked (not while panning or zooming)."""
+        self._handlers.append(handler)
+
+    def click(self, axes: int, x: float, y: float) -> None:
+        """Act as if the user clicked Axes ``axes`` at data point ``(x, y)`` (tests, scripted tours)."""
+        for handler in self._handlers:
+            handler(Click(axes, x, y))
+
+    def _on_press(self, event) -> None:
+        toolbar = self.canvas.toolbar
+        if toolbar is not None and toolbar.mode:  # panning or zooming: the click belongs to the tool
+            return
+        if event.inaxes is None or event.xdata is None or event.ydata is None:
+            return
+        for i, ax in enumerate(self.axes):
+            if event.inaxes is ax:
+                self.click(i, event.xdata, event.ydata)
+                return
+
+    def render(self) -> float:
+        """Render the figure as the browser will receive it (Agg); returns the seconds it took."""
+        started = time.perf_counter()
+        self.canvas.draw()
+        return time.perf_counter() - started
+
+    def png(self) -> bytes:
+        """The current picture as PNG bytes (for a report, a test, or a static copy)."""
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png")
+        return buffer.getvalue()
