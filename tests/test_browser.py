@@ -1,4 +1,5 @@
-"""JupyterLab in a real browser: run the tuning notebook, tune a rank, export, check the file.
+"""JupyterLab in a real browser: run the tuning notebook, tune a rank, hover and click the plot, pin, save
+and restore the state, export, check the file.
 
 Starts JupyterLab from this venv on a free localhost port (token auth, its
 own config / runtime / settings folders) over a temporary copy of
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -41,6 +43,10 @@ KERNEL_RUN_S = 240
 EXPORT_S = 300
 CHANGED_VALUE = -200.0  # new reward for 4th place
 CHANGED_RANK = 3
+# the tuner's figure: ipympl draws the picture on the first canvas of its canvas div
+PLACES = ("1st", "2nd", "3rd", "4th")
+PLOT_CANVAS = ".rewardlab-tuner .rewardlab-plot .jupyter-matplotlib-canvas-div canvas"
+EPISODE_CANVAS = ".rewardlab-tuner .rewardlab-episode-plot .jupyter-matplotlib-canvas-div canvas"
 
 
 def _find_chromium() -> str | None:
@@ -269,41 +275,89 @@ def _drive(page, lab: LabServer, expected: dict[str, str]) -> str:
     tuner = page.locator(".jp-OutputArea-output .rewardlab-tuner")
     tuner.wait_for(timeout=KERNEL_RUN_S * 1000)
     stats = tuner.locator(".rewardlab-stats")
-    plot = tuner.locator("img.rewardlab-plot")
     page.wait_for_function(
         "() => { const s = document.querySelector('.rewardlab-tuner .rewardlab-stats');"
-        " const p = document.querySelector('.rewardlab-tuner img.rewardlab-plot');"
-        " return s && s.innerText.includes('mean before') && p && p.src && p.naturalWidth > 0; }",
+        " const c = document.querySelector(" + json.dumps(PLOT_CANVAS) + ");"
+        " return s && s.innerText.includes('mean before') && c && c.width > 0; }",
         timeout=KERNEL_RUN_S * 1000)
     page.wait_for_function(  # every cell finished: no "[*]" prompt left
         "() => ![...document.querySelectorAll('.jp-InputPrompt')].some(e => e.textContent.includes('*'))",
         timeout=KERNEL_RUN_S * 1000)
-    # A real widget, not the text fallback of its repr.
+    # A real widget, not the text fallback of its repr; the plot an interactive canvas with its toolbar.
     assert tuner.count() == 1
     assert page.get_by_text("RankingTuner(children=").count() == 0
     assert tuner.locator(".widget-dropdown select").count() >= 1
+    assert tuner.locator(".rewardlab-plot .jupyter-matplotlib-toolbar button").count() >= 5
     tuner.scroll_into_view_if_needed()
     page.screenshot(path=str(OUTPUT / "browser-1-tuner.png"))
 
     before_stats = stats.inner_text()
-    before_src = plot.get_attribute("src")
+    before_pixels = _plot_pixels(page)
+    figures = tuner.locator(".jupyter-matplotlib-figure").count()
     rank_box = tuner.locator(f".rewardlab-rank-{CHANGED_RANK} input")
     rank_box.fill(str(CHANGED_VALUE))
     rank_box.press("Enter")
     page.wait_for_function(
         "(before) => document.querySelector('.rewardlab-tuner .rewardlab-stats').innerText !== before",
         arg=before_stats, timeout=60_000)
-    page.wait_for_function(
-        "(before) => { const p = document.querySelector('.rewardlab-tuner img.rewardlab-plot');"
-        " return p.src !== before && p.naturalWidth > 0; }", arg=before_src, timeout=60_000)
+    page.wait_for_function(  # the same canvas, redrawn
+        "([selector, before]) => document.querySelector(selector).toDataURL() !== before",
+        arg=[PLOT_CANVAS, before_pixels], timeout=60_000)
+    assert tuner.locator(".jupyter-matplotlib-figure").count() == figures  # in place: no figure added
     after_stats = stats.inner_text()
     assert after_stats != before_stats
-    assert plot.get_attribute("src") != before_src
     assert tuner.locator(".rewardlab-after-mean").inner_text() == expected["mean"]
     assert tuner.locator(".rewardlab-after-std").inner_text() == expected["std"]
     assert expected["raw_mean"] in after_stats and expected["raw_std"] in after_stats
     tuner.scroll_into_view_if_needed()
     page.screenshot(path=str(OUTPUT / "browser-2-changed.png"))
+
+    # Hover the by-rank bars: the figure's footer reads the place under the mouse; a click opens a game.
+    plot = tuner.locator(".rewardlab-plot").first
+    plot.scroll_into_view_if_needed()
+    box = page.locator(PLOT_CANVAS).first.bounding_box()
+    x, y = box["x"] + 0.80 * box["width"], box["y"] + 0.55 * box["height"]
+    page.mouse.move(x - 5, y)
+    page.mouse.move(x, y)
+    page.wait_for_function(
+        "() => document.querySelector('.rewardlab-tuner .rewardlab-plot .jupyter-matplotlib-footer')"
+        ".innerText.includes('place: mean reward')", timeout=30_000)
+    hover = tuner.locator(".rewardlab-plot .jupyter-matplotlib-footer").first.inner_text()
+    page.screenshot(path=str(OUTPUT / "browser-3-hover.png"))
+    page.mouse.click(x, y)
+    episode = tuner.locator(".rewardlab-episode .rewardlab-episode-table")
+    page.wait_for_function(
+        "() => { const t = document.querySelector('.rewardlab-tuner .rewardlab-episode-table');"
+        " return t && t.innerText.includes('final_scores'); }", timeout=60_000)
+    place = hover.split(" place")[0].strip()
+    assert place in PLACES, hover
+    text = episode.text_content()  # the summary row: "rank" then the place's index
+    assert re.search(rf'"rank"\s*"{PLACES.index(place)}"', text), text[:600]
+    tuner.locator(".rewardlab-episode").scroll_into_view_if_needed()
+    page.wait_for_function(DRAWN, arg=EPISODE_CANVAS, timeout=60_000)  # its plot drawn, not blank
+    page.screenshot(path=str(OUTPUT / "browser-4-episode.png"))
+
+    # Pin the candidate, save the state, change a rank, restore: the saved value comes back.
+    tuner.locator("button.rewardlab-pin").click()
+    page.wait_for_function(
+        "() => document.querySelector('.rewardlab-tuner .rewardlab-pinned').innerText.includes('pin 1')",
+        timeout=60_000)
+    tuner.locator("button.rewardlab-save-state").click()
+    page.wait_for_function(
+        "() => document.querySelector('.rewardlab-tuner').innerText.includes('saved to')", timeout=60_000)
+    rank_box.fill("-300")
+    rank_box.press("Enter")
+    page.wait_for_function(
+        "(sel) => document.querySelector(sel).value === '-300.0'",
+        arg=f".rewardlab-tuner .rewardlab-rank-{CHANGED_RANK} input", timeout=60_000)
+    tuner.locator("button.rewardlab-restore").click()
+    page.wait_for_function(
+        "([sel, value]) => document.querySelector(sel).value === value",
+        arg=[f".rewardlab-tuner .rewardlab-rank-{CHANGED_RANK} input", repr(CHANGED_VALUE)], timeout=60_000)
+    assert tuner.locator(".rewardlab-after-mean").inner_text() == expected["mean"]
+    assert "pin 1" in tuner.locator(".rewardlab-pinned").inner_text()
+    tuner.locator(".rewardlab-pinned").scroll_into_view_if_needed()
+    page.screenshot(path=str(OUTPUT / "browser-5-pinned-restored.png"))
 
     tuner.locator("button.rewardlab-export").click()
     tuner.locator(".rewardlab-export-written").wait_for(timeout=EXPORT_S * 1000)
@@ -312,8 +366,19 @@ def _drive(page, lab: LabServer, expected: dict[str, str]) -> str:
         ".includes('check-plugin')", timeout=EXPORT_S * 1000)
     result = tuner.locator(".rewardlab-export-result")
     result.scroll_into_view_if_needed()
-    page.screenshot(path=str(OUTPUT / "browser-3-exported.png"))
+    page.screenshot(path=str(OUTPUT / "browser-6-exported.png"))
     return result.inner_text()
+
+
+# true once the canvas has a non-white pixel: ipympl drew the figure into it
+DRAWN = ("(selector) => { const c = document.querySelector(selector); if (!c || !c.width) return false;"
+         " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+         " for (let i = 0; i < d.length; i += 4) { if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) return true; }"
+         " return false; }")
+
+
+def _plot_pixels(page) -> str:
+    return page.evaluate("(selector) => document.querySelector(selector).toDataURL()", PLOT_CANVAS)
 
 
 def _save_failure(page) -> None:

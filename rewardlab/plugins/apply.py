@@ -53,7 +53,7 @@ def apply_plugins(
     isolate: bool | None = None,
     timeout: float | None = None,
     cancel=None,
-    progress: bool | None = None,
+    progress=None,
     contract: str | Contract | None = None,
     spec: FrameSpec | None = None,
 ) -> pl.DataFrame:
@@ -112,8 +112,9 @@ def apply_plugins(
         ``threading.Event`` set by a UI); once it returns True the child
         process is stopped and :class:`~rewardlab.core.errors.PluginRunCancelled`
         raised (in-process runs check it between plug-ins only).
-    progress : bool or None
-        Progress bar; None shows one on an interactive terminal or in Jupyter.
+    progress : bool, None or callable
+        Progress bar; None shows one on an interactive terminal or in Jupyter;
+        a callable gets ``progress(fraction, message)`` instead (a widget's bar).
     contract : str, Contract or None
         The plug-in contract (a registered name, :func:`rewardlab.contracts.registered_contracts`);
         None takes the one the frame's spec names

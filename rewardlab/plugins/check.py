@@ -324,7 +324,7 @@ def check_plugin(
     isolate: bool | None = None,
     timeout: float | None = None,
     cancel=None,
-    progress: bool | None = None,
+    progress=None,
     contract: str | Contract | None = None,
     spec: FrameSpec | None = None,
 ) -> CheckReport:
@@ -373,8 +373,8 @@ def check_plugin(
         Polled while the check works; once it returns True the check stops
         (its child process is killed; in-process, between runs) and
         :class:`~rewardlab.core.errors.PluginRunCancelled` is raised.
-    progress : bool or None
-        Progress bar.
+    progress : bool, None or callable
+        Progress bar; a callable gets ``progress(fraction, message)`` instead.
     contract : str, Contract or None
         The plug-in contract; None takes the one the frame's spec names
         (:func:`rewardlab.contracts.registry.contract_for`).

@@ -29,7 +29,7 @@ from rewardlab.core.errors import ParameterError, PluginLoadError, PluginRunCanc
 from rewardlab.plugins.loading import Plugin, load_plugin, read_plugin
 
 __all__ = ["plugin_items", "load_items", "check_frame", "check_int", "check_isolation", "progress_bar",
-           "check_cancel", "execute", "failure_error", "failed_plugin", "raise_first"]
+           "ProgressCallback", "check_cancel", "execute", "failure_error", "failed_plugin", "raise_first"]
 
 
 def plugin_items(plugins, contract=None) -> list:
@@ -122,7 +122,32 @@ def check_isolation(isolate, timeout) -> tuple[bool, float | None]:
     return isolate, timeout
 
 
+class ProgressCallback:
+    """A progress bar's ``update`` / ``close`` feeding ``progress(fraction, message)`` (e.g. a widget's bar).
+
+    Examples
+    --------
+    >>> bar = ProgressCallback(lambda f, m: print(f"{f:.0%} {m}"), 400, "apply_plugins")
+    >>> bar.update(100)
+    25% apply_plugins: 100 of 400 transitions
+    """
+
+    def __init__(self, progress, total: int, desc: str):
+        self.progress, self.total, self.desc, self.done = progress, int(total), desc, 0
+
+    def update(self, n: int) -> None:
+        self.done += int(n)
+        self.progress(self.done / self.total if self.total else 1.0,
+                      f"{self.desc}: {self.done:,} of {self.total:,} transitions")
+
+    def close(self) -> None:
+        pass
+
+
 def progress_bar(progress, total: int, desc: str):
+    """What reports progress: a tqdm bar, a :class:`ProgressCallback` for a callable ``progress``, or None."""
+    if callable(progress):
+        return ProgressCallback(progress, total, desc)
     if not progress_enabled(progress):
         return None
     from tqdm.auto import tqdm

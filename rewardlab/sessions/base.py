@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -121,6 +122,7 @@ class Session:
             Session.kinds[cls.state_kind] = cls
 
     def __init__(self) -> None:
+        self.lock = threading.RLock()
         self._observers: list[Callable] = []
         self._params: dict = {}
         self.results = None
@@ -254,35 +256,36 @@ class Session:
         state goes on the undo history (with ``record``, when the state
         changed; the redo history is cleared) and the observers are told.
         """
-        saved = dict(self.__dict__)
-        saved["_params"] = dict(self._params)
-        before = self._snapshot() if record and self.results is not None else None
-        try:
-            yield
-            t0 = time.perf_counter()
-            with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, not warned
-                results = self._compute()
-            seconds = time.perf_counter() - t0
-            bad = self._nonfinite(results)
-            if bad:
-                name = ", ".join(changes) or "data"
-                value = next(iter(changes.values())) if len(changes) == 1 else changes
-                raise ParameterError(name, "should keep every statistic finite, but with it "
-                                     + "; ".join(bad[:3]), value,
-                                     hint="Nothing changed: the previous values are kept.")
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-        self.results = results
-        self.recompute_seconds = seconds
-        self.version += 1
-        self.last_error = None
-        if before is not None and not self._same_state(before, self._snapshot()):
-            self._undo.append(before)
-            del self._undo[:-HISTORY_LIMIT]
-            self._redo.clear()
-        self._notify()
+        with self.lock:  # one change at a time (a widget's background work may change the session too)
+            saved = dict(self.__dict__)
+            saved["_params"] = dict(self._params)
+            before = self._snapshot() if record and self.results is not None else None
+            try:
+                yield
+                t0 = time.perf_counter()
+                with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, not warned
+                    results = self._compute()
+                seconds = time.perf_counter() - t0
+                bad = self._nonfinite(results)
+                if bad:
+                    name = ", ".join(changes) or "data"
+                    value = next(iter(changes.values())) if len(changes) == 1 else changes
+                    raise ParameterError(name, "should keep every statistic finite, but with it "
+                                         + "; ".join(bad[:3]), value,
+                                         hint="Nothing changed: the previous values are kept.")
+            except BaseException:
+                self.__dict__.clear()
+                self.__dict__.update(saved)
+                raise
+            self.results = results
+            self.recompute_seconds = seconds
+            self.version += 1
+            self.last_error = None
+            if before is not None and not self._same_state(before, self._snapshot()):
+                self._undo.append(before)
+                del self._undo[:-HISTORY_LIMIT]
+                self._redo.clear()
+            self._notify()
 
     def _refresh(self, changes: dict | None = None) -> None:
         with self._change({} if changes is None else changes):

@@ -24,7 +24,9 @@ from rewardlab.plugins import Plugin, apply_plugins, load_plugin
 from rewardlab.analysis.episodes import EpisodeDetail, episode_keys
 from rewardlab.sessions.base import Param, Session, saved_data
 from rewardlab.sessions.episodes import open_episode
-from rewardlab.sessions.inputs import check_bool, load_frame, source_paths
+from rewardlab.sessions.inputs import (
+    CancelToken, cancel_token, check_bool, load_frame, progress_callback, source_paths,
+)
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
 
@@ -128,8 +130,10 @@ class ComparisonSession(Session):
         self._params = self._validate(params, params)
         self._refresh({"chosen": chosen})
 
-    def _apply(self, frame: pl.DataFrame, plugins: list) -> pl.DataFrame:
-        applied = apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size)
+    def _apply(self, frame: pl.DataFrame, plugins: list, *, progress=None,
+               cancel: CancelToken | None = None) -> pl.DataFrame:
+        applied = apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size,
+                                progress=progress, cancel=None if cancel is None else (lambda: cancel.cancelled))
         self.plugin_paths += [str(Path(p.path if isinstance(p, Plugin) else p).expanduser().resolve())
                               for p in plugins]  # absolute: a state file is read from any folder
         return applied
@@ -139,8 +143,13 @@ class ComparisonSession(Session):
         self._returns = episode_return_table(self.frame, list(self.candidates), spec=self.spec) if self.candidates \
             else pl.DataFrame()
 
-    def add_plugin(self, plugin, *, name: str | None = None, choose: bool = True) -> str:
+    def add_plugin(self, plugin, *, name: str | None = None, choose: bool = True, progress=None,
+                   cancel: CancelToken | None = None) -> str:
         """Load (if a path), apply and add a candidate; returns its name.
+
+        The plug-in runs over the whole frame first (in a child process
+        where the platform can fork); the session changes only once it has
+        run, so a failure or a cancel leaves it as it was.
 
         Parameters
         ----------
@@ -150,21 +159,31 @@ class ComparisonSession(Session):
             Its name (default: from the file name).
         choose : bool
             Add it to the chosen candidates.
+        progress : callable, optional
+            ``progress(fraction, message)`` while the plug-in runs (None: a
+            progress bar on an interactive terminal or in Jupyter).
+        cancel : CancelToken, optional
+            Cancel it from another thread: the run is stopped and
+            :class:`~rewardlab.core.errors.PluginRunCancelled` raised.
 
         Examples
         --------
         >>> s.add_plugin("my_reward.py")  # doctest: +SKIP
         'my_reward'
         """
+        choose = check_bool("choose", choose)
+        progress = None if progress is None else progress_callback(progress)
+        cancel = None if cancel is None else cancel_token(cancel)
         loaded = plugin if isinstance(plugin, Plugin) else load_plugin(plugin, name=name)
         if loaded.name in self.candidates:
             raise ParameterError("name", "should differ from the candidates already loaded ("
                                  + ", ".join(self.candidates) + ")", loaded.name,
                                  hint="Pass name= to load it under another name.")
-        self.frame = keep_spec(self.frame, self._apply(self.frame, [loaded]))
-        self._refresh_candidates()
-        chosen = self.chosen + ((loaded.name,) if check_bool("choose", choose) else ())
-        self.update(chosen=chosen)
+        applied = self._apply(self.frame, [loaded], progress=progress, cancel=cancel)
+        with self.lock:
+            self.frame = keep_spec(self.frame, applied)
+            self._refresh_candidates()
+            self.update(chosen=self.chosen + ((loaded.name,) if choose else ()))
         return loaded.name
 
     def _validate(self, params: dict, changes: dict) -> dict:

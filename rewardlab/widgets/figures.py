@@ -110,7 +110,7 @@ class FigurePane(W.Box):
         self.canvas = Canvas(self.figure)
         self.manager = FigureManager(self.canvas, next(_NUMBERS))
         self.canvas.header_visible = False
-        self.canvas.toolbar_position = "left"
+        self.canvas.toolbar_position = "top"
         self.canvas.toolbar_visible = True
         self.canvas.resizable = False
         self.canvas.capture_scroll = False

@@ -9,16 +9,16 @@ Examples
 from __future__ import annotations
 
 import html
-import threading
 
 import ipywidgets as W
 
 from rewardlab.core.errors import ExportCancelled, RewardlabError
 from rewardlab.plots import legend_outside, plot_reward_by_rank, plot_reward_distribution
-from rewardlab.sessions import CancelToken, RankingTuningSession
+from rewardlab.sessions import RankingTuningSession
 from rewardlab.widgets.base import NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, fmt, message, pre, table
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
+from rewardlab.widgets.tasks import BackgroundTask
 
 __all__ = ["RankingTuner"]
 
@@ -67,9 +67,10 @@ class RankingTuner(SessionWidget):
     export_path, overwrite, keep_constants, export_button, export_result : widgets
         ``keep_constants``: export constants fitted for other parameters as
         they are (otherwise the button is disabled until they are refitted).
-    export_progress, cancel_button : FloatProgress, Button
-        Progress of the running export, and a button that cancels it
-        (nothing is written).
+    export_task : BackgroundTask
+        The running export: its progress bar (``export_progress``), what it
+        does (``export_status``) and a button that cancels it
+        (``cancel_button``; nothing is written).
 
     Examples
     --------
@@ -88,9 +89,6 @@ class RankingTuner(SessionWidget):
                                  value=s.preset or "custom", description="preset", style=STYLE,
                                  layout=WIDE)
         self.preset.observe(self._on_preset, names="value")
-        self.background = bool(background)
-        self._export_thread: threading.Thread | None = None
-        self._cancel: CancelToken | None = None
         self.rank_inputs = [self._bind_rank(k, NumberText(value=v, description=_RANKS[k], style=STYLE,
                                                           layout=NARROW, continuous_update=False))
                             for k, v in enumerate(s.vector)]
@@ -134,13 +132,9 @@ class RankingTuner(SessionWidget):
         self.export_button = W.Button(description="Export plug-in", button_style="primary", icon="download")
         self.export_button.add_class("rewardlab-export")
         self.export_button.on_click(self._on_export)
-        self.cancel_button = W.Button(description="Cancel", icon="stop", disabled=True)
-        self.cancel_button.add_class("rewardlab-export-cancel")
-        self.cancel_button.on_click(self._on_cancel)
-        self.export_progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, layout=W.Layout(width="320px",
-                                                                                           visibility="hidden"))
-        self.export_progress.add_class("rewardlab-export-progress")
-        self.export_status = W.HTML()
+        self.export_task = BackgroundTask(background=background, css="rewardlab-export")
+        self.cancel_button = self.export_task.cancel_button
+        self.export_progress, self.export_status = self.export_task.progress, self.export_task.status
         self.export_result = W.HTML()
         self.export_result.add_class("rewardlab-export-result")
         self.add_class("rewardlab-tuner")
@@ -156,7 +150,7 @@ class RankingTuner(SessionWidget):
             W.HBox([self.auto_constants, self.provenance]),
             self.state_bar, self.error, self.stats, self.plot, self.episode, self.pinned,
             W.HBox([self.export_path, self.overwrite, self.keep_constants]),
-            W.HBox([self.export_button, self.cancel_button, self.export_progress, self.export_status]),
+            W.HBox([self.export_button, self.export_task]),
             self.export_result,
         ]
         self.refresh()
@@ -191,8 +185,7 @@ class RankingTuner(SessionWidget):
     def _update_export_state(self) -> None:
         """The export button is enabled when no export runs and the session may export."""
         blocker = self.session.export_blocker(keep_constants=self.keep_constants.value)
-        running = self._export_thread is not None and self._export_thread.is_alive()
-        self.export_button.disabled = running or self._cancel is not None or blocker is not None
+        self.export_button.disabled = self.export_task.running or blocker is not None
         self.export_button.tooltip = "" if blocker is None else "Export disabled: " + blocker
 
     def _render(self) -> None:
@@ -254,7 +247,7 @@ class RankingTuner(SessionWidget):
             self._open_episode(self.episode, lambda: s.episode_of_rank(int(round(click.x))))
 
     def _on_export(self, _button=None) -> None:
-        if self._cancel is not None:  # an export is running
+        if self.export_task.running:
             return
         path, overwrite, keep = self.export_path.value, self.overwrite.value, self.keep_constants.value
         blocker = self.session.export_blocker(keep_constants=keep)
@@ -262,41 +255,21 @@ class RankingTuner(SessionWidget):
             self.export_result.value = message(f"not exported: {blocker}")
             self._update_export_state()
             return
-        self._cancel = token = CancelToken()
         self.export_button.disabled = True
-        self.cancel_button.disabled = False
-        self.export_progress.value = 0.0
-        self.export_progress.layout.visibility = "visible"
-        self.export_status.value = ""
         self.export_result.value = "<i>checking the file round trip, then writing it…</i>"
-        if self.background:
-            self._export_thread = threading.Thread(target=self._export, args=(path, overwrite, keep, token),
-                                                   name="rewardlab-export", daemon=True)
-            self._export_thread.start()
-        else:
-            self._export(path, overwrite, keep, token)
+        self.export_task.start(
+            lambda progress, token: self.session.export(path, overwrite=overwrite, keep_constants=keep,
+                                                        progress=progress, cancel=token),
+            finish=lambda result, error: self._exported(path, result, error), name="rewardlab-export")
 
-    def _on_cancel(self, _button=None) -> None:
-        if self._cancel is not None:
-            self._cancel.cancel()
-            self.cancel_button.disabled = True
-            self.export_status.value = "<small>cancelling…</small>"
-
-    def _on_progress(self, fraction: float, message: str) -> None:
-        self.export_progress.value = min(max(float(fraction), 0.0), 1.0)
-        self.export_status.value = f"<small>{html.escape(message)}</small>"
-
-    def _export(self, path: str, overwrite: bool, keep: bool, token: CancelToken) -> None:
-        """The export itself (in the background thread): any error ends as a message, never a hang."""
-        try:
-            result = self.session.export(path, overwrite=overwrite, keep_constants=keep,
-                                         progress=self._on_progress, cancel=token)
-        except ExportCancelled as exc:
-            self.export_result.value = message(str(exc), color="#555555", mark="")
-        except RewardlabError as exc:
-            self.export_result.value = message(str(exc))
-        except Exception as exc:  # noqa: BLE001 - a widget must show every failure, not hang on it
-            self.export_result.value = message(f"export of {path!r} failed: {type(exc).__name__}: {exc}")
+    def _exported(self, path: str, result, error: BaseException | None) -> None:
+        """Show what the export did (in the export's thread): the file and its check, or why not."""
+        if isinstance(error, ExportCancelled):
+            self.export_result.value = message(str(error), color="#555555", mark="")
+        elif isinstance(error, RewardlabError):
+            self.export_result.value = message(str(error))
+        elif error is not None:
+            self.export_result.value = message(f"export of {path!r} failed: {type(error).__name__}: {error}")
         else:
             rt = result.roundtrip
             color = "#1b7f1b" if result.ok else "#b00020"
@@ -305,13 +278,7 @@ class RankingTuner(SessionWidget):
                 f"</code></div>" + pre(result.header)
                 + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else "")
                 + f"<div><small>checked and written in {result.seconds:.1f} s</small></div>")
-        finally:
-            self._cancel = None
-            self.cancel_button.disabled = True
-            self.export_progress.layout.visibility = "hidden"
-            self.export_status.value = ""
-            self._export_thread = None
-            self._update_export_state()
+        self._update_export_state()
 
     def wait_for_export(self, timeout: float | None = None) -> bool:
         """Wait for a background export to finish; True when none is running any more.
@@ -321,7 +288,4 @@ class RankingTuner(SessionWidget):
         >>> tuner.export_button.click(); tuner.wait_for_export()  # doctest: +SKIP
         True
         """
-        thread = self._export_thread
-        if thread is not None:
-            thread.join(timeout)
-        return self._export_thread is None or not self._export_thread.is_alive()
+        return self.export_task.wait(timeout)

@@ -1,0 +1,126 @@
+"""Long widget work off the notebook's thread: a progress bar, what is being done, and a Cancel button.
+
+:class:`BackgroundTask` runs one piece of work at a time (an export with its
+round-trip check, applying a plug-in from the board) in a thread, so the
+notebook stays responsive, shows its progress and stops it at its next
+check point when Cancel is clicked.  The work is a session method taking
+``progress(fraction, message)`` and a :class:`~rewardlab.sessions.CancelToken`;
+what it returns or raises goes to the widget's ``finish(result, error)``:
+every failure ends as a message, never as a hang or a silent stop.
+
+Examples
+--------
+>>> task = BackgroundTask(background=False)
+>>> task.start(lambda progress, token: 6 * 7, finish=lambda result, error: print(result, error))
+42 None
+True
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Callable
+
+import ipywidgets as W
+
+from rewardlab.sessions import CancelToken
+
+__all__ = ["BackgroundTask"]
+
+
+class BackgroundTask(W.HBox):
+    """One piece of long work at a time, in a thread, with progress and Cancel.
+
+    Parameters
+    ----------
+    background : bool
+        Run in a thread (False: in the caller, e.g. in tests).
+    css : str
+        Class prefix of the parts (``<css>-cancel``, ``<css>-progress``,
+        ``<css>-status``), for the browser and its tests.
+
+    Attributes
+    ----------
+    cancel_button : Button
+        Enabled while the work runs.
+    progress : FloatProgress
+        Visible while the work runs.
+    status : HTML
+        What the work reports it is doing.
+    """
+
+    def __init__(self, *, background: bool = True, css: str = "rewardlab-task"):
+        super().__init__()
+        self.background = bool(background)
+        self.cancel_button = W.Button(description="Cancel", icon="stop", disabled=True)
+        self.cancel_button.add_class(f"{css}-cancel")
+        self.cancel_button.on_click(lambda _: self.cancel())
+        self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0,
+                                        layout=W.Layout(width="320px", visibility="hidden"))
+        self.progress.add_class(f"{css}-progress")
+        self.status = W.HTML()
+        self.status.add_class(f"{css}-status")
+        self.children = [self.cancel_button, self.progress, self.status]
+        self._token: CancelToken | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        """True from :meth:`start` until the work returns (then ``finish`` runs; :meth:`wait` waits for it)."""
+        return self._token is not None
+
+    def start(self, work: Callable[[Callable[[float, str], None], CancelToken], object], *,
+              finish: Callable[[object, BaseException | None], None], name: str = "rewardlab-task") -> bool:
+        """Run ``work(progress, token)``, then ``finish(result, None)`` or ``finish(None, error)``.
+
+        Returns False (and runs nothing) while another work of this task runs.
+        """
+        if self.running:
+            return False
+        self._token = token = CancelToken()
+        self.cancel_button.disabled = False
+        self.progress.value = 0.0
+        self.progress.layout.visibility = "visible"
+        self.status.value = ""
+        if self.background:
+            self._thread = threading.Thread(target=self._run, args=(work, finish, token), name=name, daemon=True)
+            self._thread.start()
+        else:
+            self._run(work, finish, token)
+        return True
+
+    def cancel(self) -> None:
+        """Ask the running work to stop at its next check point (nothing is kept)."""
+        if self._token is not None:
+            self._token.cancel()
+            self.cancel_button.disabled = True
+            self.status.value = "<small>cancelling…</small>"
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the work to finish; True when none runs any more."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return not self.running
+
+    def report(self, fraction: float, message: str) -> None:
+        """Show progress: ``fraction`` of the work done, ``message`` what it is doing."""
+        self.progress.value = min(max(float(fraction), 0.0), 1.0)
+        self.status.value = f"<small>{html.escape(message)}</small>"
+
+    def _run(self, work, finish, token: CancelToken) -> None:
+        result, error = None, None
+        try:
+            result = work(self.report, token)
+        except Exception as exc:  # noqa: BLE001 - handed to finish, which shows it
+            error = exc
+        finally:
+            self._token = None
+            self.cancel_button.disabled = True
+            self.progress.layout.visibility = "hidden"
+            self.status.value = ""
+        try:
+            finish(result, error)
+        finally:
+            self._thread = None
