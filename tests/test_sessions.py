@@ -449,6 +449,30 @@ def test_comparison_add_a_users_plugin(small_frame, tmp_path):
     assert s.attempt(s.add_plugin, tmp_path / "missing.py") is False and "missing.py" in s.last_error
 
 
+def test_comparison_add_plugin_reports_progress_and_keeps_nothing_when_cancelled(small_frame):
+    from rewardlab.core.errors import PluginRunCancelled
+    from rewardlab.domains.mahjong.families import Ranking
+    from rewardlab.sessions import CancelToken
+
+    frame = Ranking.from_preset("top").with_columns(small_frame, "top")
+    s = ComparisonSession(frame)
+    seen = []
+    assert s.add_plugin(ROOT / "data" / "plugins" / "rank_top_two.py", progress=lambda f, m: seen.append((f, m)))
+    assert seen[-1] == (1.0, f"apply_plugins (episodes): {frame.height:,} of {frame.height:,} transitions")
+    assert (s.a, s.b) == ("top", "rank_top_two")  # one candidate had no partner: the new one is
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)
+    before = (s.candidates, s.version, s.frame.columns)
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(PluginRunCancelled, match="running plug-in 'raw_points' was cancelled; no result was kept"):
+        s.add_plugin(ROOT / "data" / "plugins" / "raw_points.py", cancel=token)
+    assert (s.candidates, s.version, s.frame.columns) == before
+    with pytest.raises(ParameterError, match="`cancel` should be a rewardlab.sessions.CancelToken or None"):
+        s.add_plugin(ROOT / "data" / "plugins" / "raw_points.py", cancel=lambda: True)
+    with pytest.raises(ParameterError, match=r"`progress` should be a callable progress\(fraction, message\)"):
+        s.add_plugin(ROOT / "data" / "plugins" / "raw_points.py", progress="yes")
+
+
 # --------------------------------------------------------------------------
 # Issue 10: tuners must not pass bad results off as good
 # --------------------------------------------------------------------------

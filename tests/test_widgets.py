@@ -221,10 +221,11 @@ def test_comparison_board(sample_frame, small_frame, tmp_path):
     assert "`b` should differ from `a`. Received &#x27;top&#x27;." in board.error.value
 
     small = ComparisonBoard(Ranking.from_preset("top").with_columns(small_frame, "top"),
-                            [ROOT / "data" / "plugins" / "rank_top_two.py"])
+                            [ROOT / "data" / "plugins" / "rank_top_two.py"], background=False)
     small.add_path.value = str(tmp_path / "missing.py")
     small.add_button.click()
-    assert "missing.py" in small.error.value and small.session.candidates == ("top", "rank_top_two")
+    assert "missing.py" in small.add_result.value and small.session.candidates == ("top", "rank_top_two")
+    assert not small.add_task.running and not small.add_button.disabled
     user = tmp_path / "negated.py"
     user.write_text((ROOT / "data" / "plugins" / "rank_top.py").read_text() +
                     '\n\n_orig = get_reward\n\n\ndef get_reward(data, contiguous):\n'
@@ -232,7 +233,50 @@ def test_comparison_board(sample_frame, small_frame, tmp_path):
     small.add_path.value = str(user)
     small.add_button.click()
     assert small.error.value == "" and "negated" in small.chosen.options and "negated" in small.chosen.value
+    assert "added <b>negated</b>" in small.add_result.value
     assert small.session.results.comparison.pearson[0, 2] == pytest.approx(-1.0)
+
+
+SLOW_PLUGIN = (ROOT / "data" / "plugins" / "rank_top.py").read_text() + '''
+
+import time as _time
+
+_orig = get_reward
+
+
+def get_reward(data, contiguous):
+    _time.sleep(0.05)
+    _orig(data, contiguous)
+'''
+
+
+def test_comparison_board_applies_in_the_background_with_progress_and_cancel(small_frame, tmp_path):
+    import time
+
+    from rewardlab.domains.mahjong.families import Ranking
+
+    board = ComparisonBoard(Ranking.from_preset("top").with_columns(small_frame, "top"),
+                            [ROOT / "data" / "plugins" / "rank_top_two.py"])
+    s = board.session
+    before = (s.candidates, s.version, s.frame.columns)
+    path = tmp_path / "slow.py"
+    path.write_text(SLOW_PLUGIN)
+    seen = []
+    board.add_task.progress.observe(lambda change: seen.append(change["new"]), names="value")
+    board.add_path.value = str(path)
+    board.add_button.click()
+    assert board.add_task.running and board.add_button.disabled and not board.add_task.cancel_button.disabled
+    assert board.add_task.progress.layout.visibility == "visible"
+    board.add_button.click()  # a second click while it runs starts nothing
+    deadline = time.monotonic() + 60
+    while not seen and time.monotonic() < deadline:  # the notebook thread is free meanwhile
+        time.sleep(0.02)
+    assert seen and 0 < seen[-1] < 1 and "transitions" in board.add_task.status.value
+    board.add_task.cancel_button.click()
+    assert board.wait_for_add(60)
+    assert "running plug-in 'slow' was cancelled; no result was kept" in html.unescape(board.add_result.value)
+    assert (s.candidates, s.version, s.frame.columns) == before  # nothing kept
+    assert board.add_task.progress.layout.visibility == "hidden" and not board.add_button.disabled
 
 
 # --------------------------------------------------------------------------

@@ -165,6 +165,8 @@ def check_cancel(cancel):
 def execute(job, *, isolate: bool, timeout: float | None, bar, cancel, name: str
              ) -> tuple[object, list]:
     """Run ``job(status, send)`` in a child (``isolate``) or here; returns (result, parts sent)."""
+    if cancel is not None and cancel():  # cancelled before it started: nothing runs
+        raise PluginRunCancelled(name)
     parts: list = []
     if not isolate:
         return job(None, parts.append), parts

@@ -183,7 +183,10 @@ class ComparisonSession(Session):
         with self.lock:
             self.frame = keep_spec(self.frame, applied)
             self._refresh_candidates()
-            self.update(chosen=self.chosen + ((loaded.name,) if choose else ()))
+            changes = {"chosen": self.chosen + ((loaded.name,) if choose else ())}
+            if self.a == self.b:  # the first candidate had no partner: the new one is
+                changes["b"] = loaded.name
+            self.update(**changes)
         return loaded.name
 
     def _validate(self, params: dict, changes: dict) -> dict:

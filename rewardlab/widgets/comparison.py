@@ -12,11 +12,13 @@ import html
 
 import ipywidgets as W
 
+from rewardlab.core.errors import PluginRunCancelled, RewardlabError
 from rewardlab.plots import plot_correlation_heatmap, plot_return_scatter, plot_reward_distribution
 from rewardlab.sessions import ComparisonSession
-from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt
+from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, message
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
+from rewardlab.widgets.tasks import BackgroundTask
 
 __all__ = ["ComparisonBoard"]
 
@@ -30,6 +32,9 @@ class ComparisonBoard(SessionWidget):
     plugins : sequence of paths or Plugin objects
     batch_mode : str
         How the plug-ins are applied (see :func:`rewardlab.apply_plugins`).
+    background : bool
+        Apply an added plug-in in a background thread, so the notebook stays
+        responsive and Cancel works (False: in the click handler, e.g. in tests).
 
     Attributes
     ----------
@@ -41,6 +46,9 @@ class ComparisonBoard(SessionWidget):
     k : NumberText
     add_path, add_button : Text, Button
         Load a plug-in file (e.g. your own) as one more candidate.
+    add_task : BackgroundTask
+        The plug-in being applied: progress, Cancel (nothing is kept), and
+        ``add_result`` (HTML) saying what happened.
     plot : FigurePane
         Step rewards, the correlation matrix and the pair's return scatter
         (interactive: zoom, pan, values on hover).  Clicking a cell of the
@@ -59,7 +67,7 @@ class ComparisonBoard(SessionWidget):
     >>> board.add_path.value = "my_reward.py"; board.add_button.click()  # doctest: +SKIP
     """
 
-    def __init__(self, data, plugins=(), *, batch_mode: str = "episodes"):
+    def __init__(self, data, plugins=(), *, batch_mode: str = "episodes", background: bool = True):
         session = data if isinstance(data, ComparisonSession) else \
             ComparisonSession(data, plugins, batch_mode=batch_mode)
         super().__init__(session)
@@ -78,7 +86,11 @@ class ComparisonBoard(SessionWidget):
         self.add_path = W.Text(placeholder="path/to/your_plugin.py", description="add file", style=STYLE,
                                layout=WIDE)
         self.add_button = W.Button(description="Load and apply")
+        self.add_button.add_class("rewardlab-add")
         self.add_button.on_click(self._on_add)
+        self.add_task = BackgroundTask(background=background, css="rewardlab-add")
+        self.add_result = W.HTML()
+        self.add_result.add_class("rewardlab-add-result")
         self.plot = FigurePane(figsize=(12.0, 3.6))
         self.plot.add_class("rewardlab-plot")
         self.plot.on_click(self._on_plot_click)
@@ -94,15 +106,35 @@ class ComparisonBoard(SessionWidget):
         self.add_class("rewardlab-comparison")
         self.children = [W.HTML("<b>Plug-in comparison</b>"),
                          W.HBox([self.chosen, W.VBox([self.a, self.b, self.metric, self.k])]),
-                         W.HBox([self.add_path, self.add_button]),
+                         W.HBox([self.add_path, self.add_button, self.add_task]), self.add_result,
                          self.state_bar, self.error, self.plot, self.pairs, self.disagreements,
                          self.episode, self.episode_view, self.pinned]
         self.refresh()
 
-    def _on_add(self, _button) -> None:
+    def _on_add(self, _button=None) -> None:
         path = self.add_path.value.strip()
-        if path:
-            self._call(self.session.add_plugin, path)
+        if not path or self.add_task.running:
+            return
+        self.add_button.disabled = True
+        self.add_result.value = f"<i>applying {html.escape(path)} to every episode…</i>"
+        self.add_task.start(lambda progress, token: self.session.add_plugin(path, progress=progress, cancel=token),
+                            finish=lambda name, error: self._added(path, name, error), name="rewardlab-add")
+
+    def _added(self, path: str, name, error: BaseException | None) -> None:
+        """Say what adding ``path`` did (in the task's thread); the session has redrawn the board."""
+        self.add_button.disabled = False
+        if isinstance(error, PluginRunCancelled):
+            self.add_result.value = message(str(error), color="#555555", mark="")
+        elif isinstance(error, RewardlabError):
+            self.add_result.value = message(str(error))
+        elif error is not None:
+            self.add_result.value = message(f"adding {path!r} failed: {type(error).__name__}: {error}")
+        else:
+            self.add_result.value = f"<small>added <b>{html.escape(name)}</b> from {html.escape(path)}</small>"
+
+    def wait_for_add(self, timeout: float | None = None) -> bool:
+        """Wait for a plug-in being added in the background; True when none is running any more."""
+        return self.add_task.wait(timeout)
 
     def _on_episode(self, change) -> None:
         """Open the chosen episode: the session computes it, the view shows its plot and tables."""
