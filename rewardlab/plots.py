@@ -29,6 +29,7 @@ import polars as pl
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
 from rewardlab.analysis.compare import episode_key_columns
+from rewardlab.analysis.normalizers import replay_methods
 from rewardlab.core.spec import FrameSpec, attached
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice
 
@@ -399,8 +400,7 @@ def plot_normalization(normalized: pl.DataFrame, *, ax=None, bins: int = 50,
     """
     _require_columns(normalized, ("raw",), "normalized")
     bins = _check_bins(bins)
-    methods = [c for c in normalized.columns if c not in ("raw", "sb3_clipped")
-               and normalized[c].dtype.is_float()]
+    methods = replay_methods(normalized)
     if not methods:
         raise ParameterError("normalized", "should have at least one normalized column besides 'raw'",
                              normalized.columns)

@@ -544,3 +544,38 @@ def test_comparison_board_clicks_pick_a_pair_and_open_an_episode(sample_frame):
     detail = board.episode_view.detail
     assert detail is not None and detail.returns["delta"] == pytest.approx(far["delta"])
     assert detail.returns["top"] == pytest.approx(far["top"]) and board.error.value == ""
+
+
+def test_normalization_panel_overlays_pins_and_a_click_opens_an_episode(sample_frame):
+    from rewardlab.domains.mahjong.families import Points
+
+    frame = Points.from_preset("raw").with_columns(sample_frame, "score")
+    panel = NormalizationPanel(frame, scope="end_of_game")
+    s = panel.session
+    s.pin("first")
+    panel.clip_reward.value = "2.0"  # the live candidate changes; the pin stays drawn over it
+    after = panel.plot.axes[1]
+    assert any(p.get_label() == "pinned: first (constants)" for p in after.patches)
+    assert s.pinned_results("first") is s.pinned_results("first")  # computed once, not on every redraw
+    raw = s.results.replays["raw"].to_numpy()
+    top = float(raw.max())
+    _mouse(panel.plot, "motion_notify", 0, top, 1.0)
+    assert panel.plot.canvas._message.startswith(f"raw reward {fmt(top)}")
+    _mouse(panel.plot, "button_press", 0, top, 1.0)
+    detail = panel.episode.detail
+    assert detail is not None and panel.error.value == ""
+    assert detail.steps["reward_score"].max() == pytest.approx(top)  # the episode holds the clicked step
+
+
+def test_normalization_session_episode_near_checks_its_arguments(sample_frame):
+    from rewardlab.core.errors import ParameterError
+    from rewardlab.domains.mahjong.families import Points
+    from rewardlab.sessions import NormalizationSession
+
+    s = NormalizationSession(Points.from_preset("raw").with_columns(sample_frame, "score"))
+    with pytest.raises(ParameterError, match="`value` should be a finite number"):
+        s.episode_near(float("inf"))
+    with pytest.raises(ParameterError, match="`column` should be one of"):
+        s.episode_near(1.0, column="sb3_clipped")
+    key = s.episode_near(1.0, column="constants")
+    assert set(key) == {"game_id", "seat"}

@@ -68,7 +68,24 @@ __all__ = [
     "sb3_normalize_reward",
     "normalized_rewards",
     "normalization_summary",
+    "REPLAY_METHODS",
+    "replay_methods",
 ]
+
+#: The normalized columns :func:`normalized_rewards` may give, in the order they are shown.
+REPLAY_METHODS = ("constants", "gymnasium", "sb3")
+
+
+def replay_methods(normalized: pl.DataFrame) -> list[str]:
+    """The normalized columns of a :func:`normalized_rewards` frame (``constants`` first when applied).
+
+    Examples
+    --------
+    >>> replay_methods(pl.DataFrame({"raw": [1.0], "gymnasium": [0.5], "sb3": [0.5], "sb3_clipped": [False]}))
+    ['gymnasium', 'sb3']
+    """
+    return [m for m in REPLAY_METHODS if m in normalized.columns]
+
 
 #: Initial ``count`` of Gymnasium's and SB3's ``RunningMeanStd`` (its ``epsilon`` argument).
 RMS_PRIOR_COUNT = 1e-4
@@ -338,7 +355,7 @@ def normalization_summary(normalized: pl.DataFrame) -> pl.DataFrame:
     if not isinstance(normalized, pl.DataFrame) or "raw" not in normalized.columns:
         raise ParameterError("normalized", "should be the frame normalized_rewards() returns",
                              type(normalized).__name__)
-    methods = [c for c in ("raw", "constants", "gymnasium", "sb3") if c in normalized.columns]
+    methods = ["raw", *replay_methods(normalized)]
     nz = pl.col("raw") != 0
     clipped = normalized["sb3_clipped"].mean() if "sb3_clipped" in normalized.columns else None
     rows = []

@@ -18,12 +18,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
+import polars as pl
+
 from rewardlab.analysis.episodes import EpisodeDetail, episode_detail
+from rewardlab.analysis.scopes import episode_end_expr, segment_id_expr
 from rewardlab.core.errors import ParameterError
 from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.mahjong.episodes import is_mahjong, mahjong_episode_detail
 
-__all__ = ["open_episode", "episode_selector"]
+__all__ = ["open_episode", "episode_selector", "episode_at_row"]
 
 
 def episode_selector(episode, spec: FrameSpec):
@@ -61,3 +64,24 @@ def open_episode(frame, episode, *, rewards, spec: FrameSpec) -> EpisodeDetail:
     if is_mahjong(frame.columns):
         return mahjong_episode_detail(frame, which, rewards=list(rewards), spec=spec)
     return episode_detail(frame, which, rewards=list(rewards), spec=spec)
+
+
+def episode_at_row(frame: pl.DataFrame, row: int, *, spec: FrameSpec):
+    """The episode that row ``row`` of ``frame`` belongs to, as :func:`open_episode` takes it.
+
+    Its key values when the spec names episode key columns, else its index.
+
+    Examples
+    --------
+    >>> spec = FrameSpec(name="s", episode=("e",))
+    >>> episode_at_row(pl.DataFrame({"e": [7, 7, 9]}), 2, spec=spec)
+    {'e': 9}
+    >>> episode_at_row(pl.DataFrame({"e": [7, 7, 9]}), 1, spec=FrameSpec(name="t"))
+    0
+    """
+    if not 0 <= row < frame.height:
+        raise ParameterError("row", f"should be a row of the frame, 0 ... {frame.height - 1}", row)
+    if spec.episode and all(k in frame.columns for k in spec.episode):
+        return {k: frame[k][row] for k in spec.episode}
+    ids = frame.select(segment_id_expr(episode_end_expr(frame.columns, spec)))
+    return int(ids.to_series()[row])

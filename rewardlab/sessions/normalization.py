@@ -9,16 +9,18 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import math
 
+import numpy as np
 import polars as pl
 
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
-from rewardlab.core.errors import FrameError, RewardlabError, check_choice, check_in_range, check_positive
+from rewardlab.core.errors import FrameError, ParameterError, RewardlabError, check_choice, check_in_range, check_positive
 from rewardlab.analysis.normalizers import normalization_summary, normalized_rewards
 from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
-from rewardlab.sessions.episodes import open_episode
+from rewardlab.sessions.episodes import episode_at_row, open_episode
 from rewardlab.sessions.inputs import load_frame, parse_number, source_paths
 from rewardlab.sessions.state import fingerprint_columns, spec_columns
 from rewardlab.sources.registry import spec_of
@@ -176,6 +178,41 @@ class NormalizationSession(Session):
         >>> s.episode(0).steps  # doctest: +SKIP
         """
         return open_episode(self.frame, episode, rewards=(self._params["reward"],), spec=self.spec)
+
+    def episode_near(self, value: float, *, column: str = "raw"):
+        """The episode of the step whose reward is nearest ``value`` (a click on a histogram).
+
+        Parameters
+        ----------
+        value : float
+            A point of the histogram's x axis.
+        column : str
+            What the histogram shows: ``"raw"`` or a replay (``"constants"``,
+            ``"gymnasium"``, ``"sb3"``), over the steps whose raw reward is
+            nonzero, as the plots draw them.
+
+        Returns
+        -------
+        dict or int
+            For :meth:`episode`.
+
+        Examples
+        --------
+        >>> s.episode(s.episode_near(2.5, column="constants"))  # doctest: +SKIP
+        """
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
+                or not math.isfinite(value):
+            raise ParameterError("value", "should be a finite number (a point of the histogram)", value)
+        replays = self.results.replays
+        names = [c for c in replays.columns if replays[c].dtype.is_float()]
+        check_choice("column", column, names)
+        raw = replays["raw"].to_numpy()
+        rows = np.flatnonzero(raw != 0)
+        if rows.size == 0:
+            raise ParameterError("value", f"should point at a step, but reward_{self.reward} is 0 on every "
+                                 "step", value)
+        shown = replays[column].to_numpy()[rows]
+        return episode_at_row(self.frame, int(rows[np.nanargmin(np.abs(shown - float(value)))]), spec=self.spec)
 
     # -- pins and saved state ---------------------------------------------------
     def data_fingerprint(self) -> str:

@@ -13,11 +13,13 @@ import math
 
 import ipywidgets as W
 
-from rewardlab.plots import plot_normalization
+from rewardlab.analysis.normalizers import replay_methods
+from rewardlab.plots import legend_outside, plot_normalization
 from rewardlab.sessions import NormalizationSession
 from rewardlab.analysis.scopes import SCOPES
 from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, table
-from rewardlab.widgets.figures import FigurePane
+from rewardlab.widgets.episodes import EpisodeView
+from rewardlab.widgets.figures import Click, FigurePane
 
 __all__ = ["NormalizationPanel"]
 
@@ -38,8 +40,11 @@ class NormalizationPanel(SessionWidget):
     reward, scope, gamma, epsilon, clip_reward : widgets
     constants, stats, summary : HTML
     plot : FigurePane
-        Before / after histograms (constants, Gymnasium, SB3), interactive: zoom,
-        pan, values on hover.
+        Before / after histograms (constants, Gymnasium, SB3; pinned
+        candidates dashed over the "after" panel), interactive: zoom, pan,
+        values on hover; a click opens the episode of the nearest step in
+        :attr:`episode`.
+    episode : EpisodeView
 
     Examples
     --------
@@ -69,12 +74,16 @@ class NormalizationPanel(SessionWidget):
         self.stats.add_class("rewardlab-stats")
         self.plot = FigurePane(figsize=(9.0, 3.2))
         self.plot.add_class("rewardlab-plot")
+        self.plot.on_click(self._on_plot_click)
+        self._columns: tuple[str, ...] = ()
+        self.episode = EpisodeView()
         self.summary = W.HTML()
         self.add_class("rewardlab-normalization")
         self.children = [W.HTML("<b>Normalization</b>"), self.reward, self.scope,
                          W.HBox([W.HTML("<small>running normalizers:</small>"), self.gamma, self.epsilon,
                                  self.clip_reward]),
-                         self.state_bar, self.error, self.constants, self.stats, self.plot, self.summary, self.pinned]
+                         self.state_bar, self.error, self.constants, self.stats, self.plot, self.episode, self.summary,
+                         self.pinned]
         self.refresh()
 
     def _sync_controls(self) -> None:
@@ -106,4 +115,26 @@ class NormalizationPanel(SessionWidget):
                               + summary._repr_html_())
         replays = r.replays
         clip = s.clip_reward
-        self.plot.draw(lambda axes: plot_normalization(replays, ax=axes, clip_reward=clip), ncols=2)
+        nonzero = replays["raw"].to_numpy() != 0
+        pins = [(p.label, s.pinned_results(p.label).replays) for p in s.pinned]
+
+        def draw(axes):
+            plot_normalization(replays, ax=axes, clip_reward=clip)
+            for k, (label, pinned) in enumerate(pins):  # each pin's normalized reward over the live one's
+                method = replay_methods(pinned)[0]
+                axes[1].hist(pinned[method].to_numpy()[pinned["raw"].to_numpy() != 0], bins=50, histtype="step",
+                             color="black", linestyle=("--", ":", "-.")[k % 3], label=f"pinned: {label} ({method})")
+            if pins:
+                legend_outside(axes[1])
+            for ax, column in zip(axes, ("raw", replay_methods(replays)[0])):
+                ax.format_coord = lambda x, y, c=column: (f"{c} reward {fmt(x)}, {fmt(y)} steps: click to open "
+                                                          "the episode of the nearest step")
+
+        self.plot.draw(draw, ncols=2)
+        self._columns = ("raw", replay_methods(replays)[0]) if nonzero.any() else ()
+
+    def _on_plot_click(self, click: Click) -> None:
+        if click.axes < len(self._columns):
+            column = self._columns[click.axes]
+            self._open_episode(self.episode, lambda: self.session.episode_near(click.x, column=column))
+
