@@ -158,3 +158,11 @@ def test_projection_keeps_what_the_data_has():
     with pytest.raises(SpecError, match="column 'episode': the steps spec's episode column is missing"):
         SPEC.project(["t", "reward_a"])
     assert projected.episode == ("episode",)
+
+
+def test_spec_time_column_is_required_projected_and_stored():
+    spec = FrameSpec(name="timed", episode=("e",), time="wall")
+    assert spec.required == ("e", "wall") and FrameSpec.from_json(spec.to_json()) == spec
+    assert spec.project(["e"]).time is None and spec.project(["e", "wall"]).time == "wall"
+    with pytest.raises(ParameterError, match="should name each column once; 'e' appears twice"):
+        FrameSpec(name="timed", episode=("e",), time="e")

@@ -24,6 +24,8 @@ field               meaning
 ``states``          :class:`StateColumn` s: name, width, dtype, padding
 ``columns``         the source's other columns a contract may hand over
 ``contract``        the plug-in contract frames of this kind use by default
+``time``            a per-step time column, e.g. seconds (optional; episode
+                    summaries report the time per step from it)
 ==================  ==========================================================
 
 Frames rewardlab produces carry their spec (:func:`attach` /
@@ -169,6 +171,7 @@ class FrameSpec:
     states: tuple[StateColumn, ...] = ()
     columns: tuple[str, ...] = ()
     contract: str | None = None
+    time: str | None = None
     description: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -176,7 +179,7 @@ class FrameSpec:
         object.__setattr__(self, "episode", _names(self.episode, "FrameSpec.episode"))
         object.__setattr__(self, "boundaries", _names(self.boundaries, "FrameSpec.boundaries"))
         object.__setattr__(self, "columns", _names(self.columns, "FrameSpec.columns"))
-        for what in ("step", "agent", "terminated", "truncated"):
+        for what in ("step", "agent", "terminated", "truncated", "time"):
             if getattr(self, what) is not None:
                 _name(getattr(self, what), f"FrameSpec.{what}")
         states = tuple(self.states)
@@ -209,7 +212,7 @@ class FrameSpec:
     @property
     def required(self) -> tuple[str, ...]:
         """Every column the spec names, structure first."""
-        return (*self.structure, *self.state_names, *self.columns)
+        return (*self.structure, *self.state_names, *self.columns, *((self.time,) if self.time else ()))
 
     @property
     def terminals(self) -> tuple[str, ...]:
@@ -254,7 +257,7 @@ class FrameSpec:
             self, step=keep(self.step), agent=keep(self.agent), terminated=keep(self.terminated),
             truncated=keep(self.truncated), boundaries=tuple(c for c in self.boundaries if c in names),
             states=tuple(s for s in self.states if s.name in names),
-            columns=tuple(c for c in self.columns if c in names))
+            columns=tuple(c for c in self.columns if c in names), time=keep(self.time))
 
     def matches(self, names) -> bool:
         """True when every episode key column is in ``names`` (and there is at least one)."""
