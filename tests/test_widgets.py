@@ -41,6 +41,18 @@ def test_importing_the_widgets_keeps_the_users_matplotlib_backend(before):
     assert out.stdout.split() == (["svg"] if before else ["agg"])
 
 
+def test_figure_pane_lays_out_again_only_when_its_text_changes():
+    pane = FigurePane(figsize=(4.0, 2.0))
+    pane.draw(lambda axes: axes[0].plot([0, 1], [0, 1]))
+    first = pane.axes[0].get_position().bounds
+    pane.draw(lambda axes: axes[0].plot([0, 1], [0, 0.9]))  # the same ticks and labels: the same room
+    assert pane.axes[0].get_position().bounds == first
+    pane.draw(lambda axes: axes[0].plot([0, 1], [0, 50000]))  # wider tick labels: more room on the left
+    assert pane.axes[0].get_position().x0 > first[0]
+    pane.draw(lambda axes: (axes[0].plot([0, 1], [0, 1]), axes[0].set_title("a title")))
+    assert pane.axes[0].get_position().y1 < first[1] + first[3]  # room for the title
+
+
 def test_figure_pane_redraws_in_place_and_routes_clicks():
     pane = FigurePane(figsize=(4.0, 2.0))
     clicks = []
@@ -464,15 +476,15 @@ def test_comparison_board_stays_readable_at_ten_long_named_candidates(sample_fra
     frame = sample_frame
     for name in names:
         frame = Points.from_preset("thousands").with_columns(frame, name)
-    board = ComparisonBoard(frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # constrained layout finds room for every label
+        board = ComparisonBoard(frame)
     assert board.session.chosen == tuple(names)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = board.plot.figure
     canvas = FigureCanvasAgg(fig)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # constrained layout finds room for every label
-        canvas.draw()
+    canvas.draw()
     renderer = canvas.get_renderer()
     steps, heatmap, _ = fig.axes[:3]
     for labels in (heatmap.get_xticklabels(), heatmap.get_yticklabels()):

@@ -27,6 +27,7 @@ import io
 import itertools
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 import ipywidgets as W
@@ -47,9 +48,32 @@ if dict.__getitem__(matplotlib.rcParams, "backend") != _BACKEND:
     else:  # the automatic choice pyplot makes when first imported (matplotlib.use cannot set it back)
         dict.__setitem__(matplotlib.rcParams, "backend", _BACKEND)
 
-__all__ = ["FigurePane", "Click"]
+__all__ = ["FigurePane", "Click", "layout_text"]
 
 _NUMBERS = itertools.count(1)
+
+
+def layout_text(ax) -> tuple:
+    """Everything of an Axes that takes room around its data: titles, labels, tick labels, legend, colorbar.
+
+    Tick labels are those the axis will draw (its locator and formatter on the
+    current limits), so a wider number forces a new layout.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().subplots()
+    >>> _ = ax.set_title("t"); _ = ax.plot([0, 10], [0, 1000])
+    >>> layout_text(ax)[0]
+    ('', 't', '')
+    """
+    legend = ax.get_legend()
+    ticks = []
+    for axis in (ax.xaxis, ax.yaxis):  # the labels the axis will draw, without making its Tick artists
+        ticks.append(tuple(axis.get_major_formatter().format_ticks(axis.get_majorticklocs())))
+    return ((ax.get_title("left"), ax.get_title(), ax.get_title("right")), ax.get_xlabel(), ax.get_ylabel(),
+            tuple(ticks), None if legend is None else tuple(t.get_text() for t in legend.get_texts()),
+            len(ax.images), len(ax.figure.axes))
 
 
 class Click:
@@ -108,7 +132,10 @@ class FigurePane(W.Box):
         super().__init__()
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
         self.canvas = Canvas(self.figure)
-        self.manager = FigureManager(self.canvas, next(_NUMBERS))
+        with warnings.catch_warnings():  # ipympl's Toolbar hands its canvas on to traitlets (not ours to fix)
+            warnings.filterwarnings("ignore", message=r"Passing unrecognized arguments to super\(Toolbar\)",
+                                    category=DeprecationWarning)
+            self.manager = FigureManager(self.canvas, next(_NUMBERS))
         self.canvas.header_visible = False
         self.canvas.toolbar_position = "top"
         self.canvas.toolbar_visible = True
@@ -117,12 +144,19 @@ class FigurePane(W.Box):
         self.axes: list = []
         self.draws = 0
         self.last_draw_seconds = 0.0
+        self._layout_key: tuple | None = None
+        self._positions: list = []
         self._handlers: list[Callable[[Click], None]] = []
         self.canvas.mpl_connect("button_press_event", self._on_press)
         self.children = [self.canvas]
 
     def draw(self, draw: Callable, *, ncols: int = 1, figsize: tuple[float, float] | None = None) -> None:
         """Clear the figure, make ``ncols`` Axes side by side, call ``draw(axes)``, update the canvas.
+
+        The layout (room for labels, ticks, legends, titles) is computed by
+        matplotlib's constrained layout when the figure's text changes, and
+        reused while only the data does: redraws of a tuner skip the costliest
+        part of rendering.
 
         Parameters
         ----------
@@ -139,9 +173,24 @@ class FigurePane(W.Box):
             fig.set_size_inches(*figsize, forward=True)
         self.axes = list(np.atleast_1d(fig.subplots(1, ncols, squeeze=False)[0]))
         draw(self.axes)
+        self._lay_out()
         self.canvas.draw_idle()
         self.draws += 1
         self.last_draw_seconds = time.perf_counter() - started
+
+    def _lay_out(self) -> None:
+        """Constrained layout when the figure's text differs from the last layout's; else its positions again."""
+        fig = self.figure
+        key = (tuple(np.round(fig.get_size_inches(), 3)), tuple(layout_text(ax) for ax in self.axes))
+        if key == self._layout_key:
+            fig.set_layout_engine("none")
+            for ax, position in zip(self.axes, self._positions):
+                ax.set_position(position)
+            return
+        fig.set_layout_engine("constrained")
+        fig.get_layout_engine().execute(fig)
+        self._layout_key, self._positions = key, [ax.get_position() for ax in self.axes]
+        fig.set_layout_engine("none")  # rendering keeps these positions
 
     def on_click(self, handler: Callable[[Click], None]) -> None:
         """Call ``handler(click)`` when the data area of an Axes is clicked (not while panning or zooming)."""
