@@ -46,7 +46,7 @@ def test_figure_pane_lays_out_again_only_when_its_text_changes():
     pane.draw(lambda axes: axes[0].plot([0, 1], [0, 1]))
     first = pane.axes[0].get_position().bounds
     pane.draw(lambda axes: axes[0].plot([0, 1], [0, 0.9]))  # the same ticks and labels: the same room
-    assert pane.axes[0].get_position().bounds == first
+    assert pane.axes[0].get_position().bounds == pytest.approx(first, abs=1e-12)
     pane.draw(lambda axes: axes[0].plot([0, 1], [0, 50000]))  # wider tick labels: more room on the left
     assert pane.axes[0].get_position().x0 > first[0]
     pane.draw(lambda axes: (axes[0].plot([0, 1], [0, 1]), axes[0].set_title("a title")))
