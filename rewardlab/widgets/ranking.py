@@ -225,7 +225,8 @@ class RankingTuner(SessionWidget):
             if pins:
                 legend_outside(axes[1])
             axes[1].set_title("mean episode return by final rank")
-            axes[0].format_coord = lambda x, y: f"reward {x:.4g}, {y:.4g} steps: click to open the game nearest"
+            axes[0].format_coord = lambda x, y: (f"reward {fmt(x)}, fraction {fmt(y)}: click to open the game "
+                                                 "whose reward is nearest")
             axes[1].format_coord = self._rank_readout
 
         self.plot.draw(draw, ncols=2)
