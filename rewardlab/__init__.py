@@ -77,6 +77,7 @@ _EXPORTS = {
     ),
     "rewardlab.schedules": ("ExplorerSchedule", "KanachanEpsilonGreedy"),
     "rewardlab.export": ("export_plugin", "render_plugin"),
+    "rewardlab.scaling": ("StepsScaling", "export_scaling_plugin"),
 }
 
 __all__ = ["__version__"]
