@@ -246,3 +246,19 @@ def test_cli_exports_a_scaling_plugin(tmp_path, capsys):
     assert main(["export", "scaling", "--data", str(dataset), "--out", str(tmp_path / "r.py"),
                  "--scope", "episode_return"]) == 2
     assert "`center` should be False" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", sorted(STEPS_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_each_steps_plugin_is_self_contained_vectorized_and_listed(path):
+    import ast
+
+    tree = ast.parse(path.read_text())
+    modules = {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    modules |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert modules == {"torch"}, modules
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))], "vectorized"
+    assert path.read_text().startswith("# ")
+    assert f"`{path.name}`" in (STEPS_DIR / "README.md").read_text()
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)  # no rewardlab needed
+    assert callable(namespace["get_reward"])
