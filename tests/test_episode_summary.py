@@ -199,6 +199,13 @@ def test_bad_arguments_are_named():
     clash = frame.with_columns(reward_x=pl.lit(1.0)).rename({"episode_id": "return_x"})
     with pytest.raises(ParameterError, match="`rewards` should not make a summary column named like a key"):
         rewardlab.episode_summary(clash, spec=FrameSpec(name="c", episode=("return_x",)))
+    with pytest.raises(SpecError, match="episode key is named like a column of the summary") as info:
+        rewardlab.episode_summary(frame.rename({"episode_id": "steps"}), spec=FrameSpec(name="k", episode=("steps",)))
+    assert info.value.column == "steps"
+    text_time = frame.with_columns(pl.col("clock").cast(pl.String))
+    with pytest.raises(SpecError, match="the time column should hold numbers or times, found String") as info:
+        rewardlab.episode_summary(text_time, spec=SPEC)
+    assert info.value.column == "clock"
     with pytest.raises(SpecError, match="the frame has no spec"):
         rewardlab.episode_summary(frame.select("t", "reward_recorded"))
 

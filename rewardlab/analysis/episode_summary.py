@@ -50,7 +50,7 @@ import polars as pl
 from rewardlab.analysis.scopes import declared_spec, episode_end_expr, segment_id_expr
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 from rewardlab.core import columns
-from rewardlab.core.errors import ParameterError
+from rewardlab.core.errors import ParameterError, SpecError
 from rewardlab.core.spec import FrameSpec, attach
 
 __all__ = ["episode_summary", "summary_rewards", "describe_episodes", "ENDINGS", "RETURN_PREFIX",
@@ -119,7 +119,8 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
     ColumnNotFoundError
         A reward in ``rewards`` is missing.
     SpecError
-        The data has no spec rewardlab can find (the message says how to declare one).
+        The data has no spec rewardlab can find (the message says how to declare one), an
+        episode key is named like a summary column, or the time column is neither numbers nor times.
 
     Examples
     --------
@@ -136,6 +137,11 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
     use = _rewards(names, rewards)
     keys = [k for k in here.episode if k in names]
     index = "episode" if "episode" not in keys else _INDEX
+    named = [k for k in keys if k in _FIXED[1:]]
+    if named:
+        raise SpecError(f"the {here.name} spec's episode key is named like a column of the summary "
+                        f"({', '.join(_FIXED[1:])})", column=named[0],
+                        hint="Rename the key column (e.g. frame.rename(...)) and pass a spec naming it")
     taken = set(_FIXED) | set(keys)
     clash = [n for n in use if RETURN_PREFIX + n in taken or REWARDS_PREFIX + n in taken]
     if clash:
@@ -144,6 +150,11 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
     terminated = here.terminated if here.terminated in names else None
     truncated = here.truncated if here.truncated in names else None
     time = here.time if here.time is not None and here.time in names else None
+    if time is not None:
+        dtype = lf.collect_schema()[time]
+        if not (dtype.is_numeric() or dtype.is_temporal()):
+            raise SpecError(f"the time column should hold numbers or times, found {dtype}", column=time,
+                            hint="Cast it to seconds (Float64) or a Datetime")
     values = {n: pl.col(columns.reward_column(n)).cast(pl.Float64) for n in use}
     selected = [
         segment_id_expr(episode_end_expr(names, here), index),
