@@ -345,6 +345,20 @@ class ScalingExport:
         return f"wrote {self.path}\n{self.header}\n{check}"
 
 
+def _check_constants_match(scaling: StepsScaling, data) -> None:
+    """Refuse constants of a reward whose column in ``data`` differs from the key the file scales."""
+    rcol = columns.reward_column(scaling.constants.reward)
+    if not isinstance(data, pl.DataFrame) or rcol not in data.columns or scaling.key not in data.columns:
+        return
+    differ = data.select((pl.col(rcol).cast(pl.Float64) != pl.col(scaling.key).cast(pl.Float64)).sum()).item()
+    if differ:
+        raise ParameterError("constants", f"should be measured on the reward the key {scaling.key!r} holds; "
+                             f"{rcol} differs from {scaling.key!r} on {differ:,} rows of the data",
+                             scaling.constants.reward,
+                             hint=f"Measure them with normalization_constants(data, <the reward in "
+                             f"{scaling.key!r}>), or pass key= naming the column that holds {rcol}'s values.")
+
+
 def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.DataFrame | None,
                           key: str = RECORDED_KEY, center: bool = True, spec: FrameSpec | None = None,
                           overwrite: bool = False, check: bool = True, source: str | None = None,
@@ -383,6 +397,15 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
     -------
     ScalingExport
 
+    Raises
+    ------
+    ParameterError
+        Bad arguments; constants of a return scope with ``center=True``; a key
+        the spec does not hand to plug-ins; constants of a reward whose
+        ``reward_<name>`` column in ``data`` differs from the key's values.
+    OutputExistsError, RoundTripError, ExportWriteError
+        Nothing is written (ExportWriteError: the write itself failed).
+
     Examples
     --------
     >>> c = rewardlab.normalization_constants(frame, "recorded")  # doctest: +SKIP
@@ -399,6 +422,7 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
         if data is None:
             raise ParameterError("data", "should be the steps frame to check the file on (or pass check=False)",
                                  None)
+        _check_constants_match(scaling, data)
         with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
             trial = Path(tmp) / "exported.py"
             trial.write_text(text, encoding="utf-8")

@@ -223,6 +223,10 @@ def test_bad_arguments_are_named(tmp_path):
         StepsScaling(constants, key="missing").evaluate(frame)
     with pytest.raises(ParameterError, match="`data` should be the steps frame"):
         export_scaling_plugin(constants, tmp_path / "x.py", data=None)
+    other = frame.with_columns(reward_other=pl.col("recorded_reward") * 2)
+    with pytest.raises(ParameterError, match="`constants` should be measured on the reward the key 'recorded_reward' "
+                       "holds; reward_other differs from 'recorded_reward' on"):
+        export_scaling_plugin(rewardlab.normalization_constants(other, "other"), tmp_path / "x.py", data=other)
     with pytest.raises(ParameterError, match="`center` should be True or False"):
         StepsScaling(constants, center=1)
     assert list(tmp_path.iterdir()) == []
