@@ -64,9 +64,10 @@ _EXPORTS = {
         "step_difference",
     ),
     "rewardlab.analysis.episodes": ("EpisodeDetail", "episode_detail"),
+    "rewardlab.analysis.episode_summary": ("episode_summary",),
     "rewardlab.domains.mahjong.episodes": ("mahjong_episode_detail",),
     "rewardlab.plots": (
-        "plot_correlation_heatmap", "plot_normalization", "plot_return_distribution",
+        "plot_correlation_heatmap", "plot_episode_summary", "plot_normalization", "plot_return_distribution",
         "plot_return_scatter", "plot_reward_by_rank", "plot_reward_distribution",
     ),
     "rewardlab.domains.mahjong.families": (
@@ -76,6 +77,7 @@ _EXPORTS = {
     ),
     "rewardlab.schedules": ("ExplorerSchedule", "KanachanEpsilonGreedy"),
     "rewardlab.export": ("export_plugin", "render_plugin"),
+    "rewardlab.scaling": ("StepsScaling", "export_scaling_plugin"),
 }
 
 __all__ = ["__version__"]

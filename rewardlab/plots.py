@@ -29,6 +29,7 @@ import polars as pl
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
 from rewardlab.analysis.compare import episode_key_columns
+from rewardlab.analysis.episode_summary import ENDINGS, RETURN_PREFIX, summary_rewards
 from rewardlab.analysis.normalizers import replay_methods
 from rewardlab.core.spec import FrameSpec, attached
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice
@@ -42,6 +43,7 @@ __all__ = [
     "plot_normalization",
     "plot_epsilon_schedule",
     "plot_episode",
+    "plot_episode_summary",
     "legend_outside",
 ]
 
@@ -530,3 +532,81 @@ def plot_episode(detail, *, ax=None):
     ax.set_title(f"Return step by step: {detail.title}", fontsize="medium")
     legend_outside(ax)
     return ax
+
+
+#: Colours of the ways an episode ends (:data:`rewardlab.analysis.episode_summary.ENDINGS`).
+_ENDING_COLORS = {"terminated": "C0", "truncated": "C1", "cut": "C3", "unflagged": "0.55"}
+
+
+def _integer_edges(values: np.ndarray, bins: int) -> np.ndarray:
+    """One bin per integer when the range is small, else ``bins`` equal bins."""
+    lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    if hi - lo + 1 <= bins:
+        return np.arange(lo - 0.5, hi + 1.5)
+    return np.histogram_bin_edges(values, bins=bins)
+
+
+def plot_episode_summary(summary: pl.DataFrame, *, reward: str | None = None, ax=None, bins: int = 40):
+    """Distributions of one reward's episode returns and of episode lengths, stacked by how episodes ended.
+
+    Parameters
+    ----------
+    summary : polars.DataFrame
+        :func:`rewardlab.analysis.episode_summary.episode_summary` (columns
+        ``steps``, ``ended`` and ``return_<name>``).
+    reward : str, optional
+        Which reward's returns (default: the summary's first).
+    ax : sequence of two Axes, optional
+        Returns, then lengths (default: a new figure of two panels).
+    bins : int
+        Bins of the returns histogram (lengths get one bin per integer when
+        at most ``bins`` distinct lengths fit).
+
+    Returns
+    -------
+    numpy.ndarray of two Axes
+        Each ending present is one stacked layer, labelled ``"terminated (N)"``.
+
+    Examples
+    --------
+    >>> summary = pl.DataFrame({"steps": [3, 5, 5], "ended": ["terminated", "truncated", "terminated"],
+    ...                         "return_a": [1.0, -1.0, 2.0]})
+    >>> returns, lengths = plot_episode_summary(summary)
+    >>> returns.get_legend_handles_labels()[1]
+    ['terminated (2)', 'truncated (1)']
+    """
+    _require_columns(summary, ("steps", "ended"), "summary")
+    bins = _check_bins(bins)
+    names = summary_rewards(summary)
+    if not names:
+        raise ParameterError("summary", "should hold a return_<name> column (episode_summary with a reward)",
+                             summary.columns[:10])
+    if reward is None:
+        reward = names[0]
+    elif reward not in names and not (reward.startswith(columns.REWARD_PREFIX)
+                                      and reward[len(columns.REWARD_PREFIX):] in names):
+        raise ParameterError("reward", "should be one of the summary's rewards (" + ", ".join(names) + ")",
+                             reward)
+    reward = reward if reward in names else reward[len(columns.REWARD_PREFIX):]
+    if summary.height == 0:
+        raise ParameterError("summary", "should hold at least one episode", 0)
+    before, after = _many_axes(ax, 2)
+    endings = [e for e in ENDINGS if e in set(summary["ended"].to_list())]
+    parts = [summary.filter(pl.col("ended") == e) for e in endings]
+    labels = [f"{e} ({p.height})" for e, p in zip(endings, parts)]
+    colors = [_ENDING_COLORS[e] for e in endings]
+    returns = [p[RETURN_PREFIX + reward].cast(pl.Float64).to_numpy() for p in parts]
+    lengths = [p["steps"].cast(pl.Float64).to_numpy() for p in parts]
+    before.hist(returns, bins=np.histogram_bin_edges(np.concatenate(returns), bins=bins), stacked=True,
+                color=colors, label=labels)
+    before.set_xlabel(f"episode return ({reward})")
+    before.set_ylabel("episodes")
+    before.set_title(f"Return per episode: {reward}", fontsize="medium")
+    after.hist(lengths, bins=_integer_edges(np.concatenate(lengths), bins), stacked=True, color=colors,
+               label=labels)
+    after.set_xlabel("steps per episode")
+    after.set_ylabel("episodes")
+    after.set_title("Steps per episode", fontsize="medium")
+    legend_outside(after)
+    legend_outside(before)
+    return np.asarray([before, after], dtype=object)

@@ -109,6 +109,7 @@ def test_a_damaged_rewards_table_is_one_error_line(paths, tmp_path, capsys):
     ("scatter", False, "Episode returns: points against top"),
     ("by-rank", False, "Mean episode return by final rank"),
     ("normalization", False, "Normalization of top: raw and normalized step rewards"),
+    ("episodes", False, "Episodes: returns of top and lengths"),
 ])
 def test_every_plot_kind_has_a_title_and_its_legends_outside_the_data(paths, tmp_path, monkeypatch, kind,
                                                                        facet, title):
@@ -116,7 +117,8 @@ def test_every_plot_kind_has_a_title_and_its_legends_outside_the_data(paths, tmp
 
     from rewardlab.cli.analysis import _KINDS
 
-    assert {"hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization"} == set(_KINDS)
+    assert {"hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization",
+            "episodes"} == set(_KINDS)
     saved = []
     real = Figure.savefig
     monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (saved.append(self), real(self, *a, **k))[1])

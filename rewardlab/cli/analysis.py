@@ -10,7 +10,7 @@ from rewardlab.cli.options import add_format
 
 _SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "trajectory_return",
            "end_of_round", "end_of_game")
-_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization")
+_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization", "episodes")
 
 
 def register(sub) -> None:
@@ -44,7 +44,8 @@ def register(sub) -> None:
                    "whole episode, as stats --scope episode_return); correlation: Spearman heat map "
                    "of episode returns; scatter: episode returns of the first two rewards; by-rank: "
                    "mean episode return per final rank; normalization: raw and normalized rewards, "
-                   "of the first reward. Every figure is titled with what it shows")
+                   "of the first reward; episodes: episode returns of the first reward and episode "
+                   "lengths, by how episodes ended. Every figure is titled with what it shows")
     p.add_argument("--reward", action="append", metavar="NAME",
                    help="a reward name (repeatable; default: every reward_* column)")
     p.add_argument("--facet", action="store_true", help="hist / ecdf: one panel per reward")
@@ -166,6 +167,8 @@ def plot_title(kind: str, rewards, *, facet: bool = False) -> str:
         return f"Episode returns: {rewards[1]} against {rewards[0]}"
     if kind == "by-rank":
         return "Mean episode return by final rank"
+    if kind == "episodes":
+        return f"Episodes: returns of {rewards[0]} and lengths"
     return f"Normalization of {rewards[0]}: raw and normalized step rewards"
 
 
@@ -199,6 +202,11 @@ def _draw(args, out) -> int:
                 raise ParameterError("--reward", "should name two rewards for --kind scatter", names)
             result = plots.plot_return_scatter(table, x=names[0], y=names[1])
             drawn = names[:2]
+    elif kind == "episodes":
+        from rewardlab.analysis.episode_summary import episode_summary
+
+        result = plots.plot_episode_summary(episode_summary(lf, rewards=names[:1], lists=False))
+        drawn = names[:1]
     elif kind == "by-rank":
         from rewardlab.domains.mahjong.ranking import reward_by_rank
 

@@ -172,15 +172,49 @@ def _summary(data, format_name: str, as_json: bool) -> str:
     lf = data.lazy() if isinstance(data, pl.DataFrame) else data
     names = lf.collect_schema().names()
     if set(S.KANACHAN_SPEC.required) <= set(names):
-        summary = summarize(data)
-        return json.dumps(summary.to_dict(), indent=2) if as_json else str(summary)
+        summary = summarize(data)  # its JSON keeps summarize's keys; the text adds the episode lengths
+        return json.dumps(summary.to_dict(), indent=2) if as_json else \
+            "\n".join([str(summary), *_digest_lines(_episode_digest(data))])
     spec = spec_of(data)
     counts = lf.select(transitions=pl.len(), episodes=spec.episode_end(names).sum()).collect().row(0, named=True)
     out = {"format": format_name, "spec": spec.name, "transitions": int(counts["transitions"]),
            "episodes": int(counts["episodes"] or 0), "columns": names}
+    digest = _episode_digest(data)
+    out["episode_summary"] = digest
     if as_json:
         return json.dumps(out, indent=2)
     return "\n".join([f"format       {format_name} (spec {spec.name})",
                       f"episodes     {out['episodes']:>12,}",
                       f"transitions  {out['transitions']:>12,}",
-                      "columns      " + ", ".join(names)])
+                      "columns      " + ", ".join(names), *_digest_lines(digest)])
+
+
+def _episode_digest(data) -> dict:
+    """The episode summary's digest (episodes, endings, lengths, returns per reward), JSON-ready."""
+    import math
+
+    from rewardlab.analysis.episode_summary import describe_episodes, episode_summary
+
+    def clean(v):
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return clean(describe_episodes(episode_summary(data, lists=False)))
+
+
+def _digest_lines(digest: dict) -> list[str]:
+    """``rewardlab info``'s lines for an episode digest: endings, then length and return distributions."""
+    def dist(d: dict) -> str:
+        return "  ".join(f"{k} {'-' if d[k] is None else format(d[k], '.4g')}"
+                         for k in ("min", "p25", "median", "p75", "max", "mean", "std"))
+
+    rows = [("episode endings", ", ".join(f"{k}: {v:,}" for k, v in digest["ended"].items())),
+            ("episode length", dist(digest["steps"]))]
+    if "time_per_step" in digest:
+        t = digest["time_per_step"]
+        rows.append(("time per step", "-" if t is None else format(t, ".4g")))
+    rows += [(f"return {n}", dist(d)) for n, d in digest["returns"].items()]
+    width = max(len(label) for label, _ in rows) + 2
+    lines = [f"{label:<{width}}{text}" for label, text in rows]
+    return lines

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rewardlab.cli.options import add_format
 from rewardlab.core.errors import ParameterError
 
 
@@ -59,6 +60,26 @@ def register(sub) -> None:
         q.add_argument("--divisor", type=float, help="nonzero divisor")
         _add_common(q, seed=False)
         q.set_defaults(func=_export_other, family_name=family)
+
+    c = fam.add_parser("scaling", help="steps contract: a recorded reward scaled by constants from data",
+                       description="Write a plug-in for the steps contract that returns (data[KEY] - mean) / "
+                       "std, with mean and std measured on the data (rewardlab.normalization_constants of "
+                       "--reward over --scope), after checking the file bit for bit against rewardlab on the "
+                       "data in every batch mode (and check-plugin on whole episodes); nothing is written "
+                       "when that fails.")
+    c.add_argument("--data", nargs="+", required=True, metavar="DATA",
+                   help="the step table(s) the constants are measured and the file checked on")
+    add_format(c)
+    c.add_argument("--reward", default="recorded", help="the reward whose constants to use (default: recorded)")
+    c.add_argument("--scope", default="all", help="the scope of the constants (default: all; a return scope "
+                   "needs --no-center)")
+    c.add_argument("--key", default="recorded_reward",
+                   help="the root IN key the plug-in scales (default: recorded_reward)")
+    c.add_argument("--no-center", action="store_true", help="divide by the std only (do not subtract the mean)")
+    c.add_argument("--out", required=True, metavar="FILE.py", help="the plug-in file to write")
+    c.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    c.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
+    c.set_defaults(func=_export_scaling)
 
     s = sub.add_parser("schedule", help="epsilon-greedy schedules: summary and config snippet",
                        description="Summarize an epsilon-greedy schedule and print its parameters "
@@ -267,6 +288,26 @@ def _export_other(args) -> int:
     family = _normalize(family, args, prepared)
     path = export_plugin(family, args.out, overwrite=args.overwrite, source=args.note)
     _report(family, path, prepared, args.normalize_from)
+    return 0
+
+
+def _export_scaling(args) -> int:
+    import dataclasses
+
+    from rewardlab.analysis.stats import normalization_constants
+    from rewardlab.core.files import check_not_input
+    from rewardlab.export import export_target
+    from rewardlab.scaling import export_scaling_plugin
+    from rewardlab.sources.dispatch import load
+
+    check_not_input(args.out, args.data, name="--out")
+    export_target(args.out, overwrite=args.overwrite)  # before any work
+    frame = load(args.data if len(args.data) > 1 else args.data[0], format=args.format, progress=False)
+    constants = normalization_constants(frame, args.reward, scope=args.scope)
+    constants = dataclasses.replace(constants, source=", ".join(args.data))  # measured on these files
+    result = export_scaling_plugin(constants, args.out, data=frame, key=args.key, center=not args.no_center,
+                                   overwrite=args.overwrite, source=args.note)
+    print(result)
     return 0
 
 

@@ -1,0 +1,433 @@
+"""Scaling plug-ins for the steps contract: normalization constants -> a self-contained, checked plug-in file.
+
+A step table keeps the reward its environment recorded (the candidate
+``reward_recorded``, handed to plug-ins under the root IN key
+``recorded_reward``, see :data:`RECORDED_KEY`).  :class:`StepsScaling` is the
+plug-in that scales such a column with constants measured by
+:func:`rewardlab.normalization_constants`::
+
+    reward = (data[key] - shift) / scale        (float64, every step; done left as given)
+
+with ``shift = mean`` (``0.0`` when ``center=False``) and ``scale = std``.
+:func:`export_scaling_plugin` writes it as one stand-alone file (imports
+torch only; the constants as literals, exactly rewardlab's floats; a header
+naming the constants' provenance and data fingerprint), written atomically
+and only after a round trip: the file is applied in **every** batch mode and
+compared bit for bit with :meth:`StepsScaling.evaluate`, and check-plugin
+passes on whole episodes (:func:`scaling_roundtrip`).
+
+Safety as in :mod:`rewardlab.export`: every literal is checked (finite
+floats; the key an identifier), user text appears only in sanitized ``#``
+comments, and the file defines only ``get_reward`` and ``_RL_*`` names.
+
+Examples
+--------
+>>> import polars as pl
+>>> from rewardlab.analysis.stats import NormalizationConstants
+>>> c = NormalizationConstants("recorded", "all", 1.0, 2.0, 4, None, 4, "blake2b-128:00")
+>>> s = StepsScaling(c)
+>>> s.shift, s.scale
+(1.0, 2.0)
+>>> "def get_reward(data, contiguous):" in s.render()
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import math
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab._version import __version__
+from rewardlab.analysis.scopes import RETURN_SCOPES
+from rewardlab.analysis.stats import NormalizationConstants
+from rewardlab.core import columns
+from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripError
+from rewardlab.core.spec import FrameSpec
+from rewardlab.export import export_target, sanitize_comment, write_text
+from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
+from rewardlab.plugins.batch_modes import BATCH_MODES
+from rewardlab.sources.registry import spec_of
+
+__all__ = ["RECORDED_KEY", "StepsScaling", "ScalingRoundTrip", "ScalingExport", "scaling_roundtrip",
+           "export_scaling_plugin", "CHECK_ROWS"]
+
+#: The root IN key under which step-table sources hand the recorded reward to steps plug-ins
+#: (an extra column of the spec; its candidate column is ``reward_recorded``).
+RECORDED_KEY = "recorded_reward"
+#: Rows of whole episodes check-plugin runs on in :func:`scaling_roundtrip` (all rows when fewer).
+CHECK_ROWS = 20_000
+_SCALE_LIMIT = 1e-300  # a smaller std makes (x - shift) / scale overflow for ordinary rewards
+
+_BODY = '''
+def get_reward(data, contiguous):
+    raw = data[_RL_KEY].to(_RL_torch.float64)
+    data["next", "reward"] = (raw - _RL_SHIFT) / _RL_SCALE
+'''
+
+
+def _float_literal(name: str, value) -> str:
+    if type(value) is not float or not math.isfinite(value):
+        raise ParameterError(name, "should be a finite float to be written into a plug-in", value)
+    return repr(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepsScaling:
+    """``(data[key] - shift) / scale`` on every step, for the steps contract, from normalization constants.
+
+    Parameters
+    ----------
+    constants : NormalizationConstants
+        From :func:`rewardlab.normalization_constants` (of the reward the key
+        holds, e.g. ``"recorded"``): ``scale`` is its ``std``, ``shift`` its ``mean``.
+    key : str
+        The root IN key holding the raw reward (a scalar extra column of the
+        spec); default :data:`RECORDED_KEY`.
+    center : bool
+        Subtract the mean (default).  Constants of a return scope
+        (``episode_return``, ``trajectory_return``) only scale: their mean
+        is per episode, not per step, so ``center`` must be False there.
+
+    Examples
+    --------
+    >>> c = NormalizationConstants("recorded", "episode_return", 10.0, 4.0, 3, None, 30, "x")
+    >>> StepsScaling(c, center=False).shift
+    0.0
+    """
+
+    constants: NormalizationConstants
+    key: str = RECORDED_KEY
+    center: bool = True
+
+    def __post_init__(self):
+        if not isinstance(self.constants, NormalizationConstants):
+            raise ParameterError("constants", "should be rewardlab.NormalizationConstants (from "
+                                 "rewardlab.normalization_constants)", type(self.constants).__name__)
+        columns.check_name(self.key, what="key")
+        if not isinstance(self.center, bool):
+            raise ParameterError("center", "should be True or False", self.center)
+        if self.center and self.constants.scope in RETURN_SCOPES:
+            raise ParameterError("center", f"should be False for constants of scope {self.constants.scope!r} "
+                                 "(their mean is a per-episode sum; subtracting it from every step would "
+                                 "shift returns by length x mean)", self.center,
+                                 hint="Pass center=False to divide by the return std only, or measure "
+                                 "constants over steps (scope='all').")
+        _float_literal("constants.mean", float(self.constants.mean))
+        if not float(self.constants.std) >= _SCALE_LIMIT:
+            raise ParameterError("constants.std", f"should be >= {_SCALE_LIMIT} (rewards are divided by it)",
+                                 self.constants.std)
+
+    @property
+    def shift(self) -> float:
+        """What is subtracted: the constants' mean, or 0.0 without centering."""
+        return float(self.constants.mean) if self.center else 0.0
+
+    @property
+    def scale(self) -> float:
+        """What the shifted reward is divided by: the constants' std."""
+        return float(self.constants.std)
+
+    def evaluate(self, frame: pl.DataFrame, *, spec: FrameSpec | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The rewards and dones the plug-in gives on ``frame``, in NumPy (the library's side of the round trip).
+
+        Returns
+        -------
+        reward : float64 array ``[N]``
+        done : bool array ``[N]``
+            True on each episode's last step (the plug-in leaves ``done`` as given).
+
+        Examples
+        --------
+        >>> f = pl.DataFrame({"e": [0, 0], "recorded_reward": [1.0, 5.0]})
+        >>> c = NormalizationConstants("recorded", "all", 3.0, 2.0, 2, None, 2, "x")
+        >>> r, d = StepsScaling(c).evaluate(f, spec=FrameSpec(name="s", episode=("e",), columns=("recorded_reward",)))
+        >>> r.tolist(), d.tolist()
+        ([-1.0, 1.0], [False, True])
+        """
+        here = self._check_frame(frame, spec)
+        raw = frame[self.key].cast(pl.Float64).to_numpy()
+        done = frame.select(here.episode_end(frame.columns)).to_series().to_numpy().astype(bool)
+        return (raw - self.shift) / self.scale, done
+
+    def _check_frame(self, frame, spec) -> FrameSpec:
+        if not isinstance(frame, pl.DataFrame):
+            raise ParameterError("frame", "should be a polars DataFrame", type(frame).__name__)
+        here = spec_of(frame, spec)
+        if self.key not in frame.columns:
+            raise ParameterError("key", "should be a column of the frame (the IN key the plug-in reads)",
+                                 self.key, hint="Columns: " + ", ".join(frame.columns[:20]))
+        dtype = frame.schema[self.key]
+        if not dtype.is_numeric():
+            raise ParameterError("key", f"should be a numeric scalar column, found {dtype}", self.key)
+        if self.key not in here.columns and self.key not in here.state_names:
+            raise ParameterError("key", f"should be handed to plug-ins: list it in the {here.name} spec's "
+                                 "columns (FrameSpec(columns=...))", self.key)
+        return here
+
+    def render(self, *, created: _dt.datetime | None = None, source: str | None = None) -> str:
+        """The plug-in file's text (see the module docstring); checks every literal first.
+
+        Examples
+        --------
+        >>> c = NormalizationConstants("recorded", "all", 0.5, 2.0, 4, "t.parquet", 4, "blake2b-128:ab")
+        >>> text = StepsScaling(c).render(created=_dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc))
+        >>> [line for line in text.splitlines() if line.startswith("_RL_")]
+        ["_RL_KEY = 'recorded_reward'", '_RL_SHIFT = 0.5', '_RL_SCALE = 2.0']
+        """
+        created = created or _dt.datetime.now(_dt.timezone.utc)
+        if not isinstance(created, _dt.datetime):
+            raise ParameterError("created", "should be a datetime", created)
+        if source is not None and not isinstance(source, (str, Path)):
+            raise ParameterError("source", "should be a string or None", source)
+        c = self.constants
+        literals = {"_RL_KEY": repr(columns.check_name(self.key, what="key")),
+                    "_RL_SHIFT": _float_literal("shift", self.shift),
+                    "_RL_SCALE": _float_literal("scale", self.scale)}
+        header = [
+            f"Reward plug-in for the steps contract, generated by rewardlab {__version__} on "
+            f"{created.astimezone(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')}.",
+            "Self-contained (imports torch only).  To change it, measure the constants again in rewardlab",
+            "and export again; the literals below are exactly rewardlab's values.",
+            "",
+            f"reward:      (data[{self.key!r}] - shift) / scale in float64 on every step; done left as given",
+            f"key:         {self.key!r} (a root IN key of the steps contract)",
+            f"shift:       {self.shift!r} ({'the mean' if self.center else 'not centered'})",
+            f"scale:       {self.scale!r} (the population std)",
+            f"constants from: rewardlab.normalization_constants of reward {c.reward!r}, scope {c.scope!r}",
+            f"  constants:   mean = {c.mean!r}, std = {c.std!r} (over {c.count:,} values)",
+            f"  data:        {c.source if c.source else '(in memory)'}",
+            f"  rows:        {c.rows:,}",
+            f"  fingerprint: {c.fingerprint}",
+        ]
+        if source is not None:
+            header.append(f"source:      {source}")
+        comment = "\n".join(("# " + sanitize_comment(line)).rstrip() for line in header)
+        text = (comment + "\n\nimport torch as _RL_torch\n\n"
+                + "\n".join(f"{k} = {v}" for k, v in literals.items()) + "\n\n" + _BODY)
+        compile(text, "<rewardlab plug-in>", "exec")
+        return text
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ScalingRoundTrip:
+    """A scaling plug-in file compared with :meth:`StepsScaling.evaluate` (see :func:`scaling_roundtrip`).
+
+    Attributes
+    ----------
+    rows : int
+        Transitions compared bit for bit in each batch mode.
+    differing : dict
+        ``{mode: (rewards differing, dones differing)}`` for every batch mode.
+    report : CheckReport
+        check-plugin on ``checked_rows`` transitions of whole episodes.
+    warnings : tuple of str
+        The first warning of each kind raised while applying the file.
+    checked_rows, checked_episodes, episodes : int
+    """
+
+    rows: int
+    differing: dict
+    report: object
+    warnings: tuple
+    checked_rows: int
+    checked_episodes: int
+    episodes: int
+
+    @property
+    def identical(self) -> bool:
+        """Every reward bit for bit and every done equal, in every batch mode."""
+        return all(r == 0 and d == 0 for r, d in self.differing.values())
+
+    @property
+    def ok(self) -> bool:
+        """Identical and passing check-plugin."""
+        return self.identical and bool(self.report.ok)
+
+    def __str__(self) -> str:
+        modes = ", ".join(self.differing)
+        if self.identical:
+            same = f"identical to rewardlab's rewards and dones on all {self.rows:,} transitions in every " \
+                   f"batch mode ({modes})"
+        else:
+            bad = "; ".join(f"{m}: {r:,} rewards, {d:,} dones" for m, (r, d) in self.differing.items() if r or d)
+            same = f"DIFFERS from rewardlab ({bad}) of {self.rows:,} transitions"
+        check = ("check-plugin: PASS" if self.report.ok else "check-plugin: FAIL") + \
+            f" (on {self.checked_rows:,} transitions, {self.checked_episodes:,} whole episodes of {self.episodes:,})"
+        text = f"round trip: {same}; {check}"
+        if not self.report.ok:
+            text += "\n" + str(self.report)
+        return text + "".join(f"\nwarning: {w}" for w in self.warnings)
+
+
+def _whole_episode_sample(ends: np.ndarray, rows: int) -> tuple[np.ndarray | None, int, int]:
+    """Rows of about ``rows`` transitions of whole episodes spread evenly (None: all), episodes picked, episodes."""
+    stops = np.flatnonzero(ends) + 1
+    starts = np.concatenate(([0], stops[:-1])).astype(np.int64)
+    episodes = int(stops.size)
+    if ends.size <= rows or episodes == 0:
+        return None, episodes, episodes
+    wanted = max(1, min(episodes, round(rows * episodes / ends.size)))
+    pick = np.unique(np.linspace(0, episodes - 1, wanted).round().astype(np.int64))
+    positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in zip(starts[pick], stops[pick])])
+    return positions, int(pick.size), episodes
+
+
+def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec: FrameSpec | None = None,
+                      check_rows: int = CHECK_ROWS) -> ScalingRoundTrip:
+    """Apply a scaling plug-in file in every batch mode, compare it bit for bit, and run check-plugin.
+
+    Parameters
+    ----------
+    scaling : StepsScaling
+        What the file should reproduce.
+    path : str or Path
+        The plug-in file.
+    frame : polars.DataFrame
+        A steps frame holding the scaling's key column.
+    spec : FrameSpec, optional
+        The frame's spec, when it carries none.
+    check_rows : int
+        Rows of whole episodes check-plugin runs on (all rows when the frame is no bigger).
+
+    Returns
+    -------
+    ScalingRoundTrip
+
+    Examples
+    --------
+    >>> print(scaling_roundtrip(StepsScaling(c), "scaled.py", frame))  # doctest: +SKIP
+    """
+    if isinstance(check_rows, bool) or not isinstance(check_rows, (int, np.integer)) or check_rows < 1:
+        raise ParameterError("check_rows", "should be an integer >= 1", check_rows)
+    here = scaling._check_frame(frame, spec)
+    full = spec if spec is not None else here
+    expected_reward, expected_done = scaling.evaluate(frame, spec=spec)
+    plugin = load_plugin(path, name="exported", contract="steps")
+    reward_col, done_col = columns.reward_column(plugin.name), columns.done_column(plugin.name)
+    differing = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RewardlabWarning)
+        for mode in BATCH_MODES:
+            out = apply_plugins(frame, plugin, batch_mode=mode, progress=False, spec=full, contract="steps")
+            got = out[reward_col].cast(pl.Float64).to_numpy()
+            differing[mode] = (int((got.view(np.uint64) != expected_reward.view(np.uint64)).sum()),
+                               int((out[done_col].to_numpy() != expected_done).sum()))
+    found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
+    positions, picked, episodes = _whole_episode_sample(expected_done, int(check_rows))
+    sample = frame if positions is None else frame[positions]
+    report = check_plugin(sample, plugin, progress=False, spec=full, contract="steps")
+    return ScalingRoundTrip(rows=frame.height, differing=differing, report=report, warnings=found,
+                            checked_rows=sample.height, checked_episodes=picked, episodes=episodes)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ScalingExport:
+    """What :func:`export_scaling_plugin` wrote: the path, the file's text and the round trip (None unchecked)."""
+
+    path: Path
+    text: str
+    roundtrip: ScalingRoundTrip | None
+
+    @property
+    def header(self) -> str:
+        """The file's header comment."""
+        return "\n".join(line for line in self.text.splitlines() if line.startswith("#"))
+
+    def __str__(self) -> str:
+        check = str(self.roundtrip) if self.roundtrip is not None else "round trip: not checked (check=False)"
+        return f"wrote {self.path}\n{self.header}\n{check}"
+
+
+def _check_constants_match(scaling: StepsScaling, data) -> None:
+    """Refuse constants of a reward whose column in ``data`` differs from the key the file scales."""
+    rcol = columns.reward_column(scaling.constants.reward)
+    if not isinstance(data, pl.DataFrame) or rcol not in data.columns or scaling.key not in data.columns:
+        return
+    differ = data.select((pl.col(rcol).cast(pl.Float64) != pl.col(scaling.key).cast(pl.Float64)).sum()).item()
+    if differ:
+        raise ParameterError("constants", f"should be measured on the reward the key {scaling.key!r} holds; "
+                             f"{rcol} differs from {scaling.key!r} on {differ:,} rows of the data",
+                             scaling.constants.reward,
+                             hint=f"Measure them with normalization_constants(data, <the reward in "
+                             f"{scaling.key!r}>), or pass key= naming the column that holds {rcol}'s values.")
+
+
+def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.DataFrame | None,
+                          key: str = RECORDED_KEY, center: bool = True, spec: FrameSpec | None = None,
+                          overwrite: bool = False, check: bool = True, source: str | None = None,
+                          check_rows: int = CHECK_ROWS, created: _dt.datetime | None = None) -> ScalingExport:
+    """Write a scaling plug-in for the steps contract (atomic write), after a bit-for-bit round trip on ``data``.
+
+    Parameters
+    ----------
+    constants : NormalizationConstants
+        From :func:`rewardlab.normalization_constants` (e.g. of ``"recorded"``).
+    path : str or Path
+        The ``.py`` file to write.
+    data : polars.DataFrame or None
+        A steps frame holding ``key`` (e.g. the data the constants came
+        from): the file is applied to it in every batch mode and compared bit
+        for bit with rewardlab, and check-plugin runs on its whole episodes.
+        None only with ``check=False``.
+    key, center
+        See :class:`StepsScaling`.
+    spec : FrameSpec, optional
+        ``data``'s spec, when it carries none.
+    overwrite : bool
+        Replace an existing file (otherwise
+        :class:`~rewardlab.core.errors.OutputExistsError`, before any work).
+    check : bool
+        Run the round trip before writing (default); a failure raises
+        :class:`~rewardlab.core.errors.RoundTripError` and writes nothing.
+    source : str, optional
+        A note for the header (sanitized into a comment).
+    check_rows : int
+        Rows of whole episodes for check-plugin.
+    created : datetime, optional
+        The time in the header (default now, UTC).
+
+    Returns
+    -------
+    ScalingExport
+
+    Raises
+    ------
+    ParameterError
+        Bad arguments; constants of a return scope with ``center=True``; a key
+        the spec does not hand to plug-ins; constants of a reward whose
+        ``reward_<name>`` column in ``data`` differs from the key's values.
+    OutputExistsError, RoundTripError, ExportWriteError
+        Nothing is written (ExportWriteError: the write itself failed).
+
+    Examples
+    --------
+    >>> c = rewardlab.normalization_constants(frame, "recorded")  # doctest: +SKIP
+    >>> print(export_scaling_plugin(c, "scaled.py", data=frame))  # doctest: +SKIP
+    """
+    for name, value in (("overwrite", overwrite), ("check", check)):
+        if not isinstance(value, bool):
+            raise ParameterError(name, "should be True or False", value)
+    scaling = StepsScaling(constants, key=key, center=center)
+    target = export_target(path, overwrite=overwrite)
+    text = scaling.render(created=created, source=source)
+    roundtrip = None
+    if check:
+        if data is None:
+            raise ParameterError("data", "should be the steps frame to check the file on (or pass check=False)",
+                                 None)
+        _check_constants_match(scaling, data)
+        with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
+            trial = Path(tmp) / "exported.py"
+            trial.write_text(text, encoding="utf-8")
+            roundtrip = scaling_roundtrip(scaling, trial, data, spec=spec, check_rows=check_rows)
+        if not roundtrip.ok:
+            raise RoundTripError(str(path), roundtrip)
+    write_text(target, text, overwrite=overwrite, shown=str(path))
+    return ScalingExport(path=target, text=text, roundtrip=roundtrip)
