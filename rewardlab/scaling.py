@@ -48,6 +48,7 @@ from rewardlab._version import __version__
 from rewardlab.analysis.scopes import RETURN_SCOPES
 from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.core import columns
+from rewardlab.core.rows import spread_episodes
 from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripError
 from rewardlab.core.spec import FrameSpec
 from rewardlab.export import export_target, sanitize_comment, write_text
@@ -266,19 +267,6 @@ class ScalingRoundTrip:
         return text + "".join(f"\nwarning: {w}" for w in self.warnings)
 
 
-def _whole_episode_sample(ends: np.ndarray, rows: int) -> tuple[np.ndarray | None, int, int]:
-    """Rows of about ``rows`` transitions of whole episodes spread evenly (None: all), episodes picked, episodes."""
-    stops = np.flatnonzero(ends) + 1
-    starts = np.concatenate(([0], stops[:-1])).astype(np.int64)
-    episodes = int(stops.size)
-    if ends.size <= rows or episodes == 0:
-        return None, episodes, episodes
-    wanted = max(1, min(episodes, round(rows * episodes / ends.size)))
-    pick = np.unique(np.linspace(0, episodes - 1, wanted).round().astype(np.int64))
-    positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in zip(starts[pick], stops[pick])])
-    return positions, int(pick.size), episodes
-
-
 def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec: FrameSpec | None = None,
                       check_rows: int = CHECK_ROWS) -> ScalingRoundTrip:
     """Apply a scaling plug-in file in every batch mode, compare it bit for bit, and run check-plugin.
@@ -320,7 +308,8 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
             differing[mode] = (int((got.view(np.uint64) != expected_reward.view(np.uint64)).sum()),
                                int((out[done_col].to_numpy() != expected_done).sum()))
     found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
-    positions, picked, episodes = _whole_episode_sample(expected_done, int(check_rows))
+    stops = np.flatnonzero(expected_done) + 1
+    positions, picked, episodes = spread_episodes(np.concatenate(([0], stops[:-1])), stops, int(check_rows))
     sample = frame if positions is None else frame[positions]
     report = check_plugin(sample, plugin, progress=False, spec=full, contract="steps")
     return ScalingRoundTrip(rows=frame.height, differing=differing, report=report, warnings=found,

@@ -28,7 +28,7 @@ import numpy as np
 
 from rewardlab.core.errors import ParameterError
 
-__all__ = ["RowArrays"]
+__all__ = ["RowArrays", "spread_episodes"]
 
 
 class RowArrays:
@@ -82,3 +82,38 @@ class RowArrays:
                 setattr(out, name, np.concatenate(values))
         out.n = sum(p.n for p in parts)
         return out
+
+
+def spread_episodes(starts: np.ndarray, stops: np.ndarray, rows: int) -> tuple[np.ndarray | None, int, int]:
+    """A deterministic sample of whole episodes with about ``rows`` rows, spread evenly over the data.
+
+    Parameters
+    ----------
+    starts, stops : int arrays of shape ``[E]``
+        Each episode's first row and one past its last, in data order.
+    rows : int
+        About how many rows the sample should hold.
+
+    Returns
+    -------
+    positions : int64 array or None
+        The sample's rows in data order; None when the data has at most
+        ``rows`` rows (use everything).
+    picked, episodes : int
+        Episodes in the sample, and in the data.
+
+    Examples
+    --------
+    >>> positions, picked, episodes = spread_episodes(np.array([0, 2, 4]), np.array([2, 4, 6]), 2)
+    >>> positions.tolist(), picked, episodes
+    ([0, 1], 1, 3)
+    """
+    starts, stops = np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
+    episodes = int(starts.size)
+    total = int(stops[-1]) if episodes else 0
+    if total <= rows or episodes == 0:
+        return None, episodes, episodes
+    wanted = max(1, min(episodes, round(rows * episodes / total)))
+    pick = np.unique(np.linspace(0, episodes - 1, wanted).round().astype(np.int64))
+    positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in zip(starts[pick], stops[pick])])
+    return positions, int(pick.size), episodes

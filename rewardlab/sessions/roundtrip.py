@@ -26,6 +26,7 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
 from rewardlab.core.errors import ParameterError, PluginRunCancelled, RewardlabWarning
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
+from rewardlab.core.rows import spread_episodes
 from rewardlab.sessions.inputs import CancelToken, base_columns, cancel_token, progress_callback
 
 __all__ = [
@@ -173,13 +174,7 @@ def sample_whole_games(frame: pl.DataFrame, prepared, rows: int) -> tuple[np.nda
     >>> positions, k, g = sample_whole_games(frame, prepared, 20_000)  # doctest: +SKIP
     """
     starts, stops = whole_games(frame, prepared)
-    games = int(starts.size)
-    if prepared.n_rows <= rows or games == 0:
-        return None, games, games
-    wanted = max(1, min(games, round(rows * games / prepared.n_rows)))
-    pick = np.unique(np.linspace(0, games - 1, wanted).round().astype(np.int64))
-    positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in zip(starts[pick], stops[pick])])
-    return positions, int(pick.size), games
+    return spread_episodes(starts, stops, rows)
 
 
 def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=None, expected=None,
