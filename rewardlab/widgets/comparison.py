@@ -12,13 +12,12 @@ import html
 
 import ipywidgets as W
 
-from rewardlab.core.errors import PluginRunCancelled, RewardlabError
 from rewardlab.plots import plot_correlation_heatmap, plot_return_scatter, plot_reward_distribution
 from rewardlab.sessions import ComparisonSession
-from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, message
+from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
-from rewardlab.widgets.tasks import BackgroundTask
+from rewardlab.widgets.tasks import BackgroundTask, error_html
 
 __all__ = ["ComparisonBoard"]
 
@@ -123,12 +122,8 @@ class ComparisonBoard(SessionWidget):
     def _added(self, path: str, name, error: BaseException | None) -> None:
         """Say what adding ``path`` did (in the task's thread); the session has redrawn the board."""
         self.add_button.disabled = False
-        if isinstance(error, PluginRunCancelled):
-            self.add_result.value = message(str(error), color="#555555", mark="")
-        elif isinstance(error, RewardlabError):
-            self.add_result.value = message(str(error))
-        elif error is not None:
-            self.add_result.value = message(f"adding {path!r} failed: {type(error).__name__}: {error}")
+        if error is not None:
+            self.add_result.value = error_html(error, f"adding {path!r}")
         else:
             self.add_result.value = f"<small>added <b>{html.escape(name)}</b> from {html.escape(path)}</small>"
 

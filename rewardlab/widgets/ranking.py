@@ -12,13 +12,12 @@ import html
 
 import ipywidgets as W
 
-from rewardlab.core.errors import ExportCancelled, RewardlabError
 from rewardlab.plots import legend_outside, plot_reward_by_rank, plot_reward_distribution
 from rewardlab.sessions import RankingTuningSession
 from rewardlab.widgets.base import NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, fmt, message, pre, table
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
-from rewardlab.widgets.tasks import BackgroundTask
+from rewardlab.widgets.tasks import BackgroundTask, error_html
 
 __all__ = ["RankingTuner"]
 
@@ -265,12 +264,8 @@ class RankingTuner(SessionWidget):
 
     def _exported(self, path: str, result, error: BaseException | None) -> None:
         """Show what the export did (in the export's thread): the file and its check, or why not."""
-        if isinstance(error, ExportCancelled):
-            self.export_result.value = message(str(error), color="#555555", mark="")
-        elif isinstance(error, RewardlabError):
-            self.export_result.value = message(str(error))
-        elif error is not None:
-            self.export_result.value = message(f"export of {path!r} failed: {type(error).__name__}: {error}")
+        if error is not None:
+            self.export_result.value = error_html(error, f"export of {path!r}")
         else:
             rt = result.roundtrip
             color = "#1b7f1b" if result.ok else "#b00020"

@@ -24,9 +24,26 @@ from collections.abc import Callable
 
 import ipywidgets as W
 
+from rewardlab.core.errors import ExportCancelled, PluginRunCancelled, RewardlabError
 from rewardlab.sessions import CancelToken
+from rewardlab.widgets.base import message
 
-__all__ = ["BackgroundTask"]
+__all__ = ["BackgroundTask", "error_html"]
+
+
+def error_html(error: BaseException, what: str) -> str:
+    """How a widget shows what stopped background work: a cancel in grey, rewardlab's message, or any other error.
+
+    Examples
+    --------
+    >>> error_html(ValueError("bad"), "export of 'a.py'")
+    "<div style='color:#b00020;white-space:pre-wrap'>⚠ export of &#x27;a.py&#x27; failed: ValueError: bad</div>"
+    """
+    if isinstance(error, (ExportCancelled, PluginRunCancelled)):
+        return message(str(error), color="#555555", mark="")
+    if isinstance(error, RewardlabError):
+        return message(str(error))
+    return message(f"{what} failed: {type(error).__name__}: {error}")
 
 
 class BackgroundTask(W.HBox):
