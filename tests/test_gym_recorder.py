@@ -175,6 +175,10 @@ def test_env_and_policy_errors():
     with pytest.raises(ParameterError, match=r"`env` should be a Gymnasium environment \(it has no step\(\) "
                                              r"method\). Received 'ResetOnly'. Pass gymnasium.make"):
         rewardlab.record(ResetOnly(), lambda obs: 0, episodes=1, seed=0)
+    vector = gymnasium.make_vec("CartPole-v1", num_envs=2)
+    with pytest.raises(ParameterError, match=r"`env` should be a single environment, not a vector environment"
+                                             r".*Record gymnasium.make\(...\) rather than"):
+        rewardlab.record(vector, lambda obs: 0, episodes=1, seed=0)
     env = gymnasium.make("CartPole-v1")
     with pytest.raises(ParameterError, match=r"`policy` should be callable as policy\(obs\) -> action. "
                                              r"Received 'int'."):
@@ -246,3 +250,28 @@ def test_the_script_records_the_committed_samples(tmp_path):
     module.main(["--out", str(tmp_path)])
     for name in ("cartpole_random.parquet", "mountaincar_scripted.parquet"):
         assert rewardlab.load(tmp_path / name).equals(rewardlab.load(GYM / name))
+
+
+def test_gymnasium_is_optional_until_record_runs():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, builtins\n"
+        "real = builtins.__import__\n"
+        "def guard(name, *a, **k):\n"
+        "    if name.split('.')[0] == 'gymnasium':\n"
+        "        raise ImportError('No module named ' + name)\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = guard\n"
+        "import rewardlab\n"
+        "record = rewardlab.record\n"
+        "try:\n"
+        "    record(object(), print, episodes=1, seed=0)\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ("rewardlab.record needs Gymnasium. Install the gym extra: "
+                                  "pip install 'rewardlab[gym]' (Gymnasium, pinned).")

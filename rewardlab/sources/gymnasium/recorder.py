@@ -113,7 +113,12 @@ def _action_dtype(space, spaces) -> pl.DataType:
                          type(space).__name__, hint="Record a flattened wrapper of the environment.")
 
 
-def _check_env(env, spaces) -> None:
+def _check_env(env, gym) -> None:
+    spaces = gym.spaces
+    if isinstance(env, gym.vector.VectorEnv):
+        raise ParameterError("env", "should be a single environment, not a vector environment (a step table "
+                             "holds one environment's episodes one after another)", type(env).__name__,
+                             hint="Record gymnasium.make(...) rather than gymnasium.make_vec(...).")
     for method in ("reset", "step"):
         if not callable(getattr(env, method, None)):
             raise ParameterError("env", f"should be a Gymnasium environment (it has no {method}() method)",
@@ -187,7 +192,7 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
     """
     gym = _gymnasium()
     spaces = gym.spaces
-    _check_env(env, spaces)
+    _check_env(env, gym)
     if not callable(policy):
         raise ParameterError("policy", "should be callable as policy(obs) -> action", type(policy).__name__)
     episodes = _int_arg("episodes", episodes, 1, "should be an int >= 1")
