@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[lab,test]'
 	$(BIN)/python -m rewardlab.sources.kanachan.tokenizer
+	$(BIN)/python -m rewardlab.analysis.replay_kernels
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

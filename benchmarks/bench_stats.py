@@ -87,7 +87,7 @@ def run(report) -> None:
     del million
     gc.collect()
 
-    # --- sequential recursions over 1 million steps (vectorized) --------------------------
+    # --- sequential recursions over 1 million steps (returns vectorized, replays compiled) ---
     steps = tiled_frame(small, 1_000_000)
     r = steps["reward_points"].to_numpy()
     d = steps["done_points"].to_numpy()

@@ -150,7 +150,7 @@ def sb3_loop(r, done, gamma, eps, clip):
     for x, d in zip(r, done):
         g = g * gamma + x
         rms.update(g)
-        out.append(min(max(x / math.sqrt(rms.var + eps), -clip), clip))
+        out.append(np.float32(min(max(x / math.sqrt(rms.var + eps), -clip), clip)))  # SB3 hands float32 over
         if d:
             g = 0.0
     return np.array(out)

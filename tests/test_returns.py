@@ -224,3 +224,89 @@ def test_frame_layer_errors(frame):
         episode_returns(pl.DataFrame({"reward_a": [1.0]}), "a")
     with pytest.raises(ParameterError, match=r"`gamma` should be in \[0, 1\]"):
         reward_to_go(frame, "top", gamma=2)
+
+
+# --------------------------------------------------------------------------
+# truncation done right: a Gymnasium recording whose episodes end both ways
+# --------------------------------------------------------------------------
+
+import rewardlab  # noqa: E402
+from conftest import ROOT  # noqa: E402
+from rewardlab.core.spec import FrameSpec, keep_spec  # noqa: E402
+
+MOUNTAINCAR = ROOT / "data" / "gym" / "mountaincar_scripted.parquet"
+
+
+def bootstrapping_loops(r, v, v_final, terminated, truncated, gamma, lmbda):
+    """Reward-to-go and GAE step by step over whole episodes, TorchRL's semantics.
+
+    At an episode's last step: termination bootstraps with 0, truncation with ``v_final`` (V of the
+    final observation); elsewhere the next state's value is the next row's ``v``.
+    """
+    n = len(r)
+    g, adv = [0.0] * n, [0.0] * n
+    acc = last = 0.0
+    for t in range(n - 1, -1, -1):
+        end = terminated[t] or truncated[t]
+        if end:
+            boot = 0.0 if terminated[t] else v_final[t]
+            acc = r[t] + gamma * boot
+            last = r[t] + gamma * boot - v[t]
+        else:
+            acc = r[t] + gamma * acc
+            last = r[t] + gamma * v[t + 1] - v[t] + gamma * lmbda * last
+        g[t], adv[t] = acc, last
+    return np.array(g), np.array(adv)
+
+
+def recorded_frame(seed):
+    frame = rewardlab.load(MOUNTAINCAR)
+    rng = np.random.default_rng(seed)
+    n = frame.height
+    term, trunc = frame["terminated"].to_numpy(), frame["truncated"].to_numpy()
+    v = rng.normal(-50.0, 10.0, n)
+    v_final = np.where(trunc, rng.normal(-30.0, 5.0, n), np.nan)  # V(final observation), only where cut
+    # V(s[t+1]): the next row's value inside an episode; at a cut, the final observation's; NaN where it ended
+    next_value = np.where(term, np.nan, np.where(trunc, v_final, np.append(v[1:], np.nan)))
+    return keep_spec(frame, frame.with_columns(  # the recording's spec: episodes, terminated, truncated
+        reward_recorded=pl.col("reward") * 0.1, done_recorded=pl.col("terminated") | pl.col("truncated"),
+        v=pl.Series(v), next_v=pl.Series(next_value))), v_final
+
+
+@pytest.mark.parametrize("gamma,lmbda", [(0.99, 0.95), (0.9, 1.0), (1.0, 0.5), (0.0, 0.9)])
+def test_returns_of_a_recording_bootstrap_truncation_and_zero_termination(gamma, lmbda):
+    frame, v_final = recorded_frame(1)
+    term, trunc = frame["terminated"].to_numpy(), frame["truncated"].to_numpy()
+    assert term.sum() == 10 and trunc.sum() == 10  # episodes end both ways
+    r, v = frame["reward_recorded"].to_numpy(), frame["v"].to_numpy()
+    ref_g, ref_adv = bootstrapping_loops(r, v, v_final, term, trunc, gamma, lmbda)
+    g = reward_to_go(frame, "recorded", gamma=gamma, next_value="next_v")
+    np.testing.assert_allclose(g.to_numpy(), ref_g, rtol=1e-10, atol=1e-9)
+    out = gae(frame, "recorded", value="v", next_value="next_v", gamma=gamma, lmbda=lmbda)
+    np.testing.assert_allclose(out["advantage"].to_numpy(), ref_adv, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(out["value_target"].to_numpy(), ref_adv + v, rtol=1e-10, atol=1e-9)
+    # without the final values: the truncated episodes get the return of their recorded part, flagged
+    partial = reward_to_go(frame, "recorded", gamma=gamma, flag_truncated=True)
+    ref_partial, _ = bootstrapping_loops(r, v, np.zeros(frame.height), term, trunc, gamma, lmbda)
+    np.testing.assert_allclose(partial["return_to_go_recorded"].to_numpy(), ref_partial, rtol=1e-10, atol=1e-9)
+    cut_episodes = set(frame.filter(pl.col("truncated"))["episode_id"].to_list())
+    assert partial["truncated"].to_list() == [e in cut_episodes for e in frame["episode_id"].to_list()]
+    with pytest.raises(ParameterError, match=r"`next_value` should name a column holding V\(s\[t\+1\]\): 10 "
+                                             r"steps are truncated \(first at row \d+\)"):
+        gae(frame, "recorded", value="v", gamma=gamma, lmbda=lmbda)
+
+
+def test_a_step_flagged_terminated_and_truncated_ends_without_bootstrap():
+    """Gymnasium can flag a step both ways (a time limit on the terminal step): it ended, V(next) = 0."""
+    spec = FrameSpec(name="both", episode=("episode_id",), terminated="terminated", truncated="truncated")
+    frame = pl.DataFrame({"episode_id": [0, 0, 1, 1], "reward_a": [1.0, 2.0, 3.0, 4.0],
+                          "terminated": [False, True, False, False], "truncated": [False, True, False, True],
+                          "v": [0.5, 0.5, 0.5, 0.5], "next_v": [0.5, np.nan, 0.5, 10.0]}).with_columns(
+        done_a=pl.col("terminated") | pl.col("truncated"))
+    g = reward_to_go(frame, "a", gamma=0.5, next_value="next_v", spec=spec)
+    assert g.to_list() == [1.0 + 0.5 * 2.0, 2.0, 3.0 + 0.5 * (4.0 + 0.5 * 10.0), 4.0 + 0.5 * 10.0]
+    adv = gae(frame, "a", value="v", next_value="next_v", gamma=0.5, lmbda=1.0, spec=spec)["advantage"]
+    ref = bootstrapping_loops([1.0, 2.0, 3.0, 4.0], [0.5] * 4, [np.nan, np.nan, np.nan, 10.0],
+                              [False, True, False, False], [False, False, False, True], 0.5, 1.0)[1]
+    np.testing.assert_allclose(adv.to_numpy(), ref)
+    assert not reward_to_go(frame, "a", gamma=0.5, spec=spec, flag_truncated=True)["truncated"][:2].any()

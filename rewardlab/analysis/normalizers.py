@@ -4,37 +4,34 @@ Replays walk the dataset in frame order as **one environment** would, with
 the running statistics starting fresh (mean 0, variance 1, count ``1e-4``,
 the ``RunningMeanStd`` both libraries use) and updated after every step:
 
-* **Gymnasium** ``NormalizeReward(gamma, epsilon)``: keeps the discounted sum
-  ``G[t] = r[t] + gamma * (1 - terminated[t]) * G[t - 1]`` (the step's own
-  ``terminated`` zeroes the carried sum *before* adding its reward, and
-  truncation never resets it), feeds ``G[t]`` to the running variance, and
-  returns ``r[t] / sqrt(var[t] + epsilon)``; no mean is subtracted.
+* **Gymnasium** ``NormalizeReward(gamma, epsilon)`` (``gymnasium.wrappers``,
+  1.x): keeps the discounted sum ``G[t] = G[t - 1] * gamma * (1 -
+  terminated[t]) + r[t]`` (the step's own ``terminated`` zeroes the carried
+  sum *before* adding its reward; truncation never resets it, and neither
+  does ``reset()``, so the next episode's first step carries ``gamma * G``
+  of a truncated one), feeds ``G[t]`` to the running variance, and returns
+  ``r[t] / sqrt(var[t] + epsilon)`` (float64); no mean is subtracted.
 * **Stable-Baselines3** ``VecNormalize(norm_reward=True, gamma, epsilon,
-  clip_reward)``: keeps ``G[t] = r[t] + gamma * G[t - 1]`` and zeroes it
-  *after* any done step (terminated or truncated), feeds ``G[t]`` to the
-  running variance, and returns ``clip(r[t] / sqrt(var[t] + epsilon),
-  -clip_reward, clip_reward)``.
+  clip_reward)``: keeps ``G[t] = G[t - 1] * gamma + r[t]`` and zeroes it
+  *after* any done step (terminated or truncated: a ``VecEnv``'s ``done``),
+  feeds ``G[t]`` to the running variance, and returns ``clip(r[t] /
+  sqrt(var[t] + epsilon), -clip_reward, clip_reward)`` cast to float32.
+  SB3's ``DummyVecEnv`` stores the environment's rewards as float32 before
+  ``VecNormalize`` sees them: pass ``reward.astype(np.float32)`` to replay
+  that exactly (plug-in rewards that are float32 already need nothing).
 
-Exactness of the vectorized replay
-----------------------------------
-Both are sequential recursions; they are computed without a Python loop:
-the discounted sums by the linear-recurrence scan of
-:func:`rewardlab.analysis.returns.linear_scan`, and the running variance after each
-single-value ``RunningMeanStd.update`` by the closed form of the Chan merge
-(the values so far merged with a pseudo-sample of weight ``count0``, mean 0
-and variance 1): with ``n = t + 1`` and the prefix mean ``m[t]`` and sum of
-squared deviations ``M2[t]`` of ``x[:t + 1]`` (cumulative sums around the
-values' overall mean, to limit cancellation)::
-
-    count[t] = count0 + n
-    mean[t]  = m[t] * n / count[t]
-    var[t]   = (count0 * 1 + M2[t] + m[t]**2 * count0 * n / count[t]) / count[t]
-
-This is algebraically identical to applying ``update_from_moments`` once per
-step; only rounding differs.  The tests compare it with a plain loop over the
-same recursion: within ``1e-9`` relative on recorded rewards, within ``1e-7``
-on adversarial inputs (returns with a large offset and a tiny spread, where
-the cumulative sums lose a few digits).  All arithmetic is float64.
+Exactness
+---------
+Both are sequential recursions, replayed by compiled loops
+(:mod:`rewardlab.analysis.replay_kernels`) that perform the classes' own
+float64 operations in the same order, so the replays equal the real classes
+bit for bit: ``tests/test_normalizers.py`` runs
+``gymnasium.wrappers.NormalizeReward`` and
+``stable_baselines3.common.vec_env.VecNormalize`` over the committed
+Gymnasium recordings (``data/gym/``) and random streams with episodes that end
+both ways, and compares with ``==``.  About 5 ms per million steps each.
+:func:`running_mean_var` is the vectorized closed form of the same running
+variance (equal up to rounding), for analyses that want it without a loop.
 
 Examples
 --------
@@ -55,7 +52,8 @@ import polars as pl
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
-from rewardlab.analysis.returns import as_array, linear_scan
+from rewardlab.analysis.returns import as_array
+from rewardlab.analysis.replay_kernels import gymnasium_replay, sb3_replay
 from rewardlab.analysis.scopes import RETURN_SCOPES, declared_spec, scope_mask_expr, trajectory_end_expr
 from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
@@ -98,7 +96,8 @@ class NormalizerReplay:
     Attributes
     ----------
     normalized : numpy.ndarray of shape ``[T]``
-        The rewards the agent would have received.
+        The rewards the agent would have received (float64 from Gymnasium's
+        wrapper, float32 from SB3's).
     returns : numpy.ndarray of shape ``[T]``
         The discounted sums fed to the running statistics.
     var : numpy.ndarray of shape ``[T]``
@@ -172,22 +171,24 @@ def _check_common(reward, flags, flags_name: str, gamma: float, epsilon: float):
     epsilon = check_positive("epsilon", epsilon)
     r = as_array(reward, "reward")
     f = as_array(flags, flags_name, dtype=bool, length=r.shape[0])
-    return r, f, gamma, epsilon
+    return r, f, float(gamma), float(epsilon)
 
 
 def gymnasium_normalize_reward(reward, terminated, *, gamma: float = 0.99,
                                epsilon: float = 1e-8) -> NormalizerReplay:
-    """Replay Gymnasium's ``NormalizeReward`` wrapper over one trajectory stream.
+    """Replay Gymnasium's ``NormalizeReward`` wrapper over one environment's reward stream, bit for bit.
 
-    ``G[t] = gamma * G[t - 1] * (1 - terminated[t]) + r[t]``; the running
+    ``G[t] = G[t - 1] * gamma * (1 - terminated[t]) + r[t]``; the running
     variance of ``G`` (updated with ``G[t]`` first) scales ``r[t]``:
-    ``r[t] / sqrt(var[t] + epsilon)``.  Truncation never resets ``G``; no
-    clipping.
+    ``r[t] / sqrt(var[t] + epsilon)``.  Truncation never resets ``G`` (nor
+    does the wrapper's ``reset``); no clipping.  Pass the rewards of
+    consecutive episodes in the order the wrapper saw them.
 
     Parameters
     ----------
     reward : float array or tensor of shape ``[T]``
     terminated : bool array or tensor of shape ``[T]``
+        Gymnasium's ``terminated`` (not ``truncated``).
     gamma : float
         Discount in [0, 1] (Gymnasium's default 0.99).
     epsilon : float
@@ -196,6 +197,7 @@ def gymnasium_normalize_reward(reward, terminated, *, gamma: float = 0.99,
     Returns
     -------
     NormalizerReplay
+        ``normalized`` float64, as the wrapper returns it.
 
     Examples
     --------
@@ -204,19 +206,23 @@ def gymnasium_normalize_reward(reward, terminated, *, gamma: float = 0.99,
     array([0.  , 1.  , 0.99])
     """
     r, term, gamma, epsilon = _check_common(reward, terminated, "terminated", gamma, epsilon)
-    returns = linear_scan(gamma * (~term), r, reverse=False)
-    _, var = running_mean_var(returns)
-    normalized = r / np.sqrt(var + epsilon)
-    return NormalizerReplay(normalized, returns, var, np.zeros(r.shape[0], dtype=bool))
+    n = r.shape[0]
+    normalized, returns, var = np.empty(n), np.empty(n), np.empty(n)
+    gymnasium_replay(np.ascontiguousarray(r), np.ascontiguousarray(term), gamma, epsilon, RMS_PRIOR_COUNT,
+                     normalized, returns, var)
+    return NormalizerReplay(normalized, returns, var, np.zeros(n, dtype=bool))
 
 
 def sb3_normalize_reward(reward, done, *, gamma: float = 0.99, epsilon: float = 1e-8,
                          clip_reward: float = 10.0) -> NormalizerReplay:
-    """Replay Stable-Baselines3's ``VecNormalize`` reward normalization for one environment.
+    """Replay Stable-Baselines3's ``VecNormalize`` reward normalization for one environment, bit for bit.
 
-    ``G[t] = gamma * G[t - 1] + r[t]`` with ``G`` zeroed after every done step;
-    the running variance of ``G`` (updated with ``G[t]`` first) scales
-    ``r[t]``, which is then clipped to ``[-clip_reward, clip_reward]``.
+    ``G[t] = G[t - 1] * gamma + r[t]`` with ``G`` zeroed after every done
+    step; the running variance of ``G`` (updated with ``G[t]`` first) scales
+    ``r[t]``, which is clipped to ``[-clip_reward, clip_reward]`` and cast to
+    float32, as ``VecNormalize`` hands it over.  ``DummyVecEnv`` rounds the
+    environment's rewards to float32 first: pass ``reward.astype(np.float32)``
+    to replay that.
 
     Parameters
     ----------
@@ -233,7 +239,7 @@ def sb3_normalize_reward(reward, done, *, gamma: float = 0.99, epsilon: float = 
     Returns
     -------
     NormalizerReplay
-        ``clipped`` marks the steps clipping saturated.
+        ``normalized`` float32; ``clipped`` marks the steps clipping saturated.
 
     Examples
     --------
@@ -242,15 +248,13 @@ def sb3_normalize_reward(reward, done, *, gamma: float = 0.99, epsilon: float = 
     array([0., 1., 0.])
     """
     r, d, gamma, epsilon = _check_common(reward, done, "done", gamma, epsilon)
-    clip_reward = check_positive("clip_reward", clip_reward)
-    coef = np.zeros(r.shape[0])
-    if r.shape[0] > 1:
-        coef[1:] = gamma * (~d[:-1])
-    returns = linear_scan(coef, r, reverse=False)
-    _, var = running_mean_var(returns)
-    raw = r / np.sqrt(var + epsilon)
-    clipped = np.abs(raw) > clip_reward
-    return NormalizerReplay(np.clip(raw, -clip_reward, clip_reward), returns, var, clipped)
+    clip_reward = float(check_positive("clip_reward", clip_reward))
+    n = r.shape[0]
+    normalized, returns, var = np.empty(n, dtype=np.float32), np.empty(n), np.empty(n)
+    clipped = np.empty(n, dtype=bool)
+    sb3_replay(np.ascontiguousarray(r), np.ascontiguousarray(d), gamma, epsilon, clip_reward, RMS_PRIOR_COUNT,
+               normalized, returns, var, clipped)
+    return NormalizerReplay(normalized, returns, var, clipped)
 
 
 # --------------------------------------------------------------------------
@@ -263,12 +267,17 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
                        clip_reward: float = 10.0, spec: FrameSpec | None = None) -> pl.DataFrame:
     """The rewards of plug-in ``reward`` raw and as each normalizer would hand them to the agent.
 
-    The replays walk the rows in frame order; trajectories end at
-    ``done_<name>`` and at every episode end of the frame's spec (in kanachan
-    data, the end of each player's game).  SB3 resets after every trajectory
-    end (its ``done``: terminated or truncated).  Gymnasium resets on
-    ``terminated`` only, as its wrapper does: a trajectory end where the
-    spec's ``truncated`` flag fires does not reset it.
+    The replays walk the rows in frame order, as one environment that plays
+    the episodes one after another; trajectories end at ``done_<name>`` and at
+    every episode end of the frame's spec (in kanachan data, the end of each
+    player's game).  SB3 resets its running return after every trajectory end
+    (its ``done``: terminated or truncated).  Gymnasium resets it on
+    ``terminated`` only, as its wrapper does: an episode end where the spec's
+    ``truncated`` flag fires (and its ``terminated`` flag does not) carries
+    the running return into the next episode; a plug-in's own ``done``
+    counts as terminated.  Both replays equal the libraries' classes bit for
+    bit (see the module docstring); the ``sb3`` column holds the float32
+    values ``VecNormalize`` hands over.
 
     Parameters
     ----------
@@ -309,9 +318,16 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
         raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
                              type(constants).__name__)
     declared, here = declared_spec(lf, spec)
-    truncated = pl.col(here.truncated).fill_null(False) if here.truncated is not None else pl.lit(False)
+    boundary = trajectory_end_expr(names, done, here)
+    if here.truncated is not None:  # Gymnasium's terminated: every trajectory end but a truncation alone
+        cut = pl.col(here.truncated).fill_null(False)
+        if here.terminated is not None:
+            cut = cut & ~pl.col(here.terminated).fill_null(False)
+        terminated = boundary & ~cut
+    else:
+        terminated = boundary
     exprs = [pl.col(columns.reward_column(name)).cast(pl.Float64).alias("raw"),
-             trajectory_end_expr(names, done, here).alias("boundary"), truncated.alias("truncated")]
+             boundary.alias("boundary"), terminated.alias("terminated")]
     if constants is not None:
         if constants.scope in RETURN_SCOPES:
             raise ParameterError("constants", "should have a per-step scope to be applied step by step "
@@ -320,12 +336,12 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
     df = lf.select(exprs).collect()
     r = df["raw"].to_numpy()
     b = df["boundary"].to_numpy()
-    gym = gymnasium_normalize_reward(r, b & ~df["truncated"].to_numpy(), gamma=gamma, epsilon=epsilon)
+    gym = gymnasium_normalize_reward(r, df["terminated"].to_numpy(), gamma=gamma, epsilon=epsilon)
     sb3 = sb3_normalize_reward(r, b, gamma=gamma, epsilon=epsilon, clip_reward=clip_reward)
     cols = {"raw": r}
     if constants is not None:
         cols["constants"] = np.where(df["in_scope"].to_numpy(), constants.apply(r), r)
-    cols |= {"gymnasium": gym.normalized, "sb3": sb3.normalized, "sb3_clipped": sb3.clipped}
+    cols |= {"gymnasium": gym.normalized, "sb3": sb3.normalized.astype(np.float64), "sb3_clipped": sb3.clipped}
     return pl.DataFrame(cols)
 
 

@@ -375,8 +375,12 @@ class _Trajectories:
         self.frame = df
         self.reward = df["_reward"].to_numpy()
         self.boundary = df["_boundary"].to_numpy()
-        self.truncated = (df["_truncated"].to_numpy() & self.boundary if "_truncated" in df.columns
-                          else np.zeros(df.height, dtype=bool))  # a cut trajectory bootstraps
+        # a cut trajectory bootstraps; a step flagged both ways ended (terminated wins, as in TorchRL)
+        self.truncated = np.zeros(df.height, dtype=bool)
+        if "_truncated" in df.columns:
+            self.truncated = df["_truncated"].to_numpy() & self.boundary
+            if "_terminated" in df.columns:
+                self.truncated &= ~df["_terminated"].to_numpy()
 
     def key_frame(self, rows: np.ndarray) -> list[pl.Series]:
         return [self.frame[k].gather(rows) for k in self.keys]

@@ -116,6 +116,9 @@ class NormalizationSession(Session):
             raise FrameError("the frame has no reward_<name> columns",
                              hint="Apply plug-ins first (rewardlab.apply_plugins)")
         self.rewards = tuple(names)
+        #: (reward, scope) -> constants, error, before, after: they do not depend on gamma, epsilon or the
+        #: clip, so changing those recomputes only the replays (the frame never changes in a session)
+        self._scope_results: dict[tuple[str, str], tuple] = {}
         params = dict(reward=names[0] if reward is None else reward, scope=scope, gamma=gamma,
                       epsilon=epsilon, clip_reward=clip_reward)
         params = {k: parse_number(k, v) if k in self._numeric else v for k, v in params.items()}
@@ -133,13 +136,7 @@ class NormalizationSession(Session):
     def _compute(self) -> NormalizationResults:
         p = self._params
         name, scope = p["reward"], p["scope"]
-        try:
-            constants, error = normalization_constants(self.frame, name, scope=scope, spec=self.spec), None
-        except RewardlabError as exc:  # no values, a constant reward, or statistics that overflow
-            constants, error = None, str(exc)
-        before = reward_stats(self.frame, name, scope=scope, spec=self.spec)
-        after = (reward_stats(self.frame, name, scope=scope, constants=constants, spec=self.spec)
-                 if constants else None)
+        constants, error, before, after = self._scope_statistics(name, scope)
         per_step = constants is not None and scope not in RETURN_SCOPES
         note = None
         if constants is not None and not per_step:
@@ -152,6 +149,22 @@ class NormalizationSession(Session):
         return NormalizationResults(reward=name, scope=scope, constants=constants, constants_error=error,
                                     before=before, after=after, replays=replays,
                                     summary=normalization_summary(replays), note=note)
+
+    def _scope_statistics(self, name: str, scope: str) -> tuple:
+        """Constants (or why none), and the statistics before / after them, of reward ``name`` over ``scope``."""
+        key = (name, scope)
+        if key not in self._scope_results:
+            try:
+                constants, error = normalization_constants(self.frame, name, scope=scope, spec=self.spec), None
+            except RewardlabError as exc:  # no values, a constant reward, or statistics that overflow
+                constants, error = None, str(exc)
+            before = reward_stats(self.frame, name, scope=scope, spec=self.spec)
+            after = (reward_stats(self.frame, name, scope=scope, constants=constants, spec=self.spec)
+                     if constants else None)
+            if len(self._scope_results) >= 16:
+                self._scope_results.pop(next(iter(self._scope_results)))
+            self._scope_results[key] = (constants, error, before, after)
+        return self._scope_results[key]
 
     def _nonfinite(self, r: NormalizationResults) -> list[str]:
         where = f"reward_{r.reward} over {r.scope}"

@@ -1,0 +1,280 @@
+"""Record a Gymnasium environment into a step table: :func:`record` (``rewardlab.record``).
+
+A user records their own environment in two lines::
+
+    env = gymnasium.make("CartPole-v1")
+    frame = rewardlab.record(env, lambda obs: env.action_space.sample(), episodes=20, seed=0,
+                             path="cartpole.parquet")
+
+The table has one row per step (:data:`COLUMNS`): ``episode_id``, ``t``,
+``obs`` (the observation the action was taken in, flattened to a fixed-size
+list of floats), ``action``, ``reward``, and Gymnasium's own ``terminated``
+and ``truncated`` flags (a ``TimeLimit`` cut is ``truncated``, not
+``terminated``).  A step Gymnasium flags both ways (a time limit reached on
+the very step the episode ends) is recorded as terminated only, since a
+rewardlab step ends its episode one way and termination is what happened:
+returns bootstrap with zero there, and both normalizer replays reset as the
+libraries do.  Each state is stored once, as
+in every rewardlab frame: the next observation of a row is the following
+row's, and the episode's final observation is not kept.  The frame carries a
+:class:`~rewardlab.core.spec.FrameSpec` (contract ``"steps"``), and the
+Parquet file stores it in its metadata, so ``rewardlab.load(path)`` reads it
+back through the ``"dataset"`` source and plug-ins run on it under the steps
+contract.
+
+Gymnasium is imported only here, when :func:`record` runs (the optional
+``gym`` extra).
+
+Examples
+--------
+>>> import gymnasium, rewardlab
+>>> env = gymnasium.make("CartPole-v1")
+>>> frame = rewardlab.record(env, lambda obs: int(obs[2] > 0), episodes=2, seed=0)
+>>> frame.columns
+['episode_id', 't', 'obs', 'action', 'reward', 'terminated', 'truncated']
+>>> frame.group_by("episode_id").len().height
+2
+"""
+
+from __future__ import annotations
+
+import numbers
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab.core.errors import ParameterError
+from rewardlab.core.files import atomic_path, check_output
+from rewardlab.core.spec import FrameSpec, StateColumn, attach
+from rewardlab.sources.storage import write_table
+
+__all__ = ["record", "COLUMNS", "recording_spec"]
+
+#: The step table's columns, in order.
+COLUMNS = ("episode_id", "t", "obs", "action", "reward", "terminated", "truncated")
+
+_INSTALL_HINT = "Install the gym extra: pip install 'rewardlab[gym]' (Gymnasium, pinned)."
+
+
+def _gymnasium():
+    try:
+        import gymnasium
+    except ImportError:  # the optional extra is missing
+        raise ImportError(f"rewardlab.record needs Gymnasium. {_INSTALL_HINT}") from None
+    return gymnasium
+
+
+def recording_spec(obs_width: int, obs_dtype: str = "float32", *, description: str = "") -> FrameSpec:
+    """The spec of a recorded step table whose observations hold ``obs_width`` floats of ``obs_dtype``.
+
+    Examples
+    --------
+    >>> recording_spec(4).states
+    (StateColumn(name='obs', width=4, dtype='float32', pad=0.0),)
+    """
+    return FrameSpec(name="gymnasium", episode=("episode_id",), step="t", terminated="terminated",
+                     truncated="truncated", states=(StateColumn("obs", obs_width, obs_dtype, 0.0),),
+                     columns=("action", "reward"), contract="steps", description=description)
+
+
+def _int_arg(name: str, value, low: int, rule: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < low:
+        raise ParameterError(name, rule, value)
+    return int(value)
+
+
+def _obs_layout(space, spaces) -> tuple[int, str]:
+    """Width and float dtype of the flattened observations of ``space``."""
+    if isinstance(space, spaces.Box):
+        width = int(np.prod(space.shape, dtype=np.int64)) if space.shape else 1
+        return width, "float32" if space.dtype in (np.float16, np.float32) else "float64"
+    if isinstance(space, spaces.Discrete):
+        return 1, "float64"
+    if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
+        return int(np.prod(space.shape, dtype=np.int64)), "float64"
+    raise ParameterError("env", "should have a Box, Discrete, MultiDiscrete or MultiBinary observation space "
+                         "(a step table stores a fixed-size list of floats)", type(space).__name__,
+                         hint="Wrap it in gymnasium.wrappers.FlattenObservation first.")
+
+
+def _action_dtype(space, spaces) -> pl.DataType:
+    """The action column's dtype: Int64 (Discrete), Int64 arrays, or float arrays (Box)."""
+    if isinstance(space, spaces.Discrete):
+        return pl.Int64
+    if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
+        return pl.Array(pl.Int64, int(np.prod(space.shape, dtype=np.int64)))
+    if isinstance(space, spaces.Box):
+        width = int(np.prod(space.shape, dtype=np.int64)) if space.shape else 1
+        inner = pl.Float32 if space.dtype in (np.float16, np.float32) else (
+            pl.Int64 if np.issubdtype(space.dtype, np.integer) else pl.Float64)
+        return pl.Array(inner, width)
+    raise ParameterError("env", "should have a Discrete, MultiDiscrete, MultiBinary or Box action space",
+                         type(space).__name__, hint="Record a flattened wrapper of the environment.")
+
+
+def _check_env(env, gym) -> None:
+    spaces = gym.spaces
+    if isinstance(env, gym.vector.VectorEnv):
+        raise ParameterError("env", "should be a single environment, not a vector environment (a step table "
+                             "holds one environment's episodes one after another)", type(env).__name__,
+                             hint="Record gymnasium.make(...) rather than gymnasium.make_vec(...).")
+    for method in ("reset", "step"):
+        if not callable(getattr(env, method, None)):
+            raise ParameterError("env", f"should be a Gymnasium environment (it has no {method}() method)",
+                                 type(env).__name__, hint="Pass gymnasium.make(...) or your gymnasium.Env.")
+    for attr in ("observation_space", "action_space"):
+        if not isinstance(getattr(env, attr, None), spaces.Space):
+            raise ParameterError("env", f"should have a gymnasium.spaces.Space as {attr}",
+                                 type(getattr(env, attr, None)).__name__)
+
+
+def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool = False,
+           max_steps: int | None = None) -> pl.DataFrame:
+    """Run ``policy`` in ``env`` for ``episodes`` episodes and return (and optionally write) the step table.
+
+    Episode ``i`` starts with ``env.reset(seed=seed + i)`` (the convention of
+    Gymnasium's vector environments), so any one episode can be replayed on
+    its own; ``env.action_space`` is seeded with ``seed`` first, so a random
+    policy written as ``lambda obs: env.action_space.sample()`` is
+    reproducible too.  ``policy(obs)`` receives the observation as the
+    environment returned it and returns an action; a policy with its own
+    randomness should hold its own seeded generator.
+
+    Parameters
+    ----------
+    env : gymnasium.Env
+        The environment (``gymnasium.make(...)`` or your own ``gymnasium.Env``):
+        ``reset``, ``step``, an observation space that is ``Box``,
+        ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` (flattened to a
+        fixed-size list of floats) and an action space of the same kinds.
+        It is not closed.
+    policy : callable
+        ``policy(obs) -> action``; every action is checked against
+        ``env.action_space`` before it is taken.
+    episodes : int
+        How many episodes, >= 1.
+    seed : int
+        >= 0; the episodes' reset seeds are ``seed, seed + 1, ...``.
+    path : str or Path, optional
+        A ``.parquet`` file to write the table to (atomically; its spec in
+        the file's metadata, so :func:`rewardlab.load` reads it back).
+        Checked before anything is recorded.
+    overwrite : bool
+        Replace an existing ``path`` (default: refuse, naming it).
+    max_steps : int, optional
+        Cut an episode after this many steps (>= 1) and mark its last step
+        ``truncated``, as a time limit would; without it an episode runs
+        until the environment terminates or truncates it.
+
+    Returns
+    -------
+    polars.DataFrame
+        :data:`COLUMNS`: ``episode_id`` and ``t`` Int64; ``obs``
+        ``Array(Float32 | Float64, width)``; ``action`` Int64 (Discrete) or an
+        Array; ``reward`` Float64; ``terminated`` and ``truncated`` Boolean.
+        It carries its spec (:func:`recording_spec`).
+
+    Raises
+    ------
+    ParameterError
+        A bad argument (naming it, its rule and the value); an action outside
+        the action space, or an observation or reward the table cannot hold,
+        naming the episode and the step.
+
+    Examples
+    --------
+    >>> import gymnasium, rewardlab
+    >>> env = gymnasium.make("MountainCar-v0", max_episode_steps=50)
+    >>> frame = rewardlab.record(env, lambda obs: 2 if obs[1] >= 0 else 0, episodes=1, seed=3)
+    >>> frame["truncated"].to_list()[-1], frame.height
+    (True, 50)
+    """
+    gym = _gymnasium()
+    spaces = gym.spaces
+    _check_env(env, gym)
+    if not callable(policy):
+        raise ParameterError("policy", "should be callable as policy(obs) -> action", type(policy).__name__)
+    episodes = _int_arg("episodes", episodes, 1, "should be an int >= 1")
+    seed = _int_arg("seed", seed, 0, "should be an int >= 0 (Gymnasium's seeds are non-negative)")
+    if max_steps is not None:
+        max_steps = _int_arg("max_steps", max_steps, 1, "should be None or an int >= 1")
+    if not isinstance(overwrite, bool):
+        raise ParameterError("overwrite", "should be True or False", overwrite)
+    if path is not None:
+        if not isinstance(path, (str, Path)) or Path(path).suffix != ".parquet":
+            raise ParameterError("path", "should be a .parquet file name", path)
+        path = check_output(path, overwrite=overwrite)
+    width, obs_dtype = _obs_layout(env.observation_space, spaces)
+    action_dtype = _action_dtype(env.action_space, spaces)
+
+    rows: dict[str, list] = {c: [] for c in COLUMNS}
+    env.action_space.seed(seed)
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        t = 0
+        while True:
+            flat = _flat_obs(obs, width, episode, t)
+            action = policy(obs)
+            if not env.action_space.contains(action):
+                raise ParameterError("policy", f"should return actions in the environment's action space "
+                                     f"{env.action_space}; at episode {episode}, step {t} it returned", action)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            try:
+                reward = float(reward)
+            except (TypeError, ValueError):
+                raise ParameterError("env", f"should return a number as the reward; at episode {episode}, "
+                                     f"step {t} it returned", reward) from None
+            terminated = bool(terminated)
+            # a step ends its episode one way: a time limit hit on the terminal step is a termination
+            truncated = not terminated and (bool(truncated) or (max_steps is not None and t + 1 >= max_steps))
+            rows["episode_id"].append(episode)
+            rows["t"].append(t)
+            rows["obs"].append(flat)
+            rows["action"].append(action)
+            rows["reward"].append(reward)
+            rows["terminated"].append(terminated)
+            rows["truncated"].append(truncated)
+            t += 1
+            if terminated or truncated:
+                break
+
+    version = getattr(gym, "__version__", "?")
+    env_id = env.spec.id if getattr(env, "spec", None) is not None else type(env).__name__
+    spec = recording_spec(width, obs_dtype, description=f"{env_id} recorded with Gymnasium {version} by "
+                          f"rewardlab.record ({episodes} episodes, seed {seed})")
+    frame = pl.DataFrame({
+        "episode_id": pl.Series(rows["episode_id"], dtype=pl.Int64),
+        "t": pl.Series(rows["t"], dtype=pl.Int64),
+        "obs": pl.Series(np.stack(rows["obs"]).astype(obs_dtype, copy=False), dtype=spec.states[0].polars_dtype),
+        "action": _action_column(rows["action"], action_dtype),
+        "reward": pl.Series(rows["reward"], dtype=pl.Float64),
+        "terminated": pl.Series(rows["terminated"], dtype=pl.Boolean),
+        "truncated": pl.Series(rows["truncated"], dtype=pl.Boolean),
+    })
+    spec.validate(frame)
+    frame = attach(frame, spec)
+    if path is not None:
+        with atomic_path(path, overwrite=overwrite) as tmp:
+            write_table(frame, tmp, spec=spec)
+    return frame
+
+
+def _flat_obs(obs, width: int, episode: int, t: int) -> np.ndarray:
+    try:
+        flat = np.asarray(obs, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        flat = None
+    if flat is None or flat.shape[0] != width:
+        raise ParameterError("env", f"should return observations of {width} numbers (its observation space); "
+                             f"at episode {episode}, step {t} it returned", obs)
+    return flat
+
+
+def _action_column(actions: list, dtype: pl.DataType) -> pl.Series:
+    if dtype == pl.Int64:
+        return pl.Series("action", np.asarray(actions, dtype=np.int64).reshape(-1), dtype=pl.Int64)
+    inner = dtype.inner
+    np_dtype = np.float32 if inner == pl.Float32 else np.float64 if inner == pl.Float64 else np.int64
+    values = np.stack([np.asarray(a, dtype=np_dtype).reshape(-1) for a in actions])
+    return pl.Series("action", values, dtype=dtype)
