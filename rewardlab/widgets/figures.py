@@ -54,25 +54,32 @@ _NUMBERS = itertools.count(1)
 
 
 def layout_text(ax) -> tuple:
-    """Everything of an Axes that takes room around its data: titles, labels, tick labels, legend, colorbar.
+    """What of an Axes decides the room around its data: tick labels, legend entries, how many lines of titles.
 
     Tick labels are those the axis will draw (its locator and formatter on the
-    current limits), so a wider number forces a new layout.
+    current limits), so a wider number forces a new layout; a title or an
+    axis label takes its room by its height, so only its number of lines
+    counts (a new title of the same height reuses the layout).
 
     Examples
     --------
     >>> from matplotlib.figure import Figure
     >>> ax = Figure().subplots()
-    >>> _ = ax.set_title("t"); _ = ax.plot([0, 10], [0, 1000])
-    >>> layout_text(ax)[0]
-    ('', 't', '')
+    >>> _ = ax.set_title("pearson"); _ = ax.plot([0, 10], [0, 1000])
+    >>> key = layout_text(ax)
+    >>> _ = ax.set_title("spearman")
+    >>> layout_text(ax) == key
+    True
     """
+    def lines(text: str) -> int:
+        return text.count("\n") + 1 if text else 0
+
     legend = ax.get_legend()
-    ticks = []
-    for axis in (ax.xaxis, ax.yaxis):  # the labels the axis will draw, without making its Tick artists
-        ticks.append(tuple(axis.get_major_formatter().format_ticks(axis.get_majorticklocs())))
-    return ((ax.get_title("left"), ax.get_title(), ax.get_title("right")), ax.get_xlabel(), ax.get_ylabel(),
-            tuple(ticks), None if legend is None else tuple(t.get_text() for t in legend.get_texts()),
+    ticks = tuple(tuple(axis.get_major_formatter().format_ticks(axis.get_majorticklocs()))
+                  for axis in (ax.xaxis, ax.yaxis))  # the labels the axis will draw, without making Tick artists
+    return (tuple(lines(ax.get_title(where)) for where in ("left", "center", "right")),
+            lines(ax.get_xlabel()), lines(ax.get_ylabel()), ticks,
+            None if legend is None else tuple(t.get_text() for t in legend.get_texts()),
             len(ax.images), len(ax.figure.axes))
 
 
