@@ -40,6 +40,7 @@ __all__ = [
 BUILTIN_SOURCES: dict[str, str] = {
     "dataset": "rewardlab.sources.datasets",
     "kanachan": "rewardlab.sources.kanachan.reader",
+    "steps": "rewardlab.sources.steps",
 }
 
 #: Options every ``load`` / ``scan`` may declare, passed by :func:`rewardlab.load` itself.
@@ -76,6 +77,10 @@ class Source:
         ``skipped_path``, as :class:`rewardlab.LoadResult`); what
         :func:`rewardlab.convert` uses when given.  None for formats that
         skip nothing.
+    roles : callable or None
+        ``roles(paths, **options) -> dict``: which column plays which role
+        (episode, step, flags, states, ...), for ``rewardlab info`` to show;
+        None for formats whose columns are fixed.
 
     ``load``, ``scan`` and ``read`` declare their options as keyword
     parameters: :meth:`check_options` refuses any other name (no ``**kwargs``
@@ -99,6 +104,7 @@ class Source:
     sniff: Callable | None = None
     description: str = ""
     read: Callable | None = None
+    roles: Callable | None = None
 
     def claims(self, path: Path) -> bool:
         """True when ``path`` is this format, by content first, then by suffix."""
