@@ -182,9 +182,10 @@ def list_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
         width = 1
     bad = ~good | ragged
     if bad.any():
-        fill = series[int(np.argmax(~bad))] if (~bad).any() else pl.Series([0] * width)
-        series = pl.select(pl.when(pl.Series(bad)).then(pl.lit(fill, dtype=series.dtype))
-                           .otherwise(pl.Series(series)).alias(name)).to_series()
+        fill = series[int(np.argmax(~bad))].to_list() if (~bad).any() else [0] * width
+        series = pl.DataFrame({"v": series, "b": bad}).select(
+            pl.when(pl.col("b")).then(pl.lit(fill, dtype=series.dtype)).otherwise(pl.col("v")).alias(name)
+        ).to_series()
     return series.list.to_array(width).rename(name)
 
 

@@ -126,7 +126,7 @@ def _missing_role(path: Path, role: str, columns: list[str]) -> StepTableError:
     return StepTableError(
         path, "missing_column", f"no {role} column: none of " + ", ".join(DEFAULT_NAMES[role])
         + " is in the table (columns: " + ", ".join(columns[:40]) + (", ..." if len(columns) > 40 else "") + ")",
-        hint=f"Name it with {role}='COLUMN' (the format's options: " + ", ".join(ROLE_OPTIONS)
+        hint=f"Name it with {role}='COLUMN' (CLI: --option {role}=COLUMN; the format's options: " + ", ".join(ROLE_OPTIONS)
         + ", unfinished, on_error, skipped_path, overwrite).")
 
 
