@@ -36,7 +36,7 @@ from rewardlab.sources.steps import checks as C
 from rewardlab.sources.steps.files import TableFile, kind_of, read_file
 from rewardlab.sources.steps.roles import DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles
 
-__all__ = ["read_steps", "load_steps", "RECORDED", "RECORDED_DONE", "SKIPPED_SCHEMA", "STEPS_SPEC"]
+__all__ = ["read_steps", "load_steps", "read_tables", "RECORDED", "RECORDED_DONE", "SKIPPED_SCHEMA", "STEPS_SPEC"]
 
 #: The recorded reward's columns (a candidate named ``recorded``; see :mod:`rewardlab.core.columns`).
 RECORDED, RECORDED_DONE = "reward_recorded", "done_recorded"
@@ -379,7 +379,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> (folder / "steps.csv").write_text("ep,t,obs_x,action,reward,done\\n0,0,0.5,1,1.0,false\\n"
     ...                                   "0,1,0.25,0,0.0,true\\n")
-    61
+    70
     >>> result = read_steps(folder / "steps.csv", episode="ep")
     >>> result.frame.columns
     ['ep', 't', 'obs_x', 'action', 'reward_recorded', 'done_recorded', 'done']
@@ -533,6 +533,20 @@ def _free(name: str, taken) -> str:
     while name in taken:
         name += "_"
     return name
+
+
+def read_tables(paths) -> pl.DataFrame:
+    """The files' rows as read, as one frame (columns and dtypes checked across files), without roles or
+    rules: what ``rewardlab.load(paths, format="steps", spec=...)`` checks against a declared spec.
+
+    Examples
+    --------
+    >>> read_tables(["a.parquet", "b.parquet"]).height  # doctest: +SKIP
+    """
+    files = _as_paths(paths)
+    for p in files:
+        check_input(p)
+    return _combine([read_file(p) for p in files])
 
 
 def load_steps(paths, *, episode: str | None = None, step: str | None = None, agent: str | None = None,

@@ -14,7 +14,7 @@ import polars as pl
 
 from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.steps.files import kind_of, schema_of
-from rewardlab.sources.steps.reader import STEPS_SPEC, load_steps, read_steps
+from rewardlab.sources.steps.reader import STEPS_SPEC, load_steps, read_steps, read_tables
 from rewardlab.sources.steps.roles import DEFAULT_NAMES, detect_roles
 from rewardlab.sources.storage import has_rewardlab_metadata
 
@@ -59,7 +59,11 @@ def step_roles(paths, *, episode=None, step=None, agent=None, terminated=None, t
 
 
 def _load(paths, *, episode=None, step=None, agent=None, terminated=None, truncated=None, done=None,
-          reward=None, time=None, unfinished="error", on_error="raise", skipped_path=None, overwrite=False):
+          reward=None, time=None, unfinished="error", on_error="raise", skipped_path=None, overwrite=False,
+          spec=None):
+    """``load_steps``; with a declared ``spec`` the rows as read (``rewardlab.load`` checks them against it)."""
+    if spec is not None:
+        return read_tables(paths)
     return load_steps(paths, episode=episode, step=step, agent=agent, terminated=terminated,
                       truncated=truncated, done=done, reward=reward, time=time, unfinished=unfinished,
                       on_error=on_error, skipped_path=skipped_path, overwrite=overwrite)
