@@ -185,10 +185,11 @@ def _described(frame, source: Source, spec: FrameSpec | None):
             spec.check_columns(frame)
         return attach(frame, spec)
     found = attached(frame) or source.spec
-    if isinstance(frame, pl.DataFrame) and found != KANACHAN_SPEC:
+    if isinstance(frame, pl.DataFrame) and found != KANACHAN_SPEC and not source.validates:
         # a source's frame is checked whole (episodes contiguous, steps in order, flags at the
         # ends): analyses read episodes through the spec and would silently misread them
-        # otherwise.  kanachan's reader checks all of it itself, line by line.
+        # otherwise.  kanachan's reader (and a source marked `validates`) checks all of it itself,
+        # line by line.
         found.validate(frame)
     else:
         found.check_columns(frame)

@@ -81,6 +81,11 @@ class Source:
         ``roles(paths, **options) -> dict``: which column plays which role
         (episode, step, flags, states, ...), for ``rewardlab info`` to show;
         None for formats whose columns are fixed.
+    validates : bool
+        True when ``load`` itself checks every rule of
+        :meth:`FrameSpec.validate <rewardlab.core.spec.FrameSpec.validate>`
+        (and names the file and line where one is broken): :func:`rewardlab.load`
+        then checks only the columns instead of checking the frame again.
 
     ``load``, ``scan`` and ``read`` declare their options as keyword
     parameters: :meth:`check_options` refuses any other name (no ``**kwargs``
@@ -105,6 +110,7 @@ class Source:
     description: str = ""
     read: Callable | None = None
     roles: Callable | None = None
+    validates: bool = False
 
     def claims(self, path: Path) -> bool:
         """True when ``path`` is this format, by content first, then by suffix."""

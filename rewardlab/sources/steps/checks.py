@@ -146,6 +146,8 @@ def list_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
     is no number ``not_numeric``.  Bad rows become the first good row's
     values, so the frame stays rectangular (the reader drops or reports them).
     """
+    if isinstance(series.dtype, pl.Array) and _fixed_and_complete(series):
+        return series  # the common Parquet case: nothing to check, nothing to copy
     if series.dtype == pl.String:  # "[0.1, 0.2]" as pandas' to_csv writes a list
         inner = series.str.strip_chars().str.strip_chars("[]").str.split(",")
         series = inner
@@ -187,6 +189,15 @@ def list_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
             pl.when(pl.col("b")).then(pl.lit(fill, dtype=series.dtype)).otherwise(pl.col("v")).alias(name)
         ).to_series()
     return series.list.to_array(width).rename(name)
+
+
+def _fixed_and_complete(series: pl.Series) -> bool:
+    """True for a one-dimensional numeric ``Array`` column without a missing list or value (read from
+    the Arrow buffers: no copy)."""
+    inner = series.dtype.inner
+    if series.null_count() or not (inner.is_numeric() or inner == pl.Boolean):
+        return False
+    return all(chunk.to_arrow().flatten().null_count == 0 for chunk in series.get_chunks())
 
 
 def _first_text(values: pl.Series):

@@ -422,7 +422,8 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     keys_names = (roles.episode, *((roles.agent,) if roles.agent else ()))
     ends, keys = _key_ends(raw, keys_names, problems)
     step_values = C.numeric(raw.get_column(roles.step), roles.step, problems, what="step")
-    step_np = step_values.cast(pl.Float64).fill_null(np.nan).to_numpy()
+    step_np = (step_values.to_numpy() if step_values.dtype.is_numeric() and not step_values.null_count()
+               else step_values.cast(pl.Float64).fill_null(np.nan).to_numpy())
     flags: dict[str, np.ndarray] = {}
     for role in ("terminated", "truncated"):
         name = getattr(roles, role)

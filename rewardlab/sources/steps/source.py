@@ -80,4 +80,5 @@ SOURCE = register_source(Source(
     description="generic step tables, one row per step (.parquet, .csv, .jsonl / .ndjson); "
     "column roles detected by name or given as options",
     roles=step_roles,
+    validates=True,  # read_steps checks every rule of FrameSpec.validate, naming file and line
 ))
