@@ -14,6 +14,7 @@ import rewardlab
 from rewardlab.cli import main
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, OutputExistsError
 from rewardlab.core.spec import StateColumn, attached
+from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.sources import storage
 from rewardlab.sources.registry import detect_source
 from rewardlab.sources.steps import RECORDED, RECORDED_DONE, read_steps
@@ -439,7 +440,62 @@ def test_plugins_run_on_a_loaded_step_table(tmp_path):
         expected.append(0.0 if ended else sum(rows[i + 1]["obs"]) - sum(r["obs"]))
     np.testing.assert_allclose(out["reward_progress"].to_numpy(), expected, rtol=1e-12, atol=1e-12)
     assert out["reward_recorded_copy"].to_list() == out[RECORDED].to_list()
+    for mode in BATCH_MODES:  # the same rewards in every batch mode
+        again = rewardlab.apply_plugins(frame, tmp_path / "progress.py", batch_mode=mode, isolate=False,
+                                        progress=False)
+        np.testing.assert_array_equal(again["reward_progress"].to_numpy(), out["reward_progress"].to_numpy())
     report = rewardlab.check_plugin(frame, tmp_path / "progress.py", progress=False)
     assert report.ok, str(report)
     table = rewardlab.compare_rewards(out, ["recorded", "recorded_copy"])
     assert table.pearson[0, 1] == pytest.approx(1.0)
+
+
+# ----------------------------------------------------------------------------
+# More roles and options
+# ----------------------------------------------------------------------------
+
+
+def test_csv_list_cells_become_arrays_and_reward_false_keeps_the_column(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text('episode,t,obs,reward,terminated\n0,0,"[0.5, 1.5]",1,false\n0,1,"[2.5, 3.5]",0,true\n')
+    frame = rewardlab.load(path, reward=False)
+    spec = attached(frame)
+    assert spec.states == (StateColumn("obs", 2, "float64", 0),)
+    assert frame["obs"].to_list() == [[0.5, 1.5], [2.5, 3.5]]
+    assert spec.columns == ("reward",) and RECORDED not in frame.columns
+
+
+def test_unfinished_truncate_sets_an_existing_truncated_column(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,done,truncated\n0,0,false,false\n0,1,true,false\n1,0,false,false\n"
+                    "1,1,false,false\n")
+    with pytest.raises(StepTableError, match=r"a\.csv:5: column 'done': episode 1 ends at step 1 with neither "
+                       r"done nor truncated set \[rule: unfinished_episode\]"):
+        rewardlab.load(path)
+    frame = rewardlab.load(path, unfinished="truncate")
+    assert frame["truncated"].to_list() == [False, False, False, True]
+    assert frame["terminated"].to_list() == [False, True, False, False]
+
+
+def test_skip_mode_drops_the_episodes_beside_a_row_without_episode(tmp_path):
+    path = tmp_path / "a.csv"
+    text = ("episode,t,terminated\n0,0,false\n0,1,true\n1,0,false\n,1,false\n1,2,true\n2,0,false\n"
+            "2,1,true\n3,0,true\n")
+    path.write_text(text)
+    with pytest.warns(SkippedLinesWarning, match="skipped 1 episodes"):
+        result = read_steps(path, on_error="skip", skipped_path=tmp_path / "skipped.csv")
+    assert result.frame["episode"].to_list() == [0, 0, 2, 2, 3]
+    lines = text.splitlines()
+    assert (tmp_path / "skipped.csv").read_text() == "\n".join([lines[0], *lines[3:6]]) + "\n"
+    assert result.skip_counts == {"in_broken_episode": 2, "missing_value": 1}
+
+
+def test_cli_convert_takes_format_options(tmp_path, capsys):
+    path = tmp_path / "mine.csv"
+    path.write_text("ep,t,x,end\n0,0,1.0,0\n0,1,2.0,1\n")
+    out = tmp_path / "mine.parquet"
+    assert main(["convert", str(path), "--out", str(out), "--option", "episode=ep",
+                 "--option", "terminated=end"]) == 0
+    assert attached(rewardlab.load(out)).terminated == "end"
+    assert main(["convert", str(path), "--out", str(tmp_path / "x.parquet"), "--option", "episode"]) == 2
+    assert "`--option` should be NAME=VALUE" in capsys.readouterr().err
