@@ -33,6 +33,7 @@ _SUBMODULES = {
 #: Where each public name lives: ``{module: names}``.
 _EXPORTS = {
     "rewardlab.sources.dispatch": ("load", "scan"),
+    "rewardlab.sources.steps": ("read_steps",),
     "rewardlab.core.spec": ("FrameSpec", "StateColumn"),
     "rewardlab.sources.registry": ("Source", "register_source"),
     "rewardlab.contracts": ("Contract", "register_contract", "get_contract"),

@@ -499,3 +499,13 @@ def test_cli_convert_takes_format_options(tmp_path, capsys):
     assert attached(rewardlab.load(out)).terminated == "end"
     assert main(["convert", str(path), "--out", str(tmp_path / "x.parquet"), "--option", "episode"]) == 2
     assert "`--option` should be NAME=VALUE" in capsys.readouterr().err
+
+
+def test_a_plain_frame_with_step_table_names_still_needs_a_spec():
+    """Registering the source does not make every frame with an episode_id column a step table."""
+    from rewardlab.core.errors import SpecError
+    from rewardlab.sources.registry import registered_sources, spec_of
+
+    assert "steps" in registered_sources()
+    with pytest.raises(SpecError, match="the frame has no spec"):
+        spec_of(pl.DataFrame({"episode_id": [0], "t": [0], "terminated": [True]}))

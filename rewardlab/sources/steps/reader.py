@@ -41,9 +41,10 @@ __all__ = ["read_steps", "load_steps", "read_tables", "RECORDED", "RECORDED_DONE
 #: The recorded reward's columns (a candidate named ``recorded``; see :mod:`rewardlab.core.columns`).
 RECORDED, RECORDED_DONE = "reward_recorded", "done_recorded"
 
-#: The spec registered for the format (frames carry their own, built from their columns).
-STEPS_SPEC = FrameSpec(name="steps", episode=("episode_id",), step="t", terminated="terminated",
-                       truncated="truncated", contract="steps",
+#: The spec registered for the format.  Frames carry their own, built from their columns; this one
+#: names no episode column, so a plain frame is never taken for a step table by its column names
+#: (:func:`rewardlab.sources.registry.spec_of` asks for a declared spec instead).
+STEPS_SPEC = FrameSpec(name="steps", contract="steps",
                        description="a generic step table: one row per step (Parquet, CSV, JSON lines)")
 
 #: One row per skipped table row.
