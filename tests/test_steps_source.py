@@ -509,3 +509,21 @@ def test_a_plain_frame_with_step_table_names_still_needs_a_spec():
     assert "steps" in registered_sources()
     with pytest.raises(SpecError, match="the frame has no spec"):
         spec_of(pl.DataFrame({"episode_id": [0], "t": [0], "terminated": [True]}))
+
+
+def test_agents_taking_turns_are_gathered_per_agent_and_errors_name_the_file_line(tmp_path):
+    path = tmp_path / "ma.csv"
+    text = ("episode,agent_id,t,obs,terminated\n0,0,0,1,false\n0,1,0,2,false\n0,0,1,3,true\n0,1,1,4,false\n"
+            "1,0,0,5,true\n1,1,0,6,true\n")
+    path.write_text(text)
+    with pytest.raises(StepTableError, match=r"ma\.csv:5: column 'terminated': episode \(0, 1\) ends at step 1 "
+                       r"with neither terminated set"):
+        rewardlab.load(path)
+    lines = text.splitlines()
+    with pytest.warns(SkippedLinesWarning):
+        result = read_steps(path, on_error="skip", skipped_path=tmp_path / "skipped.csv")
+    assert (tmp_path / "skipped.csv").read_text() == "\n".join([lines[0], lines[2], lines[4]]) + "\n"
+    assert result.frame.select("episode", "agent_id", "t").rows() == [(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 1, 0)]
+    frame = rewardlab.load(path, unfinished="truncate")
+    assert frame["obs"].to_list() == [1, 3, 2, 4, 5, 6]
+    assert frame["truncated"].to_list() == [False, False, False, True, False, False]

@@ -159,8 +159,13 @@ def read_file(path: Path) -> TableFile:
 
 
 def _diagnose_csv(path: Path, exc) -> pl.DataFrame:
-    """A CSV file Polars could not type (a value of another type after the first rows): read every
-    column as text, so the reader's checks name the line and column of the odd value."""
+    """A CSV file Polars could not type (a value of another type after the first rows): infer the types
+    from every row (a column holding an odd value is read as text, so the reader's checks name its
+    line), else read every column as text."""
+    try:
+        return pl.read_csv(path, infer_schema_length=None)
+    except (pl.exceptions.PolarsError, OSError):
+        pass
     try:
         return pl.read_csv(path, infer_schema=False)
     except (pl.exceptions.PolarsError, OSError) as again:

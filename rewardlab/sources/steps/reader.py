@@ -73,13 +73,21 @@ def _as_paths(paths) -> list[Path]:
 
 
 class _Rows:
-    """Global row numbers -> (file, row in file)."""
+    """Global row numbers -> (file, row in file); ``order`` maps a row of a reordered frame back to
+    its place in the files."""
 
-    def __init__(self, tables: list[TableFile]):
+    def __init__(self, tables: list[TableFile], order: np.ndarray | None = None):
         self.tables = tables
+        self.order = order
         self.starts = np.concatenate(([0], np.cumsum([t.frame.height for t in tables])))
 
+    def original(self, rows: np.ndarray) -> np.ndarray:
+        """The rows' places in the files' concatenation, in file order."""
+        return rows if self.order is None else np.sort(self.order[rows])
+
     def locate(self, row: int) -> tuple[TableFile, int]:
+        if self.order is not None:
+            row = int(self.order[row])
         k = int(np.searchsorted(self.starts, row, side="right")) - 1
         return self.tables[k], int(row - self.starts[k])
 
@@ -160,6 +168,15 @@ def _key_ends(frame: pl.DataFrame, keys: tuple[str, ...], problems: C.Problems) 
         if n > 1:
             ends[:-1] |= (col.slice(0, n - 1) != col.slice(1)).fill_null(True).to_numpy()
     return ends, pl.DataFrame(filled)
+
+
+def _agent_order(raw: pl.DataFrame, keys: tuple[str, ...]) -> np.ndarray | None:
+    """Rows gathered per (episode, agent) in order of first appearance, each keeping its order (agents
+    of a multi-agent episode take turns in the file); None when they already are."""
+    index = raw.select(pl.struct(keys).alias("_k")).with_row_index("_i")
+    first = index.with_columns(pl.col("_i").min().over("_k").alias("_f"))
+    order = first.sort(["_f", "_i"])["_i"].to_numpy()
+    return None if np.array_equal(order, np.arange(raw.height)) else order
 
 
 def _episode_text(keys: pl.DataFrame, row: int):
@@ -315,6 +332,7 @@ def _write_skipped(path: Path, rows: np.ndarray, raw: pl.DataFrame, where: _Rows
         with atomic_path(path, overwrite=overwrite) as tmp:
             raw[rows.tolist()].write_parquet(tmp)
         return
+    rows = where.original(rows)
     with atomic_open(path, "wb", overwrite=overwrite) as f:
         header = None
         for t in where.tables:
@@ -348,7 +366,9 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     episode, step, agent, terminated, truncated, done, reward, time : str, None or False
         The column of each role (:mod:`rewardlab.sources.steps.roles`):
         None detects it by its default names, False uses none.  With
-        ``agent``, an episode is one agent's steps in one episode.  A
+        ``agent``, an episode is one agent's steps in one episode (agents
+        may take turns in the file: each agent's rows are gathered, keeping
+        their order, in order of first appearance).  A
         ``done`` flag alone is read as terminated, and as truncated where a
         ``truncated`` column is set.
     unfinished : {"error", "truncate"}
@@ -417,10 +437,13 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     for role in ("episode", "step"):
         if getattr(roles, role) is None:
             raise _missing_role(files[0], role, raw.columns)
-    where = _Rows(tables)
+    keys_names = (roles.episode, *((roles.agent,) if roles.agent else ()))
+    order = _agent_order(raw, keys_names) if roles.agent else None
+    if order is not None:
+        raw = raw[order]
+    where = _Rows(tables, order)
     skip = on_error == "skip"
     problems = C.Problems(skip)
-    keys_names = (roles.episode, *((roles.agent,) if roles.agent else ()))
     ends, keys = _key_ends(raw, keys_names, problems)
     step_values = C.numeric(raw.get_column(roles.step), roles.step, problems, what="step")
     step_np = (step_values.to_numpy() if step_values.dtype.is_numeric() and not step_values.null_count()
