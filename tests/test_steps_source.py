@@ -527,3 +527,19 @@ def test_agents_taking_turns_are_gathered_per_agent_and_errors_name_the_file_lin
     frame = rewardlab.load(path, unfinished="truncate")
     assert frame["obs"].to_list() == [1, 3, 2, 4, 5, 6]
     assert frame["truncated"].to_list() == [False, False, False, True, False, False]
+
+
+def test_cli_apply_and_check_plugin_on_a_step_table_with_options(tmp_path, capsys):
+    rows = episodes(5)
+    write_jsonl(tmp_path / "a.jsonl", [{("ep" if k == "episode_id" else k): v for k, v in r.items()} for r in rows])
+    (tmp_path / "progress.py").write_text(textwrap.dedent(PROGRESS))
+    out = tmp_path / "rewards.parquet"
+    assert main(["apply", str(tmp_path / "a.jsonl"), "--option", "episode=ep", "--plugin",
+                 str(tmp_path / "progress.py"), "--out", str(out)]) == 0
+    assert pl.read_parquet(out).height == len(rows)
+    assert main(["check-plugin", str(tmp_path / "progress.py"), "--data", str(tmp_path / "a.jsonl"),
+                 "--option", "episode=ep"]) == 0
+    capsys.readouterr()
+    assert main(["stats", str(out), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert set(stats["rewards"]) == {"recorded", "progress"}  # the table's own reward beside the candidate

@@ -122,7 +122,7 @@ def _combine(tables: list[TableFile]) -> pl.DataFrame:
             if text and pl.Null in (a, b):  # a column empty in one text file
                 dtypes[c] = b if a == pl.Null else a
                 continue
-            owner = next(u for u in tables if u.frame.schema[c] == a)
+            owner = next((u for u in tables if u.frame.schema[c] == a), first)
             raise StepTableError(t.path, "mixed_dtypes", f"the column is {b} here and {a} in {owner.path}",
                                  column=c, hint="Files of one dataset store each column with one type; "
                                  "cast it when you write the files.")
@@ -135,7 +135,8 @@ def _missing_role(path: Path, role: str, columns: list[str]) -> StepTableError:
     return StepTableError(
         path, "missing_column", f"no {role} column: none of " + ", ".join(DEFAULT_NAMES[role])
         + " is in the table (columns: " + ", ".join(columns[:40]) + (", ..." if len(columns) > 40 else "") + ")",
-        hint=f"Name it with {role}='COLUMN' (CLI: --option {role}=COLUMN; the format's options: " + ", ".join(ROLE_OPTIONS)
+        hint=f"Name it with {role}='COLUMN' (CLI: --option {role}=COLUMN; the format's options: "
+        + ", ".join(ROLE_OPTIONS)
         + ", unfinished, on_error, skipped_path, overwrite).")
 
 
