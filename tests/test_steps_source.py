@@ -15,7 +15,6 @@ from rewardlab.cli import main
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, OutputExistsError
 from rewardlab.core.spec import StateColumn, attached
 from rewardlab.plugins.batch_modes import BATCH_MODES
-from rewardlab.sources import storage
 from rewardlab.sources.registry import detect_source
 from rewardlab.sources.steps import RECORDED, RECORDED_DONE, read_steps
 
