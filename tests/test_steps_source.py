@@ -542,3 +542,18 @@ def test_cli_apply_and_check_plugin_on_a_step_table_with_options(tmp_path, capsy
     assert main(["stats", str(out), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert set(stats["rewards"]) == {"recorded", "progress"}  # the table's own reward beside the candidate
+
+
+def test_skip_mode_keeps_crlf_lines_and_quoted_line_breaks_of_a_csv(tmp_path):
+    path = tmp_path / "a.csv"
+    data = (b'episode,t,note,terminated\r\n0,0,"two\r\nlines",false\r\n0,1,plain,true\r\n'
+            b'1,0,"ok",false\r\n1,0,again,true\r\n2,0,x,true\r\n')
+    path.write_bytes(data)
+    with pytest.raises(StepTableError, match=r"a\.csv:6: column 't': step 0 is repeated in episode 1"):
+        rewardlab.load(path)  # line 6: the quoted line break counts as a line, as in an editor
+    with pytest.warns(SkippedLinesWarning):
+        result = read_steps(path, on_error="skip", skipped_path=tmp_path / "skipped.csv")
+    assert (tmp_path / "skipped.csv").read_bytes() == (b'episode,t,note,terminated\r\n1,0,"ok",false\r\n'
+                                                       b"1,0,again,true\r\n")
+    assert result.skipped["line"].to_list() == [5, 6]
+    assert result.frame["note"].to_list() == ["two\r\nlines", "plain", "x"]
