@@ -34,6 +34,7 @@ _SUBMODULES = {
 _EXPORTS = {
     "rewardlab.sources.dispatch": ("load", "scan"),
     "rewardlab.sources.gymnasium.recorder": ("record",),
+    "rewardlab.sources.steps": ("read_steps",),
     "rewardlab.core.spec": ("FrameSpec", "StateColumn"),
     "rewardlab.sources.registry": ("Source", "register_source"),
     "rewardlab.contracts": ("Contract", "register_contract", "get_contract"),

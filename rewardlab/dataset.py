@@ -33,7 +33,7 @@ from rewardlab.core.files import atomic_path, check_not_input
 from rewardlab.domains.mahjong.rules import episode_outcomes
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.core.errors import ParameterError
-from rewardlab.sources.dispatch import as_lazy, load, resolve_source
+from rewardlab.sources.dispatch import as_lazy, load, merge_options, resolve_source
 from rewardlab.sources.kanachan.reader import LoadResult
 from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
 
@@ -51,6 +51,7 @@ def convert(
     format: str | None = None,
     spec: FrameSpec | None = None,
     options: dict | None = None,
+    **format_options,
 ):
     """Load files of any registered format and write the frame to a Parquet or Arrow dataset (atomic write).
 
@@ -84,6 +85,8 @@ def convert(
         Describe the frame with this spec instead of the source's.
     options : dict, optional
         The format's own options, as in :func:`rewardlab.load`.
+    **format_options
+        The same as keyword arguments (``format="steps", episode="ep"``).
 
     Returns
     -------
@@ -101,7 +104,7 @@ def convert(
     check_not_input(out, paths, name="out")  # even with overwrite
     if skipped_path is not None and Path(skipped_path).resolve() == out.resolve():
         raise ParameterError("skipped_path", "should differ from `out`", str(skipped_path))
-    options = dict(options or {})
+    options = dict(merge_options(options, format_options) or {})
     if on_error != "raise":
         options["on_error"] = on_error
     if skipped_path is not None:

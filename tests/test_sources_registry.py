@@ -349,9 +349,11 @@ def test_a_plain_parquet_table_loads_with_a_declared_spec_and_is_checked(tmp_pat
     spec = rewardlab.FrameSpec(name="steps", episode=("episode",), step="t", terminated="terminated")
     table = pl.DataFrame({"episode": [0, 0, 1], "t": [0, 1, 0], "x": [1.0, 2.0, 3.0],
                           "terminated": [False, True, True]})
-    table.write_parquet(tmp_path / "steps.parquet")  # no rewardlab metadata: read as kanachan by default
-    with pytest.raises(DataFormatError, match=r"steps\.parquet: the Parquet file lacks columns \['game_id'"):
-        rewardlab.load(tmp_path / "steps.parquet")
+    table.write_parquet(tmp_path / "steps.parquet")  # no rewardlab metadata, a step table's names: "steps"
+    assert attached(rewardlab.load(tmp_path / "steps.parquet")).contract == "steps"
+    table.rename({"episode": "run"}).write_parquet(tmp_path / "runs.parquet")  # other names: kanachan by default
+    with pytest.raises(DataFormatError, match=r"runs\.parquet: the Parquet file lacks columns \['game_id'"):
+        rewardlab.load(tmp_path / "runs.parquet")
     frame = rewardlab.load(tmp_path / "steps.parquet", spec=spec)
     assert attached(frame) == spec and frame.equals(table)
     table.with_columns(episode=pl.Series([0, 1, 0])).write_parquet(tmp_path / "bad.parquet")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rewardlab.cli.options import add_format
+from rewardlab.cli.options import add_format, add_format_options, format_options
 
 
 def register(sub) -> None:
@@ -28,6 +28,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output .parquet or .arrow file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     add_format(p)
+    add_format_options(p)
     _add_on_error(p)
     p.set_defaults(func=_convert)
 
@@ -39,6 +40,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print JSON (stable keys)")
     p.add_argument("--formats", action="store_true", help="list the registered input formats and exit")
     add_format(p)
+    add_format_options(p)
     _add_on_error(p)
     p.add_argument("--overwrite", action="store_true",
                    help="with --on-error skip: replace an existing side file of skipped lines")
@@ -105,7 +107,7 @@ def _convert(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SkippedLinesWarning)
         result = convert(args.sources, args.out, overwrite=args.overwrite, on_error=args.on_error,
-                         skipped_path=skipped, format=args.format)
+                         skipped_path=skipped, format=args.format, options=format_options(args) or None)
     _report_skipped(result)
     print(f"wrote {result.frame.height:,} transitions to {args.out}")
     return 0
@@ -139,20 +141,31 @@ def _info(args) -> int:
         raise ParameterError("dataset", "should name at least one file (or pass --formats)", [])
     paths = [Path(p) for p in args.dataset]
     files, source = resolve_source(paths, format=args.format)
+    given = format_options(args)
     if source.read is None or all(_is_dataset(p) for p in paths):
-        data = scan(files, format=source.name)
+        data = scan(files, format=source.name, options=given or None)
     else:
         skipped = _skipped_path(args, str(paths[0]))
         _check_outputs(args, paths, {"--skipped": skipped})
-        options = {} if skipped is None else {"on_error": args.on_error, "skipped_path": skipped,
-                                              "overwrite": args.overwrite}
+        options = dict(given) if skipped is None else {**given, "on_error": args.on_error,
+                                                       "skipped_path": skipped, "overwrite": args.overwrite}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SkippedLinesWarning)
             result = source.read(files, **source.check_options(options, "read"))
         _report_skipped(result)
         data = result.frame
-    print(_summary(data, source.name, args.json))
+    print(_summary(data, source.name, args.json, roles=_roles(source, files, given)))
     return 0
+
+
+def _roles(source, files, given: dict) -> dict | None:
+    """The source's report of which column plays which role (sources with a ``roles`` hook)."""
+    if source.roles is None:
+        return None
+    import inspect
+
+    accepted = inspect.signature(source.roles).parameters
+    return source.roles(files, **{k: v for k, v in given.items() if k in accepted})
 
 
 def _is_dataset(path: Path) -> bool:
@@ -161,7 +174,7 @@ def _is_dataset(path: Path) -> bool:
     return is_dataset(path)
 
 
-def _summary(data, format_name: str, as_json: bool) -> str:
+def _summary(data, format_name: str, as_json: bool, *, roles: dict | None = None) -> str:
     """kanachan's summary (games, ranks, scores) for a kanachan frame; spec, transitions and episodes otherwise."""
     import polars as pl
 
@@ -179,14 +192,20 @@ def _summary(data, format_name: str, as_json: bool) -> str:
     counts = lf.select(transitions=pl.len(), episodes=spec.episode_end(names).sum()).collect().row(0, named=True)
     out = {"format": format_name, "spec": spec.name, "transitions": int(counts["transitions"]),
            "episodes": int(counts["episodes"] or 0), "columns": names}
+    if roles is not None:
+        out["roles"] = roles
     digest = _episode_digest(data)
     out["episode_summary"] = digest
     if as_json:
         return json.dumps(out, indent=2)
-    return "\n".join([f"format       {format_name} (spec {spec.name})",
-                      f"episodes     {out['episodes']:>12,}",
-                      f"transitions  {out['transitions']:>12,}",
-                      "columns      " + ", ".join(names), *_digest_lines(digest)])
+    lines = [f"format       {format_name} (spec {spec.name})",
+             f"episodes     {out['episodes']:>12,}",
+             f"transitions  {out['transitions']:>12,}",
+             "columns      " + ", ".join(names)]
+    if roles is not None:
+        lines.append("roles")
+        lines += [f"  {role:<11}{', '.join(v) if isinstance(v, list) else v}" for role, v in roles.items()]
+    return "\n".join(lines + _digest_lines(digest))
 
 
 def _episode_digest(data) -> dict:

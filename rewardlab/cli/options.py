@@ -11,3 +11,23 @@ def add_format(p) -> None:
                    help="input format: " + ", ".join(format_names())
                    + " (default: detected from content, metadata or suffix; "
                    "`rewardlab info --formats` lists them)")
+
+
+def add_format_options(p) -> None:
+    """Add ``--option NAME=VALUE`` (repeatable): a format option, e.g. ``--option episode=ep``."""
+    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                   help="a format option (repeatable), e.g. --option episode=ep for a step table whose "
+                   "episode column is 'ep'; values are text")
+
+
+def format_options(args) -> dict:
+    """The ``--option NAME=VALUE`` pairs as a dict (a pair without ``=`` is refused, naming it)."""
+    from rewardlab.core.errors import ParameterError
+
+    out = {}
+    for item in getattr(args, "option", None) or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ParameterError("--option", "should be NAME=VALUE", item)
+        out[name.strip()] = value
+    return out

@@ -7,7 +7,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from rewardlab.cli.options import add_format
+from rewardlab.cli.options import add_format, add_format_options, format_options
 
 
 def _positive_seconds(text: str) -> float:
@@ -64,6 +64,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, metavar="REWARDS.parquet", help="output Parquet file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     add_format(p)
+    add_format_options(p)
     _add_isolation(p)
     p.set_defaults(func=_apply)
 
@@ -90,14 +91,15 @@ def register(sub) -> None:
     p.add_argument("--fast", action="store_true",
                    help="watch IN fields by version counters instead of full copies")
     add_format(p)
+    add_format_options(p)
     _add_isolation(p)
     p.set_defaults(func=_check)
 
 
-def _load(paths: list[str], format: str | None):
+def _load(paths: list[str], format: str | None, options: dict | None = None):
     from rewardlab.sources.dispatch import load
 
-    return load([Path(p) for p in paths], format=format)
+    return load([Path(p) for p in paths], format=format, options=options or None)
 
 
 def _apply(args) -> int:
@@ -124,7 +126,7 @@ def _apply(args) -> int:
     # read and compile every file before reading data; their code runs only in the child process
     names = [read_plugin(p)[0] for p in args.plugin]
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
-        frame = _load(args.dataset, args.format)
+        frame = _load(args.dataset, args.format, format_options(args))
         spec = attached(frame)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RewardScaleWarning)
@@ -135,7 +137,10 @@ def _apply(args) -> int:
                                    strict=args.strict, isolate=True, timeout=args.timeout)
         keep = dict.fromkeys([*S.KEY_COLUMNS, *S.REWARDS_TABLE_CONTEXT, *spec.structure])
         kept = [c for c in keep if c in result.columns]
-        for name in names:
+        # rewards the data already holds (a step table's reward_recorded) stay beside the plug-ins'
+        recorded = [n for n in columns.reward_names(frame)
+                    if n not in names and columns.done_column(n) in frame.columns]
+        for name in [*recorded, *names]:
             kept += [columns.reward_column(name), columns.done_column(name)]
         write_table(result.select(kept), tmp, spec=spec)  # the spec, projected; a checksum in every page
     print(f"wrote {result.height:,} transitions x {len(names)} plug-in(s) to {out}")
@@ -155,7 +160,7 @@ def _check(args) -> int:
     from rewardlab.plugins import check_plugin, read_plugin
 
     read_plugin(args.plugin)  # read and compile it before reading data; it runs only in the child
-    frame = _load(args.data, args.format)
+    frame = _load(args.data, args.format, format_options(args))
     report = check_plugin(frame, Path(args.plugin), batch_sizes=args.batch_sizes, seed=args.seed,
                           num_workers=args.num_workers, strict=not args.fast, isolate=True,
                           timeout=args.timeout)

@@ -531,3 +531,44 @@ class ShardError(FrameError):
 
 
 __all__ += ["ShardError"]
+
+
+# --------------------------------------------------------------------------
+# Step tables (issue 13, generic step-table source).
+# --------------------------------------------------------------------------
+
+
+class StepTableError(DataFormatError):
+    """A step table (Parquet, CSV, JSON lines) broke a rule; names the file, line or row group, column.
+
+    ``line`` is 1-based as an editor shows it (CSV and JSON lines);
+    ``row_group`` (0-based) and ``row`` (0-based, within the file) place a
+    Parquet row.  ``column`` is a column *name*.
+
+    Examples
+    --------
+    >>> str(StepTableError("a.csv", "step_order", "step 3 follows step 5", line=7, column="t"))
+    "a.csv:7: column 't': step 3 follows step 5 [rule: step_order]"
+    >>> str(StepTableError("a.parquet", "ragged_list", "4 values, not 3", row_group=2, row=70000,
+    ...                    column="obs"))
+    "a.parquet: row group 2 (row 70000): column 'obs': 4 values, not 3 [rule: ragged_list]"
+    """
+
+    def __init__(self, path: str | Path, rule: str, message: str, *, line: int | None = None,
+                 row_group: int | None = None, row: int | None = None, column: str | None = None,
+                 hint: str | None = None):
+        self.path, self.line, self.column, self.rule, self.message, self.hint = (
+            str(path), line, column, rule, message, hint)
+        self.row_group, self.row = row_group, row
+        where = self.path if line is None else f"{self.path}:{line}"
+        if line is None and row_group is not None:
+            where += f": row group {row_group}" + (f" (row {row})" if row is not None else "")
+        elif line is None and row is not None:
+            where += f": row {row}"
+        if column is not None:
+            where += f": column {column!r}"
+        text = f"{where}: {message} [rule: {rule}]" + (f" {hint}" if hint else "")
+        ValueError.__init__(self, text)
+
+
+__all__ += ["StepTableError"]

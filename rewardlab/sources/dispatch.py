@@ -31,7 +31,7 @@ from rewardlab.core.errors import FrameError, ParameterError
 from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 from rewardlab.sources.registry import Source, detect_source, get_source
 
-__all__ = ["load", "scan", "resolve_source", "as_lazy"]
+__all__ = ["load", "scan", "resolve_source", "as_lazy", "merge_options"]
 
 
 def _as_paths(paths) -> list[Path]:
@@ -65,6 +65,29 @@ def resolve_source(paths, *, format: str | None = None) -> tuple[list[Path], Sou
     return files, detect_source(files)
 
 
+def merge_options(options: dict | None, format_options: dict) -> dict | None:
+    """``options`` and the format options passed as keyword arguments, as one dict (a name given both
+    ways is refused).
+
+    Examples
+    --------
+    >>> merge_options({"on_error": "skip"}, {"episode": "ep"})
+    {'on_error': 'skip', 'episode': 'ep'}
+    >>> merge_options({"episode": "a"}, {"episode": "b"})
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `episode` should be given once, as a keyword or in options=, not both. Received 'b'.
+    """
+    if not format_options:
+        return options
+    if options is not None and not isinstance(options, dict):
+        raise ParameterError("options", "should be a dict of option names to values", options)
+    for name, value in format_options.items():
+        if options and name in options:
+            raise ParameterError(name, "should be given once, as a keyword or in options=, not both", value)
+    return {**(options or {}), **format_options}
+
+
 def _call(source: Source, what: str, spec, progress, options) -> dict:
     """The keyword arguments of the source's ``load`` / ``scan``: its options, and progress and spec
     where it declares them."""
@@ -82,7 +105,7 @@ def _check_spec(spec) -> None:
 
 
 def load(paths, *, format: str | None = None, spec: FrameSpec | None = None,
-         progress: bool | None = None, options: dict | None = None) -> pl.DataFrame:
+         progress: bool | None = None, options: dict | None = None, **format_options) -> pl.DataFrame:
     """Load trajectory files of any registered format into a frame that carries its spec.
 
     Parameters
@@ -101,6 +124,9 @@ def load(paths, *, format: str | None = None, spec: FrameSpec | None = None,
     options : dict, optional
         The format's own options (kanachan: ``on_error``, ``skipped_path``,
         ``overwrite``); a name the format does not declare is refused.
+    **format_options
+        The same options as keyword arguments (``format="steps",
+        episode="ep"``), merged with ``options`` and checked alike.
 
     Returns
     -------
@@ -112,8 +138,10 @@ def load(paths, *, format: str | None = None, spec: FrameSpec | None = None,
     >>> frame = load("data/sample.tsv.gz", progress=False)  # doctest: +SKIP
     >>> frame = load("trips.txt", format="kanachan", options={"on_error": "skip",
     ...              "skipped_path": "trips.skipped.txt"})  # doctest: +SKIP
+    >>> frame = load("steps.csv", format="steps", episode="ep", reward="r")  # doctest: +SKIP
     """
     _check_spec(spec)
+    options = merge_options(options, format_options)
     files, source = resolve_source(paths, format=format)
     kwargs = _call(source, "load", spec, progress, options)
     frame = source.load(files, **kwargs)
@@ -124,20 +152,22 @@ def load(paths, *, format: str | None = None, spec: FrameSpec | None = None,
 
 
 def scan(paths, *, format: str | None = None, spec: FrameSpec | None = None,
-         progress: bool | None = None, options: dict | None = None) -> pl.LazyFrame:
+         progress: bool | None = None, options: dict | None = None, **format_options) -> pl.LazyFrame:
     """Scan trajectory files lazily (a source that cannot is loaded, then made lazy).
 
-    Same parameters as :func:`load`; returns a LazyFrame with its spec attached.
+    Same parameters as :func:`load` (format options as keywords too); returns a
+    LazyFrame with its spec attached.
 
     Examples
     --------
     >>> lf = scan("sample.parquet")  # doctest: +SKIP
     """
     _check_spec(spec)
+    options = merge_options(options, format_options)
     files, source = resolve_source(paths, format=format)
-    if source.scan is None:
-        return _described(load(files, format=source.name, spec=spec, progress=progress,
-                               options=options).lazy(), source, spec)
+    if source.scan is None:  # the loaded frame's own spec goes with its lazy view
+        frame = load(files, format=source.name, spec=spec, progress=progress, options=options)
+        return _described(keep_spec(frame, frame.lazy()), source, spec)
     kwargs = _call(source, "scan", spec, progress, options)
     lf = source.scan(files, **kwargs)
     if not isinstance(lf, pl.LazyFrame):
@@ -155,10 +185,11 @@ def _described(frame, source: Source, spec: FrameSpec | None):
             spec.check_columns(frame)
         return attach(frame, spec)
     found = attached(frame) or source.spec
-    if isinstance(frame, pl.DataFrame) and found != KANACHAN_SPEC:
+    if isinstance(frame, pl.DataFrame) and found != KANACHAN_SPEC and not source.validates:
         # a source's frame is checked whole (episodes contiguous, steps in order, flags at the
         # ends): analyses read episodes through the spec and would silently misread them
-        # otherwise.  kanachan's reader checks all of it itself, line by line.
+        # otherwise.  kanachan's reader (and a source marked `validates`) checks all of it itself,
+        # line by line.
         found.validate(frame)
     else:
         found.check_columns(frame)

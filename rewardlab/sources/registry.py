@@ -40,6 +40,7 @@ __all__ = [
 BUILTIN_SOURCES: dict[str, str] = {
     "dataset": "rewardlab.sources.datasets",
     "kanachan": "rewardlab.sources.kanachan.reader",
+    "steps": "rewardlab.sources.steps",
 }
 
 #: Options every ``load`` / ``scan`` may declare, passed by :func:`rewardlab.load` itself.
@@ -76,6 +77,15 @@ class Source:
         ``skipped_path``, as :class:`rewardlab.LoadResult`); what
         :func:`rewardlab.convert` uses when given.  None for formats that
         skip nothing.
+    roles : callable or None
+        ``roles(paths, **options) -> dict``: which column plays which role
+        (episode, step, flags, states, ...), for ``rewardlab info`` to show;
+        None for formats whose columns are fixed.
+    validates : bool
+        True when ``load`` itself checks every rule of
+        :meth:`FrameSpec.validate <rewardlab.core.spec.FrameSpec.validate>`
+        (and names the file and line where one is broken): :func:`rewardlab.load`
+        then checks only the columns instead of checking the frame again.
 
     ``load``, ``scan`` and ``read`` declare their options as keyword
     parameters: :meth:`check_options` refuses any other name (no ``**kwargs``
@@ -99,6 +109,8 @@ class Source:
     sniff: Callable | None = None
     description: str = ""
     read: Callable | None = None
+    roles: Callable | None = None
+    validates: bool = False
 
     def claims(self, path: Path) -> bool:
         """True when ``path`` is this format, by content first, then by suffix."""

@@ -1,0 +1,598 @@
+"""Generic step tables (Parquet, CSV, JSON lines; one row per step) -> a frame with the steps spec.
+
+Several files are one dataset, read in the order given; each column must
+have one type in all of them (CSV and JSON lines infer types from text, so
+there an integer column in one file and a float one in another are read as
+floats; any other difference is an error).  Column roles come from
+:mod:`rewardlab.sources.steps.roles`.  The frame keeps the table's columns
+(flags as Boolean, list columns as fixed-size ``Array``), with the recorded
+reward renamed ``reward_recorded`` (Float64) and ``done_recorded`` (True on
+each episode's last step) added, so the table's own reward is a candidate
+every comparison can use as a baseline.
+
+Errors name the file, the line (CSV, JSON lines; 1-based as an editor shows
+it) or the row group (Parquet), the column and the rule
+(:class:`~rewardlab.core.errors.StepTableError`).  With ``on_error="skip"``
+the episodes holding a bad row are dropped whole, counted by reason and kept:
+in ``result.skipped`` and, with ``skipped_path``, in a side file (text files:
+the original lines byte for byte, a CSV's header first; Parquet: a Parquet
+file of the skipped rows as read).  A file that does not parse, columns
+missing or differing between files are errors in either mode.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
+from rewardlab.core.files import atomic_open, atomic_path, check_input, check_not_input, check_output
+from rewardlab.core.spec import FrameSpec, StateColumn, attach
+from rewardlab.sources.kanachan.reader import LoadResult
+from rewardlab.sources.steps import checks as C
+from rewardlab.sources.steps.files import TableFile, kind_of, read_file
+from rewardlab.sources.steps.roles import DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles
+
+__all__ = ["read_steps", "load_steps", "read_tables", "RECORDED", "RECORDED_DONE", "SKIPPED_SCHEMA", "STEPS_SPEC"]
+
+#: The recorded reward's columns (a candidate named ``recorded``; see :mod:`rewardlab.core.columns`).
+RECORDED, RECORDED_DONE = "reward_recorded", "done_recorded"
+
+#: The spec registered for the format.  Frames carry their own, built from their columns; this one
+#: names no episode column, so a plain frame is never taken for a step table by its column names
+#: (:func:`rewardlab.sources.registry.spec_of` asks for a declared spec instead).
+STEPS_SPEC = FrameSpec(name="steps", contract="steps",
+                       description="a generic step table: one row per step (Parquet, CSV, JSON lines)")
+
+#: One row per skipped table row.
+SKIPPED_SCHEMA = {"file": pl.String, "line": pl.UInt32, "row_group": pl.Int32, "row": pl.UInt32,
+                  "column": pl.String, "reason": pl.String, "message": pl.String, "raw": pl.Binary}
+
+_HINT = "Fix the row, or load with on_error='skip' to skip its episode and keep it in a side file."
+
+_STATE_DTYPES = {pl.Boolean: "bool", pl.Int8: "int8", pl.Int16: "int16", pl.Int32: "int32", pl.Int64: "int64",
+                 pl.UInt8: "uint8", pl.UInt16: "uint16", pl.UInt32: "uint32", pl.UInt64: "uint64",
+                 pl.Float32: "float32", pl.Float64: "float64"}
+
+
+def _as_paths(paths) -> list[Path]:
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    out = [Path(p) for p in paths]
+    if not out:
+        raise ParameterError("paths", "should name at least one file", list(paths))
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Files -> one raw frame
+# ----------------------------------------------------------------------------
+
+
+class _Rows:
+    """Global row numbers -> (file, row in file); ``order`` maps a row of a reordered frame back to
+    its place in the files."""
+
+    def __init__(self, tables: list[TableFile], order: np.ndarray | None = None):
+        self.tables = tables
+        self.order = order
+        self.starts = np.concatenate(([0], np.cumsum([t.frame.height for t in tables])))
+
+    def original(self, rows: np.ndarray) -> np.ndarray:
+        """The rows' places in the files' concatenation, in file order."""
+        return rows if self.order is None else np.sort(self.order[rows])
+
+    def locate(self, row: int) -> tuple[TableFile, int]:
+        if self.order is not None:
+            row = int(self.order[row])
+        k = int(np.searchsorted(self.starts, row, side="right")) - 1
+        return self.tables[k], int(row - self.starts[k])
+
+    def error(self, row: int, column: str | None, rule: str, message: str, hint: str = _HINT):
+        table, local = self.locate(row)
+        return StepTableError(table.path, rule, message, column=column, hint=hint, **table.where(local))
+
+
+def _combine(tables: list[TableFile]) -> pl.DataFrame:
+    """The files' rows as one frame; columns and dtypes must agree (ints and floats of text files
+    are unified to Float64)."""
+    first = tables[0]
+    names = first.frame.columns
+    text = first.kind != "parquet"
+    dtypes = dict(first.frame.schema)
+    for t in tables[1:]:
+        missing = [c for c in names if c not in t.frame.schema]
+        extra = [c for c in t.frame.columns if c not in dtypes]
+        if missing or extra:
+            raise StepTableError(t.path, "columns_differ", f"its columns differ from {first.path}'s: "
+                                 + "; ".join(x for x in (missing and "missing " + ", ".join(missing),
+                                                         extra and "extra " + ", ".join(extra)) if x),
+                                 column=(missing or extra)[0],
+                                 hint="Files of one dataset hold the same columns.")
+        for c in names:
+            a, b = dtypes[c], t.frame.schema[c]
+            if a == b:
+                continue
+            if text and a.is_numeric() and b.is_numeric():
+                dtypes[c] = pl.Float64
+                continue
+            if text and pl.Null in (a, b):  # a column empty in one text file
+                dtypes[c] = b if a == pl.Null else a
+                continue
+            owner = next((u for u in tables if u.frame.schema[c] == a), first)
+            raise StepTableError(t.path, "mixed_dtypes", f"the column is {b} here and {a} in {owner.path}",
+                                 column=c, hint="Files of one dataset store each column with one type; "
+                                 "cast it when you write the files.")
+    frames = [t.frame if dict(t.frame.schema) == dtypes else t.frame.cast(
+        {c: d for c, d in dtypes.items() if t.frame.schema[c] != d}) for t in tables]
+    return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
+
+
+def _missing_role(path: Path, role: str, columns: list[str]) -> StepTableError:
+    return StepTableError(
+        path, "missing_column", f"no {role} column: none of " + ", ".join(DEFAULT_NAMES[role])
+        + " is in the table (columns: " + ", ".join(columns[:40]) + (", ..." if len(columns) > 40 else "") + ")",
+        hint=f"Name it with {role}='COLUMN' (CLI: --option {role}=COLUMN; the format's options: "
+        + ", ".join(ROLE_OPTIONS)
+        + ", unfinished, on_error, skipped_path, overwrite).")
+
+
+# ----------------------------------------------------------------------------
+# Checks and conversion
+# ----------------------------------------------------------------------------
+
+
+def _key_ends(frame: pl.DataFrame, keys: tuple[str, ...], problems: C.Problems) -> tuple[np.ndarray, pl.DataFrame]:
+    """(True on each row whose next row is another episode, the key columns with nulls filled)."""
+    n = frame.height
+    filled = {}
+    ends = np.zeros(n, dtype=bool)
+    if n:
+        ends[-1] = True
+    for key in keys:
+        col = frame.get_column(key)
+        if col.null_count():
+            nulls = col.is_null().to_numpy()
+            problems.add(nulls, key, "missing_value", lambda r, key=key: f"the {key} value is missing (null)")
+            near = np.flatnonzero(nulls)  # which episode such a row belongs to cannot be told: both sides go
+            neighbours = np.unique(np.clip(np.concatenate((near - 1, near + 1)), 0, max(n - 1, 0)))
+            if problems.skip:
+                problems.add(neighbours[~nulls[neighbours]], key, "in_broken_episode",
+                             lambda r: "the row borders a row whose episode is missing")
+            col = col.fill_null(strategy="forward").fill_null(strategy="backward")
+        if col.dtype in (pl.Categorical, pl.Enum):
+            col = col.to_physical()
+        filled[key] = col
+        if n > 1:
+            ends[:-1] |= (col.slice(0, n - 1) != col.slice(1)).fill_null(True).to_numpy()
+    return ends, pl.DataFrame(filled)
+
+
+def _agent_order(raw: pl.DataFrame, keys: tuple[str, ...]) -> np.ndarray | None:
+    """Rows gathered per (episode, agent) in order of first appearance, each keeping its order (agents
+    of a multi-agent episode take turns in the file); None when they already are."""
+    index = raw.select(pl.struct(keys).alias("_k")).with_row_index("_i")
+    first = index.with_columns(pl.col("_i").min().over("_k").alias("_f"))
+    order = first.sort(["_f", "_i"])["_i"].to_numpy()
+    return None if np.array_equal(order, np.arange(raw.height)) else order
+
+
+def _episode_text(keys: pl.DataFrame, row: int):
+    values = keys.row(row)
+    return values[0] if len(values) == 1 else values
+
+
+def _check_episodes(keys: pl.DataFrame, ends: np.ndarray, step: np.ndarray, step_name: str,
+                    flags: dict[str, np.ndarray], problems: C.Problems, unfinished: str) -> np.ndarray:
+    """Contiguity, step order, flags at the ends; returns the rows of unfinished episodes' last steps."""
+    n = keys.height
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], ends[:-1])))
+    run_keys = keys[starts]
+    again = ~run_keys.select(pl.struct(run_keys.columns).is_first_distinct()).to_series().to_numpy()
+    if again.any():
+        rows = starts[again]
+        problems.add(rows, keys.columns[0], "episode_not_contiguous",
+                     lambda r: f"episode {_episode_text(keys, r)!r} comes back after another episode; an "
+                     "episode's rows should be consecutive")
+    if step.size > 1:
+        d = np.diff(step)
+        inside = ~ends[:-1]
+        back = np.flatnonzero((d < 0) & inside) + 1
+        same = np.flatnonzero((d == 0) & inside) + 1
+        problems.add(back, step_name, "step_order",
+                     lambda r: f"step {step[r]:g} follows step {step[r - 1]:g} in episode "
+                     f"{_episode_text(keys, r)!r}; steps should increase within an episode")
+        problems.add(same, step_name, "step_repeated",
+                     lambda r: f"step {step[r]:g} is repeated in episode {_episode_text(keys, r)!r}")
+    any_flag = np.zeros(n, dtype=bool)
+    for name, values in flags.items():
+        problems.add(values & ~ends, name, "flag_mid_episode",
+                     lambda r, name=name: f"{name} is set on step {step[r]:g} of episode "
+                     f"{_episode_text(keys, r)!r}, which is not its last step")
+        any_flag |= values
+    if len(flags) == 2:
+        (a, va), (b, vb) = flags.items()
+        problems.add(va & vb, b, "both_flags", lambda r: f"{a} and {b} are both set on step {step[r]:g} of "
+                     f"episode {_episode_text(keys, r)!r}; an episode ends one way")
+    unflagged = np.flatnonzero(ends & ~any_flag)
+    if unfinished == "error":
+        flag_names = " nor ".join(flags) if flags else "terminated nor truncated (the table has no flag column)"
+        problems.add(unflagged, next(iter(flags), None), "unfinished_episode",
+                     lambda r: f"episode {_episode_text(keys, r)!r} ends at step {step[r]:g} with neither "
+                     f"{flag_names} set")
+        return np.zeros(0, dtype=np.int64)
+    return unflagged
+
+
+def _state_dtype(series: pl.Series) -> tuple[pl.Series, str, int | None]:
+    """(the series in a StateColumn dtype, its dtype name, its width)."""
+    dtype = series.dtype
+    width = None
+    inner = dtype
+    if isinstance(dtype, pl.Array):
+        width, inner = dtype.size, dtype.inner
+    if inner not in _STATE_DTYPES:
+        inner = pl.Float64
+        series = series.cast(pl.Array(inner, width) if width else inner)
+    return series, _STATE_DTYPES[inner], width
+
+
+def _convert(frame: pl.DataFrame, roles: StepRoles, problems: C.Problems) -> dict[str, pl.Series]:
+    """Each column checked and converted (flags to bool arrays are done by the caller)."""
+    out: dict[str, pl.Series] = {}
+    for name in (*roles.states, *roles.extras):
+        series = frame.get_column(name)
+        looks_list = series.dtype == pl.String and _first(series, lambda v: v.lstrip().startswith("["))
+        if isinstance(series.dtype, (pl.List, pl.Array)) or looks_list:
+            out[name] = C.list_values(series, name, problems)
+        elif name in roles.states:
+            out[name] = C.numeric(series, name, problems, what="observation value")
+        elif series.dtype == pl.String and _first(series, _is_number):
+            out[name] = C.numeric(series, name, problems)
+        elif series.dtype.is_numeric() or series.dtype == pl.Boolean:
+            nulls = series.is_null()
+            if nulls.any():
+                problems.add(nulls.to_numpy(), name, "missing_value", lambda r: "the value is missing (null)")
+            out[name] = series
+        else:
+            out[name] = series
+    if roles.reward is not None:
+        out[roles.reward] = C.numeric(frame.get_column(roles.reward), roles.reward, problems,
+                                      what="reward").cast(pl.Float64)
+    if roles.time is not None:
+        out[roles.time] = _time(frame.get_column(roles.time), roles.time, problems)
+    return out
+
+
+def _first(series: pl.Series, test) -> bool:
+    value = series.drop_nulls().head(1).to_list()
+    return bool(value) and bool(test(value[0]))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _time(series: pl.Series, name: str, problems: C.Problems) -> pl.Series:
+    if series.dtype.is_numeric() or series.dtype.is_temporal():
+        return series
+    if series.dtype == pl.String:
+        parsed = series.str.to_datetime(strict=False)
+        bad = (parsed.is_null() & series.is_not_null()).to_numpy()
+        values = series
+        problems.add(bad, name, "bad_time", lambda r: f"{values[r]!r} is not a number, date or time")
+        return parsed
+    dtype = series.dtype
+    problems.add(np.ones(series.len(), dtype=bool), name, "bad_time",
+                 lambda r: f"the time column should hold numbers or times; it holds {dtype}")
+    return series
+
+
+# ----------------------------------------------------------------------------
+# Skip mode
+# ----------------------------------------------------------------------------
+
+
+def _skipped(rows: np.ndarray, problems: C.Problems, where: _Rows) -> pl.DataFrame:
+    records = {k: [] for k in SKIPPED_SCHEMA}
+    raws: dict[int, list[int]] = {}
+    for r in rows.tolist():
+        table, local = where.locate(r)
+        column, rule, message = problems.rows.get(r, (None, "in_broken_episode",
+                                                      "the row belongs to an episode skipped for another row"))
+        place = table.where(local)
+        records["file"].append(str(table.path))
+        records["line"].append(place.get("line"))
+        records["row_group"].append(place.get("row_group"))
+        records["row"].append(local)
+        records["column"].append(column)
+        records["reason"].append(rule)
+        records["message"].append(message)
+        raws.setdefault(id(table), []).append(local)
+    raw_bytes: list = [None] * rows.size
+    if rows.size and where.tables[0].kind != "parquet":
+        by_table = {id(t): dict(zip(raws[id(t)], t.raw(raws[id(t)]))) for t in where.tables if id(t) in raws}
+        raw_bytes = [by_table[id(table)][local] for table, local in map(where.locate, rows.tolist())]
+    records["raw"] = raw_bytes
+    return pl.DataFrame(records, schema=SKIPPED_SCHEMA)
+
+
+def _write_skipped(path: Path, rows: np.ndarray, raw: pl.DataFrame, where: _Rows, overwrite: bool) -> None:
+    """The side file: original lines (a CSV's header before each file's lines when it changes), or a
+    Parquet file of the skipped rows as read."""
+    if where.tables[0].kind == "parquet":
+        with atomic_path(path, overwrite=overwrite) as tmp:
+            raw[rows.tolist()].write_parquet(tmp)
+        return
+    rows = where.original(rows)
+    with atomic_open(path, "wb", overwrite=overwrite) as f:
+        header = None
+        for t in where.tables:
+            k = where.tables.index(t)
+            mine = rows[(rows >= where.starts[k]) & (rows < where.starts[k + 1])] - where.starts[k]
+            if mine.size == 0:
+                continue
+            if t.kind == "csv" and t.header() != header:
+                header = t.header()
+                f.write(header + b"\n")
+            for line in t.raw(mine.tolist()):
+                f.write(line + b"\n")
+
+
+# ----------------------------------------------------------------------------
+# Public API
+# ----------------------------------------------------------------------------
+
+
+def read_steps(paths, *, episode: str | None = None, step: str | None = None, agent: str | None = None,
+               terminated: str | None = None, truncated: str | None = None, done: str | None = None,
+               reward: str | None = None, time: str | None = None, unfinished: str = "error",
+               on_error: str = "raise", skipped_path: str | Path | None = None,
+               overwrite: bool = False) -> LoadResult:
+    """Read step tables (``.parquet``, ``.csv``, ``.jsonl`` / ``.ndjson``) and report skipped rows.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Files of one kind, one dataset, read in the order given.
+    episode, step, agent, terminated, truncated, done, reward, time : str, None or False
+        The column of each role (:mod:`rewardlab.sources.steps.roles`):
+        None detects it by its default names, False uses none.  With
+        ``agent``, an episode is one agent's steps in one episode (agents
+        may take turns in the file: each agent's rows are gathered, keeping
+        their order, in order of first appearance).  A
+        ``done`` flag alone is read as terminated, and as truncated where a
+        ``truncated`` column is set.
+    unfinished : {"error", "truncate"}
+        An episode whose last step has neither terminated nor truncated set:
+        an error (``"error"``) or loaded as truncated (``"truncate"``; a
+        ``truncated`` column is added when the table has none).
+    on_error : {"raise", "skip"}
+        ``"raise"`` stops at the first bad row with a
+        :class:`~rewardlab.core.errors.StepTableError` naming file, line or
+        row group, and column.  ``"skip"`` drops every episode holding a bad
+        row, whole, and reports them (``result.skipped``, ``skip_counts``).
+    skipped_path : path, optional
+        With ``on_error="skip"``, also write the skipped rows to this file
+        (text: the original lines, byte for byte, after a CSV's header;
+        Parquet: the rows as read).  An existing file is not replaced unless
+        ``overwrite``.
+    overwrite : bool
+        Replace an existing ``skipped_path``.
+
+    Returns
+    -------
+    LoadResult
+        ``frame`` (its spec attached), ``skipped`` (schema
+        :data:`SKIPPED_SCHEMA`), ``skipped_path``.
+
+    Examples
+    --------
+    >>> import polars as pl, tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / "steps.csv").write_text("ep,t,obs_x,action,reward,done\\n0,0,0.5,1,1.0,false\\n"
+    ...                                   "0,1,0.25,0,0.0,true\\n")
+    70
+    >>> result = read_steps(folder / "steps.csv", episode="ep")
+    >>> result.frame.columns
+    ['ep', 't', 'obs_x', 'action', 'reward_recorded', 'done_recorded', 'done']
+    >>> from rewardlab.core.spec import attached
+    >>> spec = attached(result.frame)
+    >>> spec.episode, spec.terminated, spec.state_names, spec.columns
+    (('ep',), 'done', ('obs_x',), ('action', 'reward_recorded'))
+    """
+    check_choice("unfinished", unfinished, ("error", "truncate"))
+    check_choice("on_error", on_error, ("raise", "skip"))
+    if not isinstance(overwrite, bool):
+        raise ParameterError("overwrite", "should be True or False", overwrite)
+    files = _as_paths(paths)
+    if skipped_path is not None and on_error != "skip":
+        raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
+    kinds = [kind_of(p) for p in files]
+    for p, k in zip(files, kinds):
+        if k is None:
+            raise StepTableError(p, "file_kind", "a step table is a .parquet, .csv, .jsonl or .ndjson file",
+                                 hint="Rename or convert the file.")
+    if len(set(kinds)) > 1:
+        raise ParameterError("paths", "should all be one kind of file (Parquet, CSV or JSON lines)",
+                             [str(p) for p in files])
+    for p in files:
+        check_input(p)
+    check_not_input(skipped_path, files, name="skipped_path")  # even with overwrite
+    if skipped_path is not None:
+        check_output(skipped_path, overwrite=overwrite)  # before any work
+    options = dict(episode=episode, step=step, agent=agent, terminated=terminated, truncated=truncated,
+                   done=done, reward=reward, time=time)
+    tables = [read_file(p) for p in files]
+    raw = _combine(tables)
+    roles = detect_roles(raw.schema, **options)
+    for role in ("episode", "step"):
+        if getattr(roles, role) is None:
+            raise _missing_role(files[0], role, raw.columns)
+    keys_names = (roles.episode, *((roles.agent,) if roles.agent else ()))
+    order = _agent_order(raw, keys_names) if roles.agent else None
+    if order is not None:
+        raw = raw[order]
+    where = _Rows(tables, order)
+    skip = on_error == "skip"
+    problems = C.Problems(skip)
+    ends, keys = _key_ends(raw, keys_names, problems)
+    step_values = C.numeric(raw.get_column(roles.step), roles.step, problems, what="step")
+    step_np = (step_values.to_numpy() if step_values.dtype.is_numeric() and not step_values.null_count()
+               else step_values.cast(pl.Float64).fill_null(np.nan).to_numpy())
+    flags: dict[str, np.ndarray] = {}
+    for role in ("terminated", "truncated"):
+        name = getattr(roles, role)
+        if name is not None:
+            flags[name] = C.flag(raw.get_column(name), name, problems)
+    done_values = None
+    if roles.done is not None and roles.terminated is None:
+        done_values = C.flag(raw.get_column(roles.done), roles.done, problems)
+        trunc = flags.get(roles.truncated) if roles.truncated else None
+        flags = {roles.done: done_values & ~trunc if trunc is not None else done_values, **flags}
+    converted = _convert(raw, roles, problems)
+    converted[roles.step] = step_values
+    unflagged = _check_episodes(keys, ends, step_np, roles.step, flags, problems, unfinished)
+    keep = None
+    if problems and not skip:
+        r, column, rule, message = problems.first
+        raise where.error(r, column, rule, message(r),
+                          hint=_UNFINISHED_HINT if rule == "unfinished_episode" else _HINT)
+    skipped_rows = np.zeros(0, dtype=np.int64)
+    if problems:
+        bad = problems.bad_rows
+        bad_keys = keys[bad].unique()
+        drop = keys.with_row_index("_r").join(bad_keys, on=keys.columns, how="semi")["_r"].to_numpy()
+        skipped_rows = np.union1d(drop, bad).astype(np.int64)
+        keep = np.ones(raw.height, dtype=bool)
+        keep[skipped_rows] = False
+    frame, spec = _build(raw, roles, converted, flags, ends, unflagged, keep)
+    skipped = _skipped(skipped_rows, problems, where) if skipped_rows.size else pl.DataFrame(schema=SKIPPED_SCHEMA)
+    result_path = None
+    if skip and skipped_path is not None and skipped_rows.size:
+        result_path = Path(skipped_path)
+        _write_skipped(result_path, skipped_rows, raw, where, overwrite)
+    result = LoadResult(attach(frame, spec), skipped, result_path)
+    if skipped.height:
+        counts = ", ".join(f"{k}: {v}" for k, v in result.skip_counts.items())
+        episodes = keys[skipped_rows].n_unique()
+        kept = f"; kept in {result_path}" if result_path else "; see result.skipped"
+        warnings.warn(SkippedLinesWarning(
+            f"skipped {episodes} episodes, {skipped.height} of {raw.height} rows ({counts}){kept}"), stacklevel=2)
+    return result
+
+
+_UNFINISHED_HINT = ("Set terminated (the episode ended) or truncated (it was cut short) on its last step, or "
+                    "load with unfinished='truncate' to load such episodes as truncated.")
+
+
+def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, ends: np.ndarray,
+           unflagged: np.ndarray, keep: np.ndarray | None) -> tuple[pl.DataFrame, FrameSpec]:
+    """The frame (converted columns, flags, recorded reward) and its spec."""
+    columns: list[pl.Series] = []
+    terminated_name = roles.terminated
+    truncated_name = roles.truncated
+    if roles.terminated is None and roles.done is not None:
+        if roles.truncated is None:
+            terminated_name = roles.done
+        else:
+            terminated_name = _free("terminated", raw.columns)
+    truncate_added = None
+    if unflagged.size and truncated_name is None:
+        truncated_name = truncate_added = _free("truncated", raw.columns)
+    for name in raw.columns:
+        if name == roles.reward:
+            columns.append(converted[name].rename(RECORDED))
+            columns.append(pl.Series(RECORDED_DONE, ends))
+        elif name in converted:
+            columns.append(converted[name])
+        elif name in flags and name != terminated_name and roles.done != name:
+            values = flags[name]
+            if name == truncated_name and unflagged.size:
+                values = values.copy()
+                values[unflagged] = True
+            columns.append(pl.Series(name, values))
+        elif name == roles.done and terminated_name == name:
+            columns.append(pl.Series(name, flags[name]))
+        elif name == roles.terminated:
+            columns.append(pl.Series(name, flags[name]))
+        elif name == roles.done:  # ignored beside terminated, or the raw done beside a computed terminated
+            columns.append(pl.Series(name, C.flag(raw.get_column(name), name, C.Problems(True))))
+        else:
+            columns.append(raw.get_column(name))
+    if terminated_name is not None and terminated_name not in raw.columns:
+        columns.append(pl.Series(terminated_name, flags[roles.done]))
+    if truncate_added is not None:
+        values = np.zeros(raw.height, dtype=bool)
+        values[unflagged] = True
+        columns.append(pl.Series(truncate_added, values))
+    frame = pl.DataFrame(columns)
+    if keep is not None:
+        frame = frame.filter(pl.Series(keep))
+    states = []
+    for name in roles.states:
+        series, dtype, width = _state_dtype(frame.get_column(name))
+        if series.dtype != frame.schema[name]:
+            frame = frame.with_columns(series)
+        states.append(StateColumn(name, width, dtype, 0))
+    extras = [c for c in roles.extras] + ([RECORDED] if roles.reward else [])
+    if RECORDED in roles.extras or (roles.reward and RECORDED_DONE in raw.columns):
+        raise ParameterError("reward", f"cannot be kept as {RECORDED}: the table already has a column of "
+                             "that name", roles.reward, hint="Pass reward=False to keep the table as it is.")
+    spec = FrameSpec(name="steps", episode=(roles.episode, *((roles.agent,) if roles.agent else ())),
+                     step=roles.step, agent=roles.agent, terminated=terminated_name, truncated=truncated_name,
+                     states=tuple(states), columns=tuple(extras), contract="steps", time=roles.time,
+                     description="a generic step table (rewardlab.sources.steps)")
+    return frame, spec
+
+
+def _free(name: str, taken) -> str:
+    while name in taken:
+        name += "_"
+    return name
+
+
+def read_tables(paths) -> pl.DataFrame:
+    """The files' rows as read, as one frame (columns and dtypes checked across files), without roles or
+    rules: what ``rewardlab.load(paths, format="steps", spec=...)`` checks against a declared spec.
+
+    Examples
+    --------
+    >>> read_tables(["a.parquet", "b.parquet"]).height  # doctest: +SKIP
+    """
+    files = _as_paths(paths)
+    for p in files:
+        check_input(p)
+    return _combine([read_file(p) for p in files])
+
+
+def load_steps(paths, *, episode: str | None = None, step: str | None = None, agent: str | None = None,
+               terminated: str | None = None, truncated: str | None = None, done: str | None = None,
+               reward: str | None = None, time: str | None = None, unfinished: str = "error",
+               on_error: str = "raise", skipped_path: str | Path | None = None,
+               overwrite: bool = False) -> pl.DataFrame:
+    """Load step tables into a frame carrying its spec (see :func:`read_steps` for the options).
+
+    With ``on_error="skip"`` a ``skipped_path`` is required, so what is
+    skipped is kept somewhere (:func:`read_steps` keeps it in memory instead).
+
+    Examples
+    --------
+    >>> frame = load_steps("episodes.parquet", episode="ep", unfinished="truncate")  # doctest: +SKIP
+    """
+    if on_error == "skip" and skipped_path is None:
+        raise ParameterError("skipped_path", "is required with on_error='skip' so skipped rows are kept", None,
+                             hint="Name a side file, or call rewardlab.sources.steps.read_steps() to get "
+                             "them in memory.")
+    return read_steps(paths, episode=episode, step=step, agent=agent, terminated=terminated,
+                      truncated=truncated, done=done, reward=reward, time=time, unfinished=unfinished,
+                      on_error=on_error, skipped_path=skipped_path, overwrite=overwrite).frame

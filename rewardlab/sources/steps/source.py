@@ -1,0 +1,84 @@
+"""The ``"steps"`` entry of the source registry: detection, options, and the roles ``rewardlab info`` shows.
+
+Examples
+--------
+>>> SOURCE.name, SOURCE.suffixes
+('steps', ('.csv', '.jsonl', '.ndjson'))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from rewardlab.sources.registry import Source, register_source
+from rewardlab.sources.steps.files import kind_of, schema_of
+from rewardlab.sources.steps.reader import STEPS_SPEC, load_steps, read_steps, read_tables
+from rewardlab.sources.steps.roles import DEFAULT_NAMES, detect_roles
+from rewardlab.sources.storage import has_rewardlab_metadata
+
+__all__ = ["SOURCE", "sniff_steps", "step_roles"]
+
+
+def sniff_steps(path) -> bool:
+    """True for a ``.parquet`` file without rewardlab metadata whose columns include a default
+    episode name and a default step name (reads the footer only).  Text files are claimed by suffix.
+
+    Examples
+    --------
+    >>> sniff_steps("data/sample.tsv.gz")
+    False
+    """
+    path = Path(path)
+    if kind_of(path) != "parquet" or has_rewardlab_metadata(path):
+        return False
+    try:
+        names = set(pl.read_parquet_schema(path))
+    except (pl.exceptions.PolarsError, OSError, ValueError):
+        return False
+    return bool(names & set(DEFAULT_NAMES["episode"])) and bool(names & set(DEFAULT_NAMES["step"]))
+
+
+def step_roles(paths, *, episode=None, step=None, agent=None, terminated=None, truncated=None, done=None,
+               reward=None, time=None) -> dict:
+    """Which column plays which role in the tables at ``paths`` (the first file's columns), as a dict.
+
+    Examples
+    --------
+    >>> step_roles("steps.csv")["episode"]  # doctest: +SKIP
+    'episode_id'
+    """
+    first = Path(paths[0] if isinstance(paths, (list, tuple)) else paths)
+    roles = detect_roles(schema_of(first), episode=episode, step=step, agent=agent, terminated=terminated,
+                         truncated=truncated, done=done, reward=reward, time=time)
+    out = roles.as_dict()
+    for role in ("episode", "step"):
+        out.setdefault(role, "(not found: pass " + role + "='COLUMN')")
+    return out
+
+
+def _load(paths, *, episode=None, step=None, agent=None, terminated=None, truncated=None, done=None,
+          reward=None, time=None, unfinished="error", on_error="raise", skipped_path=None, overwrite=False,
+          spec=None):
+    """``load_steps``; with a declared ``spec`` the rows as read (``rewardlab.load`` checks them against it)."""
+    if spec is not None:
+        return read_tables(paths)
+    return load_steps(paths, episode=episode, step=step, agent=agent, terminated=terminated,
+                      truncated=truncated, done=done, reward=reward, time=time, unfinished=unfinished,
+                      on_error=on_error, skipped_path=skipped_path, overwrite=overwrite)
+
+
+#: Generic step tables as a source (format ``"steps"``).
+SOURCE = register_source(Source(
+    name="steps",
+    spec=STEPS_SPEC,
+    load=_load,
+    read=read_steps,
+    suffixes=(".csv", ".jsonl", ".ndjson"),
+    sniff=sniff_steps,
+    description="generic step tables, one row per step (.parquet, .csv, .jsonl / .ndjson); "
+    "column roles detected by name or given as options",
+    roles=step_roles,
+    validates=True,  # read_steps checks every rule of FrameSpec.validate, naming file and line
+))
