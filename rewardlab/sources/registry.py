@@ -40,6 +40,7 @@ __all__ = [
 BUILTIN_SOURCES: dict[str, str] = {
     "dataset": "rewardlab.sources.datasets",
     "kanachan": "rewardlab.sources.kanachan.reader",
+    "rllib": "rewardlab.sources.rllib.reader",
 }
 
 #: Options every ``load`` / ``scan`` may declare, passed by :func:`rewardlab.load` itself.
