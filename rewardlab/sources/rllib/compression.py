@@ -84,7 +84,7 @@ def unpack(text, *, allow_pickle: bool = False) -> np.ndarray:
     >>> unpack("not base64!")
     Traceback (most recent call last):
     ...
-    rewardlab.sources.rllib.compression.UndecodableColumn: not base64 text (Incorrect padding)
+    rewardlab.sources.rllib.compression.UndecodableColumn: not base64 text (Only base64 data is allowed)
     """
     import lz4.frame
 

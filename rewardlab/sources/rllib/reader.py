@@ -457,6 +457,7 @@ def _values(row: np.ndarray) -> str:
 
 
 def _unit_text(frame: pl.DataFrame, row: int, kind: str) -> str:
+    row = int(row)
     return f"{frame['_file_name'][row]} {_where(kind, int(frame['_unit'][row]))}"
 
 
@@ -640,6 +641,7 @@ def _assemble(pieces, files, kind, unfinished):
 
 
 def _row_error(frame, row, column, rule, message, files, kind, *, hint):
+    row = int(row)
     path = frame["_file_name"][row]
     unit = int(frame["_unit"][row])
     key = _format_key(frame["eps_id"][row], frame["agent"][row])
