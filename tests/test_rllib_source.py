@@ -160,6 +160,26 @@ def test_unfinished_episode_is_reported():
     assert "[rule: unfinished]" in text and "options={'unfinished': 'truncate'}" in text
 
 
+def test_sample_batch_lines_with_dones_and_an_episode_over_two_files(tmp_path):
+    # older RLlib: plain SampleBatch lines and a single `dones` flag; blank lines and empty batches pass
+    rows = lines(OLD)
+    out = []
+    for row in rows[:4]:
+        batch = batch_of(row)
+        batch["dones"] = batch.pop("terminateds")
+        del batch["truncateds"]
+        out.append(json.dumps({"type": "SampleBatch", **batch}).encode())
+    empty = {k: [] for k in batch_of(rows[0])}
+    a = write_lines(tmp_path / "a.json", [out[0], out[1], b"", json.dumps({"type": "SampleBatch", **empty}).encode()])
+    b = write_lines(tmp_path / "b.json", out[2:])
+    frame = rewardlab.load([a, b], format="rllib", options=TRUNCATE)
+    clean = rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE).head(frame.height)
+    spanning = batch_of(rows[1])["eps_id"][-1]
+    assert spanning == batch_of(rows[2])["eps_id"][0]  # this episode goes on in the next file
+    assert frame.drop("truncated", "done_recorded").equals(clean.drop("truncated", "done_recorded"))
+    assert not frame["truncated"][:-1].any() and frame["truncated"][-1]
+
+
 # --- bad input, built from real lines ----------------------------------------------------------------
 
 

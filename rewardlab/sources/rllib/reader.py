@@ -199,6 +199,8 @@ def _batch_frame(batch: dict, policy: str, *, allow_pickle: bool) -> pl.DataFram
                    f"the batch lacks {', '.join(missing)}; it has {', '.join(sorted(batch)) or 'none'}")
     rewards = batch["rewards"]
     steps = next((len(batch[c]) for c in ("rewards", "eps_id", "t", "obs") if isinstance(batch[c], list)), 0)
+    if steps == 0 and all(isinstance(batch[c], list) for c in _REQUIRED):
+        return pl.DataFrame()
     obs = _as_array("obs", batch["obs"], steps, allow_pickle=allow_pickle)
     n = obs.shape[0]
     cols = {"eps_id": _as_array("eps_id", batch["eps_id"], n, allow_pickle=allow_pickle),
@@ -246,6 +248,11 @@ def _frame(cols, policy, obs, new_obs, actions, reward, terminated, truncated) -
 
 
 def _line_frames(obj, *, allow_pickle: bool) -> list[pl.DataFrame]:
+    """The frames of a line's batches (an empty batch has none)."""
+    return [f for f in _line_batches(obj, allow_pickle=allow_pickle) if f.height]
+
+
+def _line_batches(obj, *, allow_pickle: bool) -> list[pl.DataFrame]:
     if not isinstance(obj, dict):
         raise _Bad(None, "bad_json", f"the line is a JSON {type(obj).__name__}, not an object")
     kind = obj.get("type")
