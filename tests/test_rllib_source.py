@@ -144,6 +144,31 @@ def test_new_stack_parquet_matches_rllibs_episode_statistics():
     check_against_rllib(frame, NEW, longer=spanning)
 
 
+def test_compressed_parquet_rows_decode(tmp_path):
+    # the new stack packs each row's value on its own (pack_if_needed per step)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = sorted((NEW / "data").rglob("*.parquet"))[0]
+    plain = rewardlab.load(source, format="rllib", options=TRUNCATE)
+    table = pq.read_table(source)
+    for name in ("obs", "new_obs"):
+        column = table.column(name)
+        if isinstance(column.type, pa.ExtensionType):  # Ray Data's tensor type
+            column = pa.chunked_array([c.storage for c in column.chunks])
+        packed = [pack(np.asarray(v, dtype=np.float32)) for v in column.to_pylist()]
+        table = table.set_column(table.schema.get_field_index(name), name, pa.array(packed))
+    path = tmp_path / "packed.parquet"
+    pq.write_table(table, path)
+    packed = rewardlab.load(path, format="rllib", options=TRUNCATE)
+    assert packed.equals(plain)
+
+
+def test_a_folder_is_searched_for_rllib_files():
+    frame = rewardlab.load(OLD, format="rllib", options=TRUNCATE)  # stats.json beside the data is passed over
+    assert frame.height == 3000
+
+
 def test_format_is_detected_by_content():
     assert detect_source(json_file(OLD)).name == "rllib"
     parquet = sorted((NEW / "data").rglob("*.parquet"))[0]

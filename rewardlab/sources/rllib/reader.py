@@ -479,10 +479,12 @@ def _files(paths) -> list[Path]:
     for p in map(Path, paths):
         check_input(p, folder=True)
         if p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in (".json", ".parquet"))
+            # a folder's RLlib files (RLlib's output folders also hold other files: stats, logs)
+            found = sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in (".json", ".parquet")
+                           and sniff_rllib(q))
             if not found:
                 raise ParameterError("paths", "should name RLlib output files or folders holding some "
-                                     "(*.json, *.parquet)", str(p))
+                                     "(*.json lines of SampleBatch / MultiAgentBatch, *.parquet rows)", str(p))
             out += found
         else:
             out.append(p)
@@ -509,7 +511,8 @@ def read_rllib(
     Parameters
     ----------
     paths : path or sequence of paths
-        Files, or folders searched recursively for ``*.json`` / ``*.parquet``;
+        Files, or folders searched recursively for RLlib's ``*.json`` /
+        ``*.parquet`` files (recognized by content; others are passed over);
         all JSON lines or all Parquet.  An episode may continue over lines
         and files (in the order given, folders sorted by name).
     on_error : {"raise", "skip"}
