@@ -387,12 +387,48 @@ def test_skip_mode_drops_whole_episodes_and_keeps_their_lines_byte_for_byte(tmp_
 def test_option_checks():
     with pytest.raises(ParameterError, match="`skipped_path` is only used with on_error='skip'"):
         read_rllib(OLD / "data", skipped_path="x.json")
-    with pytest.raises(ParameterError, match="`on_error` can be 'skip' for JSON lines only"):
-        read_rllib(NEW / "data", on_error="skip")
+    with pytest.raises(ParameterError, match="`skipped_path` should end with .parquet for Parquet input"):
+        read_rllib(NEW / "data", on_error="skip", skipped_path="x.json")
     with pytest.raises(ParameterError, match=r"`unfinished` should be one of"):
         read_rllib(OLD / "data", unfinished="drop")
     with pytest.raises(ParameterError, match="should name only options of the 'rllib' format"):
         rewardlab.load(OLD / "data", format="rllib", options={"unfinish": "truncate"})
+
+
+def test_parquet_skip_mode_keeps_the_skipped_rows_value_for_value(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sources = sorted((NEW / "data").rglob("*.parquet"))
+    table = pq.read_table(sources[1])
+    eps = table.column("eps_id").to_pylist()
+    broken = eps[100]  # an episode in the middle of the second file
+    terminated = table.column("terminateds").to_pylist()
+    terminated[100] = True  # fires mid-episode (row 101 is the same episode)
+    assert eps[101] == broken
+    table = table.set_column(table.schema.get_field_index("terminateds"), "terminateds", pa.array(terminated))
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(sources[0], folder / "a.parquet")
+    pq.write_table(table, folder / "b.parquet", row_group_size=400)
+    with pytest.raises(DataFormatError) as err:
+        read_rllib(folder, unfinished="truncate")
+    assert str(err.value).startswith(f"{folder / 'b.parquet'}: column terminateds: row group 0: episode "
+                                     f"'{broken}' agent 'default_agent': step t=")
+    side = tmp_path / "skipped.parquet"
+    with pytest.warns(SkippedLinesWarning, match=r"skipped \d+ rows of RLlib data \(flag_before_end: "):
+        result = read_rllib(folder, on_error="skip", skipped_path=side, unfinished="truncate")
+    assert broken not in set(result.frame["eps_id"])
+    length = eps.count(broken)
+    assert result.skipped.height == length and set(result.skipped["reason"]) == {"flag_before_end"}
+    kept = pq.read_table(side)
+    assert kept.column("eps_id").to_pylist() == [broken] * length
+    rows = kept.column("rewardlab_row").to_pylist()
+    groups = kept.column("rewardlab_row_group").to_pylist()
+    original = pq.read_table(folder / "b.parquet")
+    assert [g * 400 + r for g, r in zip(groups, rows)] == [i for i, e in enumerate(eps) if e == broken]
+    assert kept.column("rewards").to_pylist() == [original.column("rewards")[g * 400 + r].as_py()
+                                                  for g, r in zip(groups, rows)]
 
 
 def test_parquet_without_a_column_names_the_file_and_the_columns(tmp_path):
@@ -404,7 +440,7 @@ def test_parquet_without_a_column_names_the_file_and_the_columns(tmp_path):
     pq.write_table(table, path)
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
-    assert str(err.value).startswith(f"{path}: column rewards: row group 0: the rows lack rewards; the file "
+    assert str(err.value).startswith(f"{path}: column rewards: the whole file: the rows lack rewards; the file "
                                      "has eps_id, agent_id, module_id, obs, actions, new_obs, terminateds")
 
 

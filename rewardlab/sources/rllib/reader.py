@@ -31,10 +31,11 @@ episode and agent, then dropped (the steps contract hands the next row's
 
 Errors are :class:`~rewardlab.core.errors.DataFormatError` naming the file,
 the line (JSON) or row group (Parquet), the column, and for episode rules
-the episode, agent and step.  ``on_error="skip"`` (JSON lines) drops whole
-episodes, never part of one, counts them by reason, and keeps every input
-line that held a row of a skipped episode (and every unreadable line)
-byte for byte in ``result.skipped`` and, if asked, in ``skipped_path``.
+the episode, agent and step.  ``on_error="skip"`` drops whole episodes,
+never part of one, counts them by reason, and keeps every input line that
+held a row of a skipped episode (and every unreadable line) byte for byte
+in ``result.skipped`` and, if asked, in ``skipped_path`` (Parquet input:
+the skipped rows, value for value, in a Parquet side file).
 
 Examples
 --------
@@ -57,7 +58,7 @@ import polars as pl
 
 from rewardlab.core.columns import done_column, reward_column
 from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice
-from rewardlab.core.files import atomic_open, check_input, check_not_input, check_output
+from rewardlab.core.files import atomic_open, atomic_path, check_input, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.kanachan.reader import LoadResult
 from rewardlab.sources.registry import Source, register_source
@@ -136,6 +137,8 @@ class _Bad(Exception):
 
 
 def _where(kind: str, unit: int) -> str:
+    if unit < 0:
+        return "the whole file"
     return f"line {unit}" if kind == "line" else f"row group {unit}"
 
 
@@ -342,14 +345,14 @@ def _parquet_row_groups(path: Path, file: int, *, allow_pickle: bool, pieces: li
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError
-        bad.append((file, 0, _Bad(None, "bad_json", f"not a Parquet file ({exc})")))
+        bad.append((file, -1, _Bad(None, "bad_json", f"not a Parquet file ({exc})")))
         return
     names = parquet.schema_arrow.names
     needed = ["eps_id", "obs", "actions", "rewards", "terminateds"]
     missing = [c for c in needed if c not in names]
     if missing:
-        bad.append((file, 0, _Bad(missing[0], "missing_column", f"the rows lack {', '.join(missing)}; "
-                                  f"the file has {', '.join(names)}")))
+        bad.append((file, -1, _Bad(missing[0], "missing_column", f"the rows lack {', '.join(missing)}; "
+                                   f"the file has {', '.join(names)}")))
         return
     for group in range(parquet.num_row_groups):
         try:
@@ -371,8 +374,9 @@ def _parquet_row_groups(path: Path, file: int, *, allow_pickle: bool, pieces: li
             new_obs = get("new_obs") if "new_obs" in names else None
             frame = _frame(cols, policy, get("obs"), new_obs, get("actions"), get("rewards"),
                            get("terminateds"), truncated)
-            pieces.append(_Piece(file, group, frame.with_columns(pl.col("eps_id").cast(pl.String),
-                                                                 pl.col("agent").cast(pl.String))))
+            pieces.append(_Piece(file, group, frame.with_columns(
+                pl.col("eps_id").cast(pl.String), pl.col("agent").cast(pl.String),
+                pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))))
         except _Bad as problem:
             bad.append((file, group, problem))
 
@@ -518,12 +522,16 @@ def read_rllib(
     on_error : {"raise", "skip"}
         ``"raise"``: the first problem is a
         :class:`~rewardlab.core.errors.DataFormatError` naming the file, line
-        (or row group), column and rule.  ``"skip"`` (JSON lines): drop every
-        episode a problem touches, whole, and keep the input lines that held
-        its rows (and unreadable lines) byte for byte in ``result.skipped``.
+        (or row group), column and rule.  ``"skip"``: drop every episode a
+        problem touches, whole, and keep what held its rows: JSON lines
+        (and unreadable lines) byte for byte in ``result.skipped``; Parquet
+        rows listed there one by one (file, row group and row in the message).
     skipped_path : path, optional
         With ``on_error="skip"``, also write those lines, verbatim, to this
-        file (atomic; refuses to replace a file unless ``overwrite``).
+        file; for Parquet input a ``.parquet`` file of the skipped rows, value
+        for value, with ``rewardlab_file``, ``rewardlab_row_group`` and
+        ``rewardlab_row`` added (atomic; refuses to replace a file unless
+        ``overwrite``).
     overwrite : bool
         Replace an existing ``skipped_path``.
     unfinished : {"raise", "truncate"}
@@ -561,9 +569,9 @@ def read_rllib(
     kind = kinds.pop()
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
-    if on_error == "skip" and kind != "line":
-        raise ParameterError("on_error", "can be 'skip' for JSON lines only (a Parquet row cannot be "
-                             "kept byte for byte); fix or filter the Parquet files", on_error)
+    if skipped_path is not None and kind != "line" and Path(skipped_path).suffix.lower() != ".parquet":
+        raise ParameterError("skipped_path", "should end with .parquet for Parquet input (the skipped "
+                             "rows are kept as Parquet rows)", str(skipped_path))
     check_not_input(skipped_path, files, name="skipped_path")
     if skipped_path is not None:
         check_output(skipped_path, overwrite=overwrite)
@@ -587,7 +595,12 @@ def read_rllib(
         row, column, rule, message = problems[0]
         raise _row_error(frame, row, column, rule, message, files, kind,
                          hint=_FLAG_HINT if rule == "unfinished" else _SKIP_HINT)
-    skipped = _skipped(frame, problems, bad, files, raws) if skip else None
+    skipped, where = None, []
+    if skip:
+        if kind == "line":
+            skipped = _skipped(frame, problems, bad, files, raws)
+        else:
+            skipped, where = _skipped_rows(frame, problems, bad, files)
     if skip and skipped is not None and skipped.height:
         frame = _drop_skipped_episodes(frame, problems, bad)
     frame = _finish(frame)
@@ -598,14 +611,18 @@ def read_rllib(
     result_path = None
     if skipped_path is not None:
         result_path = Path(skipped_path)
-        with atomic_open(result_path, "wb", overwrite=overwrite) as f:
-            for line in skipped["raw"].to_list():
-                f.write(line + b"\n")
+        if kind == "line":
+            with atomic_open(result_path, "wb", overwrite=overwrite) as f:
+                for line in skipped["raw"].to_list():
+                    f.write(line + b"\n")
+        else:
+            _write_skipped_rows(where, files, result_path, overwrite=overwrite)
     result = LoadResult(frame, skipped, result_path)
     if skipped.height:
         counts = ", ".join(f"{k}: {v}" for k, v in result.skip_counts.items())
         where = f"; kept in {result_path}" if result_path else "; see result.skipped"
-        warnings.warn(SkippedLinesWarning(f"skipped {skipped.height} lines of RLlib data ({counts}){where}"),
+        what = "lines" if kind == "line" else "rows"
+        warnings.warn(SkippedLinesWarning(f"skipped {skipped.height} {what} of RLlib data ({counts}){where}"),
                       stacklevel=2)
     return result
 
@@ -680,7 +697,7 @@ def _bad_episodes(frame, problems, bad) -> tuple[np.ndarray, dict]:
         file = frame["_file"].to_numpy().astype(np.int64)
         unit = frame["_unit"].to_numpy().astype(np.int64)
         for f, line, problem in bad:
-            near = (file == f) & (np.abs(unit - line) == 1)
+            near = (file == f) & (np.abs(unit - line) == 1) if line >= 0 else np.zeros(len(unit), dtype=bool)
             for e in np.unique(episode[near]):
                 drop[int(e)] = True
                 reason.setdefault(int(e), ("in_broken_episode", f"the episode has rows next to line {line}, "
@@ -708,6 +725,57 @@ def _skipped(frame, problems, bad, files, raws) -> pl.DataFrame:
         "message": [entries[k][1] for k in keys],
         "text": [r.decode("utf-8", "replace").removesuffix("\r") for r in raw], "raw": raw,
     }, schema=_SKIPPED_SCHEMA)
+
+
+def _skipped_rows(frame, problems, bad, files) -> tuple[pl.DataFrame, list[tuple[int, int, int]]]:
+    """Parquet: one entry per skipped row (``line`` empty; the message names row group and row),
+    and where each is: (file index, row group, row), in file order."""
+    import pyarrow.parquet as pq
+
+    drop, reason = _bad_episodes(frame, problems, bad)
+    found: dict[tuple[int, int, int], tuple[str, str]] = {}
+    for f, group, problem in bad:
+        message = (f"column {problem.column}: " if problem.column else "") + problem.message
+        try:
+            meta = pq.ParquetFile(files[f]).metadata
+            groups = range(meta.num_row_groups) if group < 0 else [group]
+            sizes = {g: meta.row_group(g).num_rows for g in groups}
+        except Exception:  # not Parquet at all: no rows to keep
+            sizes = {}
+        for g, size in sizes.items():
+            for r in range(size):
+                found.setdefault((f, g, r), (problem.rule, message))
+    if frame.height and drop.any():
+        rows = frame.filter(pl.Series(drop[frame["_episode"].to_numpy()]))
+        for f, g, r, e in rows.select("_file", "_unit", "_row", "_episode").iter_rows():
+            found.setdefault((f, g, r), reason[e])
+    where = sorted(found)
+    skipped = pl.DataFrame({
+        "file": [str(files[f]) for f, _, _ in where], "line": [None] * len(where),
+        "column": [None] * len(where), "reason": [found[k][0] for k in where],
+        "message": [f"row group {g}, row {r}: {found[(f, g, r)][1]}" for f, g, r in where],
+        "text": [""] * len(where), "raw": [b""] * len(where)}, schema=_SKIPPED_SCHEMA)
+    return skipped, where
+
+
+def _write_skipped_rows(where, files, path: Path, *, overwrite: bool) -> None:
+    """The skipped Parquet rows, value for value, plus ``rewardlab_file`` / ``_row_group`` / ``_row``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    groups: dict[tuple[int, int], list[int]] = {}
+    for f, g, r in where:
+        groups.setdefault((f, g), []).append(r)
+    for (f, g), rows in groups.items():
+        table = pq.ParquetFile(files[f]).read_row_group(g).take(pa.array(rows, pa.int64()))
+        n = table.num_rows
+        tables.append(table.append_column("rewardlab_file", pa.array([str(files[f])] * n))
+                      .append_column("rewardlab_row_group", pa.array([g] * n, pa.int64()))
+                      .append_column("rewardlab_row", pa.array(rows, pa.int64())))
+    table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+    with atomic_path(path, overwrite=overwrite) as tmp:
+        pq.write_table(table, tmp)
 
 
 def _drop_skipped_episodes(frame, problems, bad) -> pl.DataFrame:
