@@ -142,11 +142,6 @@ def _where(kind: str, unit: int) -> str:
     return f"line {unit}" if kind == "line" else f"row group {unit}"
 
 
-def _packed_len(value) -> int:
-    """Parquet rows pack one step's value: its first dimension is whatever it decodes to."""
-    return -1
-
-
 def _as_array(name: str, value, n: int, *, allow_pickle: bool) -> np.ndarray:
     """One column's values of a batch as an array of ``n`` rows (decoding a packed column;
     ``n=-1``: one packed value of any shape)."""
@@ -181,7 +176,7 @@ def _as_array(name: str, value, n: int, *, allow_pickle: bool) -> np.ndarray:
         return arr
     if arr.ndim == 0 or arr.shape[0] != n:
         raise _Bad(name, "column_length", f"has {0 if arr.ndim == 0 else arr.shape[0]} values, the "
-                   f"batch has {n} steps (obs)")
+                   f"batch has {n} steps")
     if arr.dtype.kind not in "biuf":
         raise _Bad(name, "mixed_dtype", f"holds {arr.dtype} values, not numbers")
     return arr.reshape(n, -1) if arr.ndim > 2 else arr
@@ -316,8 +311,10 @@ def _column_array(table, name: str, *, allow_pickle: bool) -> np.ndarray:
     column = _arrow_column(table.column(name))
     n = table.num_rows
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):  # packed per row
-        values = [_as_array(name, [v], 1, allow_pickle=allow_pickle)[0] if v is None else
-                  _as_array(name, v, _packed_len(v), allow_pickle=allow_pickle) for v in column.to_pylist()]
+        values = column.to_pylist()
+        if None in values:
+            raise _Bad(name, "missing_column", f"row {values.index(None)} of the row group is empty")
+        values = [_as_array(name, v, -1, allow_pickle=allow_pickle) for v in values]
         shapes = {v.shape for v in values}
         if len(shapes) > 1:
             raise _Bad(name, "ragged", f"the rows' decoded values have shapes {sorted(shapes)} (ragged values)")
