@@ -103,6 +103,15 @@ def test_old_stack_json_matches_rllibs_episode_statistics():
     assert frame["done_recorded"].sum() == 134
 
 
+def test_the_standard_librarys_json_gives_the_same_frame(monkeypatch):
+    from rewardlab.sources.rllib import reader
+
+    fast = rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE)
+    assert reader.parse_json is not json.loads  # orjson, from the test extra
+    monkeypatch.setattr(reader, "parse_json", json.loads)
+    assert rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE).equals(fast)
+
+
 def test_episodes_continue_over_lines():
     # the first line's last episode goes on in the second line: one block in the frame
     first, second = batch_of(lines(OLD)[0]), batch_of(lines(OLD)[1])
