@@ -280,8 +280,8 @@ def test_mixed_dtypes_across_files_are_an_error(tmp_path):
     b = write_lines(tmp_path / "b.json", [with_batch(rows[1], batch)])
     with pytest.raises(DataFormatError) as err:
         read_rllib([a, b], unfinished="truncate")
-    assert str(err.value).startswith(f"{b}:1: column obs: is Array(Int64, shape=(4,)) here, "
-                                     f"Array(Float64, shape=(4,)) in {a} line 1 [rule: mixed_dtype]")
+    assert str(err.value).startswith(f"{b}:1: column obs: is int64 x 4 here, float64 x 4 in {a} line 1 "
+                                     "[rule: mixed_dtype]")
 
 
 def test_undecodable_compressed_column_is_an_error(tmp_path):

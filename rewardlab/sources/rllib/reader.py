@@ -130,7 +130,11 @@ RLLIB_SPEC = rllib_spec()
 class _Piece:
     file: int          # index into the file list
     unit: int          # 1-based line (JSON) or 0-based row group (Parquet)
-    frame: pl.DataFrame
+    cols: dict         # column -> NumPy array, one row per step
+
+    @property
+    def height(self) -> int:
+        return len(self.cols["t"])
 
 
 class _Bad(Exception):
@@ -187,12 +191,12 @@ def _as_array(name: str, value, n: int, *, allow_pickle: bool) -> np.ndarray:
     return arr.reshape(n, -1) if arr.ndim > 2 else arr
 
 
-def _series(name: str, arr: np.ndarray) -> pl.Series:
-    """A column: scalar per row, or an ``Array`` of the row's (flattened) values."""
-    return pl.Series(name, arr)
+def _layout(arr: np.ndarray) -> str:
+    """A column's dtype and width, as the mixed-dtype message says them: ``float64 x 4``."""
+    return f"{arr.dtype}" + (f" x {arr.shape[1]}" if arr.ndim == 2 else "")
 
 
-def _batch_frame(batch: dict, policy: str, *, allow_pickle: bool) -> pl.DataFrame:
+def _batch_frame(batch: dict, policy: str, *, allow_pickle: bool) -> dict:
     """The columns rewardlab keeps of one SampleBatch (a dict of columns)."""
     missing = [c for c in _REQUIRED if c not in batch]
     if "terminateds" not in batch and "dones" not in batch:
@@ -203,7 +207,7 @@ def _batch_frame(batch: dict, policy: str, *, allow_pickle: bool) -> pl.DataFram
     rewards = batch["rewards"]
     steps = next((len(batch[c]) for c in ("rewards", "eps_id", "t", "obs") if isinstance(batch[c], list)), 0)
     if steps == 0 and all(isinstance(batch[c], list) for c in _REQUIRED):
-        return pl.DataFrame()
+        return {}
     obs = _as_array("obs", batch["obs"], steps, allow_pickle=allow_pickle)
     n = obs.shape[0]
     cols = {"eps_id": _as_array("eps_id", batch["eps_id"], n, allow_pickle=allow_pickle),
@@ -231,31 +235,30 @@ def _batch_frame(batch: dict, policy: str, *, allow_pickle: bool) -> pl.DataFram
     return _frame(cols, policy, obs, new_obs, actions, reward, terminated, truncated)
 
 
-def _frame(cols, policy, obs, new_obs, actions, reward, terminated, truncated) -> pl.DataFrame:
+def _frame(cols, policy, obs, new_obs, actions, reward, terminated, truncated) -> dict:
+    """The columns rewardlab keeps, as arrays (``policy``: one name, or one per row)."""
     n = obs.shape[0]
     terminated = terminated.astype(bool)
     truncated = truncated.astype(bool) & ~terminated  # both set: the episode ended (bootstrap with zero)
-    data = [pl.Series("eps_id", cols["eps_id"]), pl.Series("agent", cols["agent"]),
-            pl.Series("t", cols["t"]).cast(pl.Int64),
-            pl.Series("policy_id", [policy] * n, dtype=pl.String) if isinstance(policy, str)
-            else pl.Series("policy_id", policy, dtype=pl.String),
-            _series("obs", obs), _series("actions", actions),
-            pl.Series("terminated", terminated), pl.Series("truncated", truncated),
-            pl.Series(reward_column(RECORDED), reward.astype(np.float64))]
+    data = {"eps_id": cols["eps_id"], "agent": cols["agent"], "t": cols["t"].astype(np.int64, copy=False),
+            "policy_id": np.full(n, policy, dtype=object) if isinstance(policy, str)
+            else np.asarray(policy, dtype=object),
+            "obs": obs, "actions": actions, "terminated": terminated, "truncated": truncated,
+            reward_column(RECORDED): reward.astype(np.float64, copy=False)}
     if new_obs is not None:
         if new_obs.shape != obs.shape or new_obs.dtype != obs.dtype:
             raise _Bad("new_obs", "mixed_dtype", f"has shape {new_obs.shape[1:]} and dtype {new_obs.dtype}, "
                        f"obs has {obs.shape[1:]} and {obs.dtype}")
-        data.append(_series("new_obs", new_obs))
-    return pl.DataFrame(data)
+        data["new_obs"] = new_obs
+    return data
 
 
-def _line_frames(obj, *, allow_pickle: bool) -> list[pl.DataFrame]:
-    """The frames of a line's batches (an empty batch has none)."""
-    return [f for f in _line_batches(obj, allow_pickle=allow_pickle) if f.height]
+def _line_frames(obj, *, allow_pickle: bool) -> list[dict]:
+    """The columns of a line's batches (an empty batch has none)."""
+    return [f for f in _line_batches(obj, allow_pickle=allow_pickle) if f]
 
 
-def _line_batches(obj, *, allow_pickle: bool) -> list[pl.DataFrame]:
+def _line_batches(obj, *, allow_pickle: bool) -> list[dict]:
     if not isinstance(obj, dict):
         raise _Bad(None, "bad_json", f"the line is a JSON {type(obj).__name__}, not an object")
     kind = obj.get("type")
@@ -376,9 +379,8 @@ def _parquet_row_groups(path: Path, file: int, *, allow_pickle: bool, pieces: li
             new_obs = get("new_obs") if "new_obs" in names else None
             frame = _frame(cols, policy, get("obs"), new_obs, get("actions"), get("rewards"),
                            get("terminateds"), truncated)
-            pieces.append(_Piece(file, group, frame.with_columns(
-                pl.col("eps_id").cast(pl.String), pl.col("agent").cast(pl.String),
-                pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))))
+            frame["_row"] = np.arange(n, dtype=np.uint32)
+            pieces.append(_Piece(file, group, frame))
         except _Bad as problem:
             bad.append((file, group, problem))
 
@@ -400,7 +402,7 @@ def _format_key(eps, agent) -> str:
     return f"episode {eps!r} agent {agent!r}"
 
 
-def _episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished: str):
+def _episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished: str, names: list[str]):
     """(frame sorted by episode, problems: list of (row, column, rule, message)) for the whole load."""
     n = frame.height
     codes = frame.select(pl.struct("eps_id", "agent").rank("dense").cast(pl.Int64) - 1).to_series().to_numpy()
@@ -425,7 +427,7 @@ def _episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished:
     bad = np.flatnonzero(~start[1:] & (t[1:] <= t[:-1])) + 1
     for r in bad[:1] if bad.size else ():
         problems.append((int(r), "t", "step_order",
-                         f"step t={t[r]} follows t={t[r - 1]} ({_unit_text(frame, r - 1, kind)}) within "
+                         f"step t={t[r]} follows t={t[r - 1]} ({_unit_text(frame, r - 1, kind, names)}) within "
                          f"the episode: steps should increase (repeated or out of order)"))
     bad_steps = set(bad.tolist())
     if "new_obs" in frame.columns:
@@ -439,14 +441,14 @@ def _episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished:
             problems.append((int(r), "new_obs", "next_obs_mismatch",
                              f"step t={t[r]}: new_obs {_values(new_obs[r])} differs from the obs "
                              f"{_values(obs[r + 1])} of the following step t={t[r + 1]} "
-                             f"({_unit_text(frame, r + 1, kind)})"))
+                             f"({_unit_text(frame, r + 1, kind, names)})"))
     terminated = frame["terminated"].to_numpy()
     truncated = frame["truncated"].to_numpy()
     for r in np.flatnonzero((terminated | truncated) & ~end):
         flag = "terminateds" if terminated[r] else "truncateds"
         problems.append((int(r), flag, "flag_before_end",
                          f"step t={t[r]} is {flag[:-1]} but the episode goes on at step t={t[r + 1]} "
-                         f"({_unit_text(frame, r + 1, kind)})"))
+                         f"({_unit_text(frame, r + 1, kind, names)})"))
     open_end = end & ~(terminated | truncated)
     if unfinished == "truncate":
         frame = frame.with_columns(pl.Series("truncated", truncated | open_end))
@@ -469,9 +471,9 @@ def _values(row: np.ndarray) -> str:
     return text
 
 
-def _unit_text(frame: pl.DataFrame, row: int, kind: str) -> str:
+def _unit_text(frame: pl.DataFrame, row: int, kind: str, names: list[str]) -> str:
     row = int(row)
-    return f"{frame['_file_name'][row]} {_where(kind, int(frame['_unit'][row]))}"
+    return f"{names[frame['_file'][row]]} {_where(kind, int(frame['_unit'][row]))}"
 
 
 # ----------------------------------------------------------------------------
@@ -630,21 +632,20 @@ def read_rllib(
 
 
 def _same_layout(pieces, files, kind, bad, skip) -> list[_Piece]:
-    """Pieces whose columns match the first piece's dtypes (others are problems: mixed dtypes)."""
+    """Pieces whose columns match the first piece's dtypes and widths (others: mixed dtypes)."""
     if not pieces:
         return pieces
-    schema = pieces[0].frame.schema
+    first = pieces[0]
+    layout = {c: _layout(a) for c, a in first.cols.items()}
     kept = []
     for piece in pieces:
-        other = piece.frame.schema
-        names = [c for c in schema if c in other]
-        wrong = next((c for c in names if other[c] != schema[c]), None)
-        if wrong is None and ("new_obs" in schema) != ("new_obs" in other):
+        other = {c: _layout(a) for c, a in piece.cols.items()}
+        wrong = next((c for c in layout if c in other and other[c] != layout[c]), None)
+        if wrong is None and ("new_obs" in layout) != ("new_obs" in other):
             wrong = "new_obs"
         if wrong is not None:
-            first = pieces[0]
             problem = _Bad(wrong, "mixed_dtype",
-                           f"is {other.get(wrong, 'absent')} here, {schema.get(wrong, 'absent')} in "
+                           f"is {other.get(wrong, 'absent')} here, {layout.get(wrong, 'absent')} in "
                            f"{files[first.file]} {_where(kind, first.unit)}")
             if not skip:
                 raise DataFormatError(files[piece.file], piece.unit if kind == "line" else None, wrong,
@@ -660,18 +661,22 @@ def _assemble(pieces, files, kind, unfinished):
     if not pieces:
         return pl.DataFrame(), []
     names = [str(p) for p in files]
-    frames = [p.frame.with_columns(pl.lit(p.file, pl.UInt32).alias("_file"),
-                                   pl.lit(p.unit, pl.UInt32).alias("_unit"),
-                                   pl.lit(names[p.file]).alias("_file_name")) for p in pieces]
-    frame = pl.concat(frames, how="vertical", rechunk=True)
-    frame = frame.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_input_row"))
-    frame, episode, problems = _episode_checks(frame, kind, kind != "line", unfinished)
+    heights = [p.height for p in pieces]
+    columns = {c: np.concatenate([p.cols[c] for p in pieces]) for c in pieces[0].cols}
+    if kind != "line":  # Parquet ids are text
+        columns["eps_id"] = columns["eps_id"].astype(str)
+        columns["agent"] = columns["agent"].astype(str)
+    frame = pl.DataFrame([pl.Series(c, a, dtype=pl.String if a.dtype == object else None)
+                          for c, a in columns.items()]).with_columns(
+        pl.Series("_file", np.repeat([p.file for p in pieces], heights).astype(np.uint32)),
+        pl.Series("_unit", np.repeat([max(p.unit, 0) for p in pieces], heights).astype(np.uint32)))
+    frame, episode, problems = _episode_checks(frame, kind, kind != "line", unfinished, names)
     return frame.with_columns(pl.Series("_episode", episode)), problems
 
 
 def _row_error(frame, row, column, rule, message, files, kind, *, hint):
     row = int(row)
-    path = frame["_file_name"][row]
+    path = files[frame["_file"][row]]
     unit = int(frame["_unit"][row])
     key = _format_key(frame["eps_id"][row], frame["agent"][row])
     text = f"{key}: {message}"
