@@ -530,6 +530,8 @@ def read_rllib(
         problem touches, whole, and keep what held its rows: JSON lines
         (and unreadable lines) byte for byte in ``result.skipped``; Parquet
         rows listed there one by one (file, row group and row in the message).
+        A JSON line holds steps of several episodes: a kept line is whole, so
+        it may also hold steps of episodes that were loaded.
     skipped_path : path, optional
         With ``on_error="skip"``, also write those lines, verbatim, to this
         file; for Parquet input a ``.parquet`` file of the skipped rows, value
