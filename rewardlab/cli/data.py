@@ -124,7 +124,7 @@ def _formats(args) -> int:
         return 0
     width = max(map(len, sources))
     for name, s in sources.items():
-        how = ", ".join(s.suffixes) + (" or by content" if s.sniff is not None else "")
+        how = " or ".join(x for x in (", ".join(s.suffixes), "by content" if s.sniff is not None else "") if x)
         print(f"{name:<{width}}  {s.description} [{how}]")
     return 0
 
