@@ -161,19 +161,24 @@ def test_a_recording_runs_plugins_under_the_steps_contract(tmp_path):
 def test_the_recording_has_the_layout_the_steps_source_gives_the_same_plain_table(tmp_path, make):
     env, policy = make()
     frame = rewardlab.record(env, policy or random_policy(env), episodes=3, seed=4)
-    # the same table as a plain step table (Gymnasium's own reward column), without rewardlab metadata
-    plain = tmp_path / "plain.parquet"
-    pl.DataFrame(frame).rename({"reward_recorded": "reward"}).drop("done_recorded").write_parquet(plain)
-    assert read_spec(plain) is None
-    loaded = rewardlab.load(plain)  # detected as a step table by its episode_id and t columns
-    got, want = attached(loaded), attached(frame)
-    assert got.name == "steps" and want.name == "gymnasium"
-    assert loaded.columns == frame.columns == list(COLUMNS)
-    assert loaded.schema == frame.schema
-    assert loaded.equals(frame)
+    want = attached(frame)
+    assert want.name == "gymnasium" and want.columns == ("action", "reward_recorded")
     fields = [f.name for f in dataclasses.fields(want) if f.name not in ("name", "description")]
-    assert {f: getattr(got, f) for f in fields} == {f: getattr(want, f) for f in fields}
-    assert want.columns == ("action", "reward_recorded")
+    # the recorder's frame as written without rewardlab metadata, and the same table with Gymnasium's own
+    # reward column: the steps source gives both the recorder's layout
+    tables = {"as_recorded": pl.DataFrame(frame),
+              "gymnasium_reward": pl.DataFrame(frame).rename({"reward_recorded": "reward"}).drop("done_recorded")}
+    for name, table in tables.items():
+        plain = tmp_path / f"{name}.parquet"
+        table.write_parquet(plain)
+        assert read_spec(plain) is None
+        loaded = rewardlab.load(plain)  # detected as a step table by its episode_id and t columns
+        got = attached(loaded)
+        assert got.name == "steps", name
+        assert loaded.columns == frame.columns == list(COLUMNS), name
+        assert loaded.schema == frame.schema, name
+        assert loaded.equals(frame), name
+        assert {f: getattr(got, f) for f in fields} == {f: getattr(want, f) for f in fields}, name
 
 
 # --------------------------------------------------------------------------
