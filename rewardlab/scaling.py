@@ -1,8 +1,9 @@
 """Scaling plug-ins for the steps contract: normalization constants -> a self-contained, checked plug-in file.
 
-A step table keeps the reward its environment recorded (the candidate
-``reward_recorded``, handed to plug-ins under the root IN key
-``recorded_reward``, see :data:`RECORDED_KEY`).  :class:`StepsScaling` is the
+A step table keeps the reward its environment recorded as the column
+``reward_recorded`` (Float64): the candidate ``recorded`` for comparisons,
+and, listed in the spec's ``columns``, the root IN key plug-ins read
+(:data:`RECORDED_KEY`).  :class:`StepsScaling` is the
 plug-in that scales such a column with constants measured by
 :func:`rewardlab.normalization_constants`::
 
@@ -55,13 +56,15 @@ from rewardlab.export import export_target, sanitize_comment, write_text
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.sources.registry import spec_of
+from rewardlab.sources.steps.reader import RECORDED
 
 __all__ = ["RECORDED_KEY", "StepsScaling", "ScalingRoundTrip", "ScalingExport", "scaling_roundtrip",
            "export_scaling_plugin", "CHECK_ROWS"]
 
-#: The root IN key under which step-table sources hand the recorded reward to steps plug-ins
-#: (an extra column of the spec; its candidate column is ``reward_recorded``).
-RECORDED_KEY = "recorded_reward"
+#: The root IN key under which step-table sources hand the recorded reward to steps plug-ins: the
+#: candidate column ``reward_recorded`` itself (an extra column of the spec; see
+#: :data:`rewardlab.sources.steps.RECORDED`).
+RECORDED_KEY = RECORDED
 #: Rows of whole episodes check-plugin runs on in :func:`scaling_roundtrip` (all rows when fewer).
 CHECK_ROWS = 20_000
 _SCALE_LIMIT = 1e-300  # a smaller std makes (x - shift) / scale overflow for ordinary rewards
@@ -146,9 +149,9 @@ class StepsScaling:
 
         Examples
         --------
-        >>> f = pl.DataFrame({"e": [0, 0], "recorded_reward": [1.0, 5.0]})
+        >>> f = pl.DataFrame({"e": [0, 0], "reward_recorded": [1.0, 5.0]})
         >>> c = NormalizationConstants("recorded", "all", 3.0, 2.0, 2, None, 2, "x")
-        >>> r, d = StepsScaling(c).evaluate(f, spec=FrameSpec(name="s", episode=("e",), columns=("recorded_reward",)))
+        >>> r, d = StepsScaling(c).evaluate(f, spec=FrameSpec(name="s", episode=("e",), columns=("reward_recorded",)))
         >>> r.tolist(), d.tolist()
         ([-1.0, 1.0], [False, True])
         """
@@ -180,7 +183,7 @@ class StepsScaling:
         >>> c = NormalizationConstants("recorded", "all", 0.5, 2.0, 4, "t.parquet", 4, "blake2b-128:ab")
         >>> text = StepsScaling(c).render(created=_dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc))
         >>> [line for line in text.splitlines() if line.startswith("_RL_")]
-        ["_RL_KEY = 'recorded_reward'", '_RL_SHIFT = 0.5', '_RL_SCALE = 2.0']
+        ["_RL_KEY = 'reward_recorded'", '_RL_SHIFT = 0.5', '_RL_SCALE = 2.0']
         """
         created = created or _dt.datetime.now(_dt.timezone.utc)
         if not isinstance(created, _dt.datetime):

@@ -14,7 +14,11 @@
   ways by Gymnasium and recorded as terminated), the others are cut by the
   200-step time limit (truncated).
 
-The same Gymnasium version and seeds give the same files' content.
+The committed files were recorded with Gymnasium 1.4.0 (the ``gym`` extra's
+pin; the script prints the version it ran with).  Their columns are what
+``rewardlab.record`` writes: ``episode_id``, ``t``, ``obs``, ``action``,
+``reward_recorded``, ``done_recorded``, ``terminated``, ``truncated``.  The
+same Gymnasium version and seeds give byte-identical files.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium
 import numpy as np
 import polars as pl
@@ -69,7 +71,8 @@ def test_record_cartpole_table_spec_and_seeds():
     frame = rewardlab.record(env, random_policy(env), episodes=4, seed=11)
     assert tuple(frame.columns) == COLUMNS
     assert frame.schema["obs"] == pl.Array(pl.Float32, 4) and frame.schema["action"] == pl.Int64
-    assert frame.schema["reward"] == pl.Float64 and frame.schema["episode_id"] == pl.Int64
+    assert frame.schema["reward_recorded"] == pl.Float64 and frame.schema["episode_id"] == pl.Int64
+    assert frame["done_recorded"].to_list() == (frame["terminated"] | frame["truncated"]).to_list()
     spec = attached(frame)
     assert spec == recording_spec(4, "float32") and spec.contract == "steps"
     assert "CartPole-v1 recorded with Gymnasium 1.4.0" in spec.description
@@ -103,7 +106,8 @@ def test_a_users_own_env_flattened_box_actions_and_both_flags():
     assert frame.schema["obs"] == pl.Array(pl.Float64, 4)
     assert frame.schema["action"] == pl.Array(pl.Float32, 2)
     assert frame["obs"].to_list()[1] == [1.0, 1.0, 1.0, 1.0]
-    assert frame["reward"].to_list() == [0.75] * 6
+    assert frame["reward_recorded"].to_list() == [0.75] * 6
+    assert frame["done_recorded"].to_list() == [False, False, True] * 2
     # Gymnasium flagged the last step both ways: recorded as what happened, a termination
     assert frame["terminated"].to_list() == [False, False, True] * 2
     assert not frame["truncated"].any()
@@ -135,14 +139,46 @@ def test_write_load_round_trip_and_overwrite(tmp_path):
 
 
 def test_a_recording_runs_plugins_under_the_steps_contract(tmp_path):
-    plugin = tmp_path / "recorded.py"
+    plugin = tmp_path / "flipped.py"
     plugin.write_text("def get_reward(data, contiguous):\n"
-                      "    data['next', 'reward'] = (data['action'] - 1).double() * -data['reward']\n")
+                      "    data['next', 'reward'] = (data['action'] - 1).double() * -data['reward_recorded']\n")
     frame = rewardlab.load(MOUNTAINCAR)
     out = rewardlab.apply_plugins(frame, [plugin], batch_mode="episodes", isolate=False)
-    assert out["reward_recorded"].to_list() == ((frame["action"] - 1) * -frame["reward"]).to_list()
+    assert out["reward_flipped"].to_list() == ((frame["action"] - 1) * -frame["reward_recorded"]).to_list()
     done = (frame["terminated"] | frame["truncated"]).to_list()
-    assert out["done_recorded"].to_list() == done
+    assert out["done_flipped"].to_list() == done == out["done_recorded"].to_list()
+    # the recorded reward is the candidate "recorded" beside the plug-in's
+    table = rewardlab.episode_return_table(out, ["recorded", "flipped"])
+    sums = frame.group_by("episode_id", maintain_order=True).agg(pl.col("reward_recorded").sum())
+    assert table["recorded"].to_list() == sums["reward_recorded"].to_list()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (gymnasium.make("CartPole-v1"), None),
+    lambda: (gymnasium.make("MountainCar-v0", max_episode_steps=20), lambda obs: 2),
+    lambda: (Scripted(length=3, both=True), lambda obs: np.array([0.25, 0.5], np.float32)),
+], ids=["cartpole", "mountaincar-truncated", "box-both-flags"])
+def test_the_recording_has_the_layout_the_steps_source_gives_the_same_plain_table(tmp_path, make):
+    env, policy = make()
+    frame = rewardlab.record(env, policy or random_policy(env), episodes=3, seed=4)
+    want = attached(frame)
+    assert want.name == "gymnasium" and want.columns == ("action", "reward_recorded")
+    fields = [f.name for f in dataclasses.fields(want) if f.name not in ("name", "description")]
+    # the recorder's frame as written without rewardlab metadata, and the same table with Gymnasium's own
+    # reward column: the steps source gives both the recorder's layout
+    tables = {"as_recorded": pl.DataFrame(frame),
+              "gymnasium_reward": pl.DataFrame(frame).rename({"reward_recorded": "reward"}).drop("done_recorded")}
+    for name, table in tables.items():
+        plain = tmp_path / f"{name}.parquet"
+        table.write_parquet(plain)
+        assert read_spec(plain) is None
+        loaded = rewardlab.load(plain)  # detected as a step table by its episode_id and t columns
+        got = attached(loaded)
+        assert got.name == "steps", name
+        assert loaded.columns == frame.columns == list(COLUMNS), name
+        assert loaded.schema == frame.schema, name
+        assert loaded.equals(frame), name
+        assert {f: getattr(got, f) for f in fields} == {f: getattr(want, f) for f in fields}, name
 
 
 # --------------------------------------------------------------------------
@@ -238,7 +274,8 @@ def test_mountaincar_sample_ends_both_ways_and_replays_in_the_real_env():
             assert obs.tolist() == row["obs"]
             obs, reward, terminated, truncated, _ = env.step(row["action"])
             assert (reward, terminated, truncated and not terminated) == (
-                row["reward"], row["terminated"], row["truncated"])
+                row["reward_recorded"], row["terminated"], row["truncated"])
+            assert row["done_recorded"] == (terminated or truncated)
 
 
 def test_the_script_records_the_committed_samples(tmp_path):

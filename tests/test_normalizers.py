@@ -252,7 +252,7 @@ def real_sb3(reward, terminated, truncated, gamma, epsilon, clip):
 
 def recorded_stream(name):
     frame = rewardlab.load(RECORDINGS[name])
-    return (frame["reward"].to_numpy(), frame["terminated"].to_numpy(), frame["truncated"].to_numpy())
+    return (frame["reward_recorded"].to_numpy(), frame["terminated"].to_numpy(), frame["truncated"].to_numpy())
 
 
 def random_stream(seed, episodes=40):
@@ -319,21 +319,20 @@ def test_truncation_carries_gymnasiums_running_return_but_resets_sb3s():
 
 def _recorded_reward_frame(*names):
     frames = [rewardlab.load(RECORDINGS[n]) for n in names]
-    spec = attached(frames[0]).project(["episode_id", "t", "reward", "terminated", "truncated"])
+    spec = attached(frames[0]).project(["episode_id", "t", "reward_recorded", "done_recorded", "terminated",
+                                        "truncated"])
     offset, parts = 0, []
     for f in frames:  # the observations differ in width: the replays need only rewards and flags
         parts.append(f.drop("obs", "action").with_columns(pl.col("episode_id") + offset))
         offset += f["episode_id"].max() + 1
-    frame = pl.concat(parts).with_columns(reward_recorded=pl.col("reward"),
-                                          done_recorded=pl.col("terminated") | pl.col("truncated"))
-    return frame, spec
+    return pl.concat(parts), spec  # a recording holds the candidate "recorded": reward_recorded, done_recorded
 
 
 @pytest.mark.parametrize("names", [("mountaincar_scripted",), ("mountaincar_scripted", "cartpole_random")])
 def test_normalized_rewards_of_a_recording_equal_the_real_classes(names):
     frame, spec = _recorded_reward_frame(*names)
     out = normalized_rewards(frame, "recorded", gamma=0.95, epsilon=1e-6, clip_reward=2.0, spec=spec)
-    reward, term, trunc = (frame[c].to_numpy() for c in ("reward", "terminated", "truncated"))
+    reward, term, trunc = (frame[c].to_numpy() for c in ("reward_recorded", "terminated", "truncated"))
     np.testing.assert_array_equal(out["gymnasium"].to_numpy(), real_gymnasium(reward, term, trunc, 0.95, 1e-6)[0])
     sb3 = real_sb3(reward, term, trunc, 0.95, 1e-6, 2.0)[0]
     np.testing.assert_array_equal(out["sb3"].to_numpy(), sb3.astype(np.float64))
@@ -364,5 +363,5 @@ def test_normalize_reward_over_the_real_mountaincar_equals_the_replay_of_its_rec
         env.reset(seed=100 + episode[0])
         for action in steps["action"]:
             handed.append(env.step(action)[1])
-    out = gymnasium_normalize_reward(frame["reward"].to_numpy(), frame["terminated"].to_numpy())
+    out = gymnasium_normalize_reward(frame["reward_recorded"].to_numpy(), frame["terminated"].to_numpy())
     np.testing.assert_array_equal(out.normalized, np.array(handed, dtype=np.float64))

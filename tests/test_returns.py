@@ -269,8 +269,7 @@ def recorded_frame(seed):
     # V(s[t+1]): the next row's value inside an episode; at a cut, the final observation's; NaN where it ended
     next_value = np.where(term, np.nan, np.where(trunc, v_final, np.append(v[1:], np.nan)))
     return keep_spec(frame, frame.with_columns(  # the recording's spec: episodes, terminated, truncated
-        reward_recorded=pl.col("reward") * 0.1, done_recorded=pl.col("terminated") | pl.col("truncated"),
-        v=pl.Series(v), next_v=pl.Series(next_value))), v_final
+        reward_recorded=pl.col("reward_recorded") * 0.1, v=pl.Series(v), next_v=pl.Series(next_value))), v_final
 
 
 @pytest.mark.parametrize("gamma,lmbda", [(0.99, 0.95), (0.9, 1.0), (1.0, 0.5), (0.0, 0.9)])

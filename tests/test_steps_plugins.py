@@ -17,7 +17,7 @@ from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.scaling import StepsScaling, export_scaling_plugin
 
-from conftest import PLUGINS_DIR
+from conftest import PLUGINS_DIR, ROOT
 
 STEPS_DIR = PLUGINS_DIR / "steps"
 
@@ -25,14 +25,16 @@ STEPS_DIR = PLUGINS_DIR / "steps"
 def _spec(width):
     return FrameSpec(name="toy_steps", episode=("episode_id",), step="t", terminated="terminated",
                      truncated="truncated", states=(StateColumn("obs", width, "float32", 0.0),),
-                     columns=("action", "recorded_reward"), contract="steps")
+                     columns=("action", "reward_recorded"), contract="steps")
 
 
 def steps_frame(seed: int = 0, *, width: int | None = 3, episodes: int = 25,
                 recorded_dtype=pl.Float64) -> pl.DataFrame:
-    """A small step table with its spec: episodes ending terminated or truncated, a recorded reward."""
+    """A small step table with its spec, laid out as a step-table source gives it: episodes ending terminated
+    or truncated, the recorded reward ``reward_recorded`` (one column: candidate and IN key) and
+    ``done_recorded``."""
     rng = np.random.default_rng(seed)
-    rows = {k: [] for k in ("episode_id", "t", "obs", "action", "recorded_reward", "terminated", "truncated")}
+    rows = {k: [] for k in ("episode_id", "t", "obs", "action", "reward_recorded", "terminated", "truncated")}
     for e in range(episodes):
         length = int(rng.integers(1, 12))
         how = rng.choice(["terminated", "truncated"])
@@ -42,14 +44,14 @@ def steps_frame(seed: int = 0, *, width: int | None = 3, episodes: int = 25,
             obs = rng.normal(size=width if width else 1).astype(np.float32)
             rows["obs"].append(obs.tolist() if width else float(obs[0]))
             rows["action"].append(int(rng.integers(0, 4)))
-            rows["recorded_reward"].append(float(rng.integers(-5, 6)) if recorded_dtype == pl.Int64
+            rows["reward_recorded"].append(float(rng.integers(-5, 6)) if recorded_dtype == pl.Int64
                                            else float(rng.normal()))
             rows["terminated"].append(bool(t == length - 1 and how == "terminated"))
             rows["truncated"].append(bool(t == length - 1 and how == "truncated"))
     obs_dtype = pl.Array(pl.Float32, width) if width else pl.Float32
     frame = pl.DataFrame(rows, schema_overrides={"obs": obs_dtype, "t": pl.Int64, "episode_id": pl.Int64})
-    frame = frame.with_columns(pl.col("recorded_reward").cast(recorded_dtype))
-    frame = frame.with_columns(reward_recorded=pl.col("recorded_reward").cast(pl.Float64))
+    frame = frame.with_columns(pl.col("reward_recorded").cast(recorded_dtype),
+                               done_recorded=pl.col("terminated") | pl.col("truncated"))
     return attach(frame, _spec(width))
 
 
@@ -119,10 +121,32 @@ def test_the_recorded_reward_plugin_returns_the_tables_own_reward(dtype):
     out = run_everywhere(frame, STEPS_DIR / "recorded_reward.py")
     got = out["reward_recorded_reward"]
     assert got.dtype == (pl.Float64 if dtype == pl.Int64 else dtype)  # a float column keeps its dtype
-    assert got.cast(pl.Float64).to_list() == frame["reward_recorded"].to_list()
+    assert got.cast(pl.Float64).to_list() == frame["reward_recorded"].cast(pl.Float64).to_list()
+    # the data's reward_recorded is read, not replaced: the plug-in's column sits beside it
+    assert out["reward_recorded"].to_list() == frame["reward_recorded"].to_list()
+    assert out["done_recorded_reward"].to_list() == frame["done_recorded"].to_list()
     # the baseline: the comparison of the candidate with the table's recorded reward is exact
     table = rewardlab.episode_return_table(out, ["recorded", "recorded_reward"])
     assert table["recorded"].to_list() == table["recorded_reward"].to_list()
+    assert rewardlab.step_difference(out, "recorded", "recorded_reward").fraction_different == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::rewardlab.core.errors.RewardScaleWarning")  # MountainCar's -1 a step
+@pytest.mark.parametrize("layout", ["recording", "steps_source"])
+def test_the_recorded_reward_plugin_on_a_real_recording_equals_its_baseline(tmp_path, layout):
+    frame = rewardlab.load(ROOT / "data" / "gym" / "mountaincar_scripted.parquet")  # rewardlab.record's table
+    if layout == "steps_source":  # the same table as a plain step table, read by the steps source
+        plain = tmp_path / "plain.parquet"
+        pl.DataFrame(frame).rename({"reward_recorded": "reward"}).drop("done_recorded").write_parquet(plain)
+        frame = rewardlab.load(plain, format="steps")
+    assert "recorded_reward" not in frame.columns  # one column holds it: candidate and IN key
+    out = rewardlab.apply_plugins(frame, STEPS_DIR / "recorded_reward.py", isolate=False, progress=False)
+    assert out["reward_recorded_reward"].to_list() == frame["reward_recorded"].to_list()
+    table = rewardlab.episode_return_table(out, ["recorded", "recorded_reward"])
+    assert table["recorded"].to_list() == table["recorded_reward"].to_list()
+    assert table["recorded"].to_list() == frame.group_by("episode_id", maintain_order=True).agg(
+        pl.col("reward_recorded").sum())["reward_recorded"].to_list()
+    assert rewardlab.step_difference(out, "recorded", "recorded_reward").fraction_different == 0.0
 
 
 def _example_tool():
@@ -145,7 +169,7 @@ def test_the_shipped_scaling_plugin_is_the_export_of_its_example_table():
     assert constants.fingerprint in shipped
     frame = steps_frame(3)
     out = run_everywhere(frame, STEPS_DIR / "scale_recorded.py")
-    expected = (frame["recorded_reward"].to_numpy() - constants.mean) / constants.std
+    expected = (frame["reward_recorded"].to_numpy() - constants.mean) / constants.std
     assert out["reward_scale_recorded"].to_numpy().tobytes() == expected.tobytes()
 
 
@@ -196,7 +220,7 @@ def test_return_scopes_scale_without_centering(tmp_path):
     result = export_scaling_plugin(constants, tmp_path / "r.py", data=frame, center=False)
     assert result.roundtrip.ok and "_RL_SHIFT = 0.0" in result.text
     out = rewardlab.apply_plugins(frame, tmp_path / "r.py", isolate=False, progress=False)
-    np.testing.assert_array_equal(out["reward_r"].to_numpy(), frame["recorded_reward"].to_numpy() / constants.std)
+    np.testing.assert_array_equal(out["reward_r"].to_numpy(), frame["reward_recorded"].to_numpy() / constants.std)
 
 
 def test_a_file_that_differs_is_not_written(tmp_path, monkeypatch):
@@ -218,14 +242,14 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(ParameterError, match="`constants` should be rewardlab.NormalizationConstants"):
         StepsScaling({"mean": 0.0, "std": 1.0})
     with pytest.raises(ParameterError, match="`key` should be handed to plug-ins: list it in the toy_steps spec"):
-        StepsScaling(constants, key="reward_recorded").evaluate(frame)
+        StepsScaling(constants, key="t").evaluate(frame)
     with pytest.raises(ParameterError, match="`key` should be a column of the frame"):
         StepsScaling(constants, key="missing").evaluate(frame)
     with pytest.raises(ParameterError, match="`data` should be the steps frame"):
         export_scaling_plugin(constants, tmp_path / "x.py", data=None)
-    other = frame.with_columns(reward_other=pl.col("recorded_reward") * 2)
-    with pytest.raises(ParameterError, match="`constants` should be measured on the reward the key 'recorded_reward' "
-                       "holds; reward_other differs from 'recorded_reward' on"):
+    other = frame.with_columns(reward_other=pl.col("reward_recorded") * 2)
+    with pytest.raises(ParameterError, match="`constants` should be measured on the reward the key 'reward_recorded' "
+                       "holds; reward_other differs from 'reward_recorded' on"):
         export_scaling_plugin(rewardlab.normalization_constants(other, "other"), tmp_path / "x.py", data=other)
     with pytest.raises(ParameterError, match="`center` should be True or False"):
         StepsScaling(constants, center=1)
@@ -250,6 +274,22 @@ def test_cli_exports_a_scaling_plugin(tmp_path, capsys):
     assert main(["export", "scaling", "--data", str(dataset), "--out", str(tmp_path / "r.py"),
                  "--scope", "episode_return"]) == 2
     assert "`center` should be False" in capsys.readouterr().err
+
+
+def test_one_name_for_the_recorded_reward_everywhere():
+    from rewardlab.cli import build_parser
+    from rewardlab.sources.steps import RECORDED
+
+    assert scaling.RECORDED_KEY == RECORDED == "reward_recorded"
+    assert StepsScaling.__dataclass_fields__["key"].default == RECORDED
+    parser = build_parser()
+    assert parser.parse_args(["export", "scaling", "--data", "x.parquet", "--out", "y.py"]).key == RECORDED
+    for path in (STEPS_DIR / "recorded_reward.py", STEPS_DIR / "scale_recorded.py"):
+        namespace: dict = {}
+        exec(compile(path.read_text(), str(path), "exec"), namespace)
+        assert namespace.get("RECORDED_KEY", namespace.get("_RL_KEY")) == RECORDED, path.name
+    tool = _example_tool()
+    assert "recorded_reward" not in tool.example_table(episodes=2).columns
 
 
 @pytest.mark.parametrize("path", sorted(STEPS_DIR.glob("*.py")), ids=lambda p: p.name)

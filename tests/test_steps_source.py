@@ -78,6 +78,50 @@ def test_a_jsonl_table_loads_with_detected_roles_and_the_recorded_reward(tmp_pat
     assert frame["obs"].to_list() == [r["obs"] for r in rows]
 
 
+def test_a_table_in_the_recorded_layout_reads_back_as_itself(tmp_path):
+    rows = episodes(6, seed=3)
+    write_jsonl(tmp_path / "steps.jsonl", rows)
+    frame = rewardlab.load(tmp_path / "steps.jsonl")
+    pl.DataFrame(frame).write_parquet(tmp_path / "plain.parquet")  # no rewardlab metadata
+    again = rewardlab.load(tmp_path / "plain.parquet")
+    assert again.equals(frame) and again.schema == frame.schema
+    assert attached(again) == attached(frame)
+    # without done_recorded it is added; an integer reward_recorded becomes Float64
+    pl.DataFrame(frame).drop(RECORDED_DONE).with_columns(pl.col(RECORDED).round().cast(pl.Int64)).write_parquet(
+        tmp_path / "no_done.parquet")
+    added = rewardlab.load(tmp_path / "no_done.parquet")
+    assert added.columns == frame.columns and added.schema[RECORDED] == pl.Float64
+    assert added[RECORDED_DONE].to_list() == frame[RECORDED_DONE].to_list()
+    # reward=False keeps the table as it is, both columns plain extras
+    kept = rewardlab.load(tmp_path / "plain.parquet", format="steps", reward=False)
+    assert attached(kept).columns == ("action", RECORDED, RECORDED_DONE)
+    # a reward column beside reward_recorded still cannot be renamed onto it
+    pl.DataFrame(frame).with_columns(reward=pl.col(RECORDED)).write_parquet(tmp_path / "both.parquet")
+    with pytest.raises(ParameterError, match="`reward` cannot be kept as reward_recorded: the table already has"):
+        rewardlab.load(tmp_path / "both.parquet")
+
+
+def test_a_done_recorded_off_the_episode_ends_names_the_row_and_is_skipped_whole(tmp_path):
+    rows = episodes(4, seed=5)
+    write_jsonl(tmp_path / "steps.jsonl", rows)
+    frame = pl.DataFrame(rewardlab.load(tmp_path / "steps.jsonl"))
+    first_end = frame[RECORDED_DONE].arg_max()
+    bad = frame.with_columns(pl.when(pl.int_range(pl.len()) == first_end).then(False)
+                             .otherwise(pl.col(RECORDED_DONE)).alias(RECORDED_DONE))
+    lines = [json.dumps(r) for r in bad.with_columns(pl.col("obs").arr.to_list()).to_dicts()]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(StepTableError, match=rf"bad.jsonl:{first_end + 1}: column 'done_recorded': done_recorded "
+                       r"is False on step \d+ of episode '?0'?; it should be True exactly on an episode's last "
+                       r"step \[rule: done_recorded_mismatch\]"):
+        rewardlab.load(path)
+    with pytest.warns(SkippedLinesWarning, match="done_recorded_mismatch: 1"):
+        result = read_steps(path, on_error="skip")
+    assert result.frame["episode_id"].unique().sort().to_list() == [1, 2, 3]
+    episode_0 = [line.encode() for line in lines[:first_end + 1]]
+    assert result.skipped["raw"].to_list() == episode_0  # the whole episode, line by line as written
+
+
 def test_csv_and_parquet_give_the_same_table(tmp_path):
     rows = episodes()
     write_csv(tmp_path / "steps.csv", rows)

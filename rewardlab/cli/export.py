@@ -73,8 +73,9 @@ def register(sub) -> None:
     c.add_argument("--reward", default="recorded", help="the reward whose constants to use (default: recorded)")
     c.add_argument("--scope", default="all", help="the scope of the constants (default: all; a return scope "
                    "needs --no-center)")
-    c.add_argument("--key", default="recorded_reward",
-                   help="the root IN key the plug-in scales (default: recorded_reward)")
+    c.add_argument("--key", default="reward_recorded",  # rewardlab.scaling.RECORDED_KEY (not imported for --help)
+                   help="the root IN key the plug-in scales (default: reward_recorded, the reward a step "
+                   "table recorded)")
     c.add_argument("--no-center", action="store_true", help="divide by the std only (do not subtract the mean)")
     c.add_argument("--out", required=True, metavar="FILE.py", help="the plug-in file to write")
     c.add_argument("--overwrite", action="store_true", help="replace an existing file")

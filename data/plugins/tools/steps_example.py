@@ -24,7 +24,7 @@ from rewardlab.core.spec import FrameSpec, StateColumn, attach
 
 SPEC = FrameSpec(name="example_walk", episode=("episode_id",), step="t", terminated="terminated",
                  truncated="truncated", states=(StateColumn("obs", 2, "float32", 0.0),),
-                 columns=("action", "recorded_reward"), contract="steps")
+                 columns=("action", "reward_recorded"), contract="steps")
 OUT = Path(__file__).resolve().parents[1] / "steps" / "scale_recorded.py"
 SOURCE = "data/plugins/tools/steps_example.py (example random walk: 60 episodes, seed 2024)"
 
@@ -32,7 +32,7 @@ SOURCE = "data/plugins/tools/steps_example.py (example random walk: 60 episodes,
 def example_table(episodes: int = 60, seed: int = 2024, limit: int = 40) -> pl.DataFrame:
     """A random walk towards a goal at position 3: one row per step, the spec attached."""
     rng = np.random.default_rng(seed)
-    rows = {k: [] for k in ("episode_id", "t", "obs", "action", "recorded_reward", "terminated", "truncated")}
+    rows = {k: [] for k in ("episode_id", "t", "obs", "action", "reward_recorded", "terminated", "truncated")}
     for e in range(episodes):
         position, velocity = float(rng.normal()), 0.0
         for t in range(limit):
@@ -44,15 +44,18 @@ def example_table(episodes: int = 60, seed: int = 2024, limit: int = 40) -> pl.D
             velocity = 0.5 * velocity + (action - 1) * 0.5 + float(rng.normal(scale=0.1))
             position += velocity
             goal = position >= 3.0
-            rows["recorded_reward"].append(1.0 if goal else -0.01 * abs(position))
+            rows["reward_recorded"].append(1.0 if goal else -0.01 * abs(position))
             rows["terminated"].append(goal)
             rows["truncated"].append(not goal and t == limit - 1)
             if goal:
                 break
     frame = pl.DataFrame(rows, schema={"episode_id": pl.Int64, "t": pl.Int64, "obs": pl.Array(pl.Float32, 2),
-                                       "action": pl.Int64, "recorded_reward": pl.Float64,
+                                       "action": pl.Int64, "reward_recorded": pl.Float64,
                                        "terminated": pl.Boolean, "truncated": pl.Boolean})
-    frame = frame.with_columns(reward_recorded=pl.col("recorded_reward"))
+    # the layout of a step-table source: the recorded reward and its episode ends (done_recorded)
+    frame = frame.with_columns(done_recorded=pl.col("terminated") | pl.col("truncated"))
+    frame = frame.select("episode_id", "t", "obs", "action", "reward_recorded", "done_recorded", "terminated",
+                         "truncated")
     return attach(frame, SPEC)
 
 

@@ -8,9 +8,15 @@ A user records their own environment in two lines::
 
 The table has one row per step (:data:`COLUMNS`): ``episode_id``, ``t``,
 ``obs`` (the observation the action was taken in, flattened to a fixed-size
-list of floats), ``action``, ``reward``, and Gymnasium's own ``terminated``
-and ``truncated`` flags (a ``TimeLimit`` cut is ``truncated``, not
-``terminated``).  A step Gymnasium flags both ways (a time limit reached on
+list of floats), ``action``, the reward Gymnasium returned as
+``reward_recorded`` (Float64) with ``done_recorded`` (``terminated |
+truncated``: True on each episode's last step), and Gymnasium's own
+``terminated`` and ``truncated`` flags (a ``TimeLimit`` cut is
+``truncated``, not ``terminated``).  That is the layout of every step-table
+source (:mod:`rewardlab.sources.steps`, :mod:`rewardlab.sources.rllib`): the
+recorded reward is the candidate ``recorded``, a baseline for comparisons,
+and, listed in the spec's ``columns``, the root IN key ``reward_recorded``
+plug-ins read (:data:`rewardlab.scaling.RECORDED_KEY`).  A step Gymnasium flags both ways (a time limit reached on
 the very step the episode ends) is recorded as terminated only, since a
 rewardlab step ends its episode one way and termination is what happened:
 returns bootstrap with zero there, and both normalizer replays reset as the
@@ -31,7 +37,7 @@ Examples
 >>> env = gymnasium.make("CartPole-v1")
 >>> frame = rewardlab.record(env, lambda obs: int(obs[2] > 0), episodes=2, seed=0)
 >>> frame.columns
-['episode_id', 't', 'obs', 'action', 'reward', 'terminated', 'truncated']
+['episode_id', 't', 'obs', 'action', 'reward_recorded', 'done_recorded', 'terminated', 'truncated']
 >>> frame.group_by("episode_id").len().height
 2
 """
@@ -47,12 +53,13 @@ import polars as pl
 from rewardlab.core.errors import ParameterError
 from rewardlab.core.files import atomic_path, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
+from rewardlab.sources.steps.reader import RECORDED, RECORDED_DONE
 from rewardlab.sources.storage import write_table
 
 __all__ = ["record", "COLUMNS", "recording_spec"]
 
-#: The step table's columns, in order.
-COLUMNS = ("episode_id", "t", "obs", "action", "reward", "terminated", "truncated")
+#: The step table's columns, in order (the steps source's layout for a table of Gymnasium's own columns).
+COLUMNS = ("episode_id", "t", "obs", "action", RECORDED, RECORDED_DONE, "terminated", "truncated")
 
 _INSTALL_HINT = "Install the gym extra: pip install 'rewardlab[gym]' (Gymnasium, pinned)."
 
@@ -68,14 +75,20 @@ def _gymnasium():
 def recording_spec(obs_width: int, obs_dtype: str = "float32", *, description: str = "") -> FrameSpec:
     """The spec of a recorded step table whose observations hold ``obs_width`` floats of ``obs_dtype``.
 
+    ``action`` and the recorded reward ``reward_recorded`` are its extra
+    columns: the steps contract hands both to plug-ins at the root of the
+    TensorDict.
+
     Examples
     --------
     >>> recording_spec(4).states
     (StateColumn(name='obs', width=4, dtype='float32', pad=0.0),)
+    >>> recording_spec(4).columns
+    ('action', 'reward_recorded')
     """
     return FrameSpec(name="gymnasium", episode=("episode_id",), step="t", terminated="terminated",
                      truncated="truncated", states=(StateColumn("obs", obs_width, obs_dtype, 0.0),),
-                     columns=("action", "reward"), contract="steps", description=description)
+                     columns=("action", RECORDED), contract="steps", description=description)
 
 
 def _int_arg(name: str, value, low: int, rule: str) -> int:
@@ -172,7 +185,9 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
     polars.DataFrame
         :data:`COLUMNS`: ``episode_id`` and ``t`` Int64; ``obs``
         ``Array(Float32 | Float64, width)``; ``action`` Int64 (Discrete) or an
-        Array; ``reward`` Float64; ``terminated`` and ``truncated`` Boolean.
+        Array; ``reward_recorded`` Float64 (the reward ``env.step`` returned);
+        ``done_recorded``, ``terminated`` and ``truncated`` Boolean
+        (``done_recorded`` is ``terminated | truncated``).
         It carries its spec (:func:`recording_spec`).
 
     Raises
@@ -232,7 +247,8 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
             rows["t"].append(t)
             rows["obs"].append(flat)
             rows["action"].append(action)
-            rows["reward"].append(reward)
+            rows[RECORDED].append(reward)
+            rows[RECORDED_DONE].append(terminated or truncated)
             rows["terminated"].append(terminated)
             rows["truncated"].append(truncated)
             t += 1
@@ -248,7 +264,8 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
         "t": pl.Series(rows["t"], dtype=pl.Int64),
         "obs": pl.Series(np.stack(rows["obs"]).astype(obs_dtype, copy=False), dtype=spec.states[0].polars_dtype),
         "action": _action_column(rows["action"], action_dtype),
-        "reward": pl.Series(rows["reward"], dtype=pl.Float64),
+        RECORDED: pl.Series(rows[RECORDED], dtype=pl.Float64),
+        RECORDED_DONE: pl.Series(rows[RECORDED_DONE], dtype=pl.Boolean),
         "terminated": pl.Series(rows["terminated"], dtype=pl.Boolean),
         "truncated": pl.Series(rows["truncated"], dtype=pl.Boolean),
     })

@@ -33,6 +33,7 @@ SKIP_REASONS: dict[str, str] = {
     "flag_mid_episode": "terminated / truncated are set only on an episode's last step",
     "both_flags": "an episode ends one way: terminated or truncated",
     "unfinished_episode": "an episode's last step has terminated or truncated set",
+    "done_recorded_mismatch": "a table's own done_recorded is True exactly on each episode's last step",
     "in_broken_episode": "the row belongs to (or borders) an episode skipped for another row",
 }
 

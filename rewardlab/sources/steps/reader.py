@@ -8,7 +8,10 @@ floats; any other difference is an error).  Column roles come from
 (flags as Boolean, list columns as fixed-size ``Array``), with the recorded
 reward renamed ``reward_recorded`` (Float64) and ``done_recorded`` (True on
 each episode's last step) added, so the table's own reward is a candidate
-every comparison can use as a baseline.
+every comparison can use as a baseline.  A table already in that layout (a
+``reward_recorded`` column, as the step-table sources and ``rewardlab.record``
+write it) reads back as itself; its own ``done_recorded``, if any, must be
+True exactly on the episodes' last steps.
 
 Errors name the file, the line (CSV, JSON lines; 1-based as an editor shows
 it) or the row group (Parquet), the column and the rule
@@ -461,6 +464,11 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
         flags = {roles.done: done_values & ~trunc if trunc is not None else done_values, **flags}
     converted = _convert(raw, roles, problems)
     converted[roles.step] = step_values
+    if roles.reward == RECORDED and RECORDED_DONE in raw.columns:  # the recorded layout: checked, then rebuilt
+        own = C.flag(raw.get_column(RECORDED_DONE), RECORDED_DONE, problems)
+        problems.add(own != ends, RECORDED_DONE, "done_recorded_mismatch",
+                     lambda r: f"{RECORDED_DONE} is {bool(own[r])} on step {step_np[r]:g} of episode "
+                     f"{_episode_text(keys, r)!r}; it should be True exactly on an episode's last step")
     unflagged = _check_episodes(keys, ends, step_np, roles.step, flags, problems, unfinished)
     keep = None
     if problems and not skip:
@@ -498,6 +506,10 @@ _UNFINISHED_HINT = ("Set terminated (the episode ended) or truncated (it was cut
 def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, ends: np.ndarray,
            unflagged: np.ndarray, keep: np.ndarray | None) -> tuple[pl.DataFrame, FrameSpec]:
     """The frame (converted columns, flags, recorded reward) and its spec."""
+    recorded_layout = roles.reward == RECORDED
+    if roles.reward and not recorded_layout and (RECORDED in raw.columns or RECORDED_DONE in raw.columns):
+        raise ParameterError("reward", f"cannot be kept as {RECORDED}: the table already has a column of "
+                             "that name", roles.reward, hint="Pass reward=False to keep the table as it is.")
     columns: list[pl.Series] = []
     terminated_name = roles.terminated
     truncated_name = roles.truncated
@@ -513,6 +525,8 @@ def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, en
         if name == roles.reward:
             columns.append(converted[name].rename(RECORDED))
             columns.append(pl.Series(RECORDED_DONE, ends))
+        elif name == RECORDED_DONE and roles.reward == RECORDED:  # checked equal to ends: added above
+            continue
         elif name in converted:
             columns.append(converted[name])
         elif name in flags and name != terminated_name and roles.done != name:
@@ -544,10 +558,8 @@ def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, en
         if series.dtype != frame.schema[name]:
             frame = frame.with_columns(series)
         states.append(StateColumn(name, width, dtype, 0))
-    extras = [c for c in roles.extras] + ([RECORDED] if roles.reward else [])
-    if RECORDED in roles.extras or (roles.reward and RECORDED_DONE in raw.columns):
-        raise ParameterError("reward", f"cannot be kept as {RECORDED}: the table already has a column of "
-                             "that name", roles.reward, hint="Pass reward=False to keep the table as it is.")
+    extras = [c for c in roles.extras if not (recorded_layout and c == RECORDED_DONE)] + (
+        [RECORDED] if roles.reward else [])
     spec = FrameSpec(name="steps", episode=(roles.episode, *((roles.agent,) if roles.agent else ())),
                      step=roles.step, agent=roles.agent, terminated=terminated_name, truncated=truncated_name,
                      states=tuple(states), columns=tuple(extras), contract="steps", time=roles.time,

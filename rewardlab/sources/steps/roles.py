@@ -15,7 +15,8 @@ truncated      ``truncated``, ``truncateds``                  the truncated flag
 done           ``done``, ``dones``                            one flag for both: read as
                                                               *terminated*, except where
                                                               ``truncated`` is set
-reward         ``reward``, ``rewards``                        ``reward_recorded``
+reward         ``reward``, ``rewards``,                       ``reward_recorded``
+               ``reward_recorded``
 time           ``time``, ``timestamp``                        the spec's ``time``
 =============  =============================================  ===========================
 
@@ -25,6 +26,9 @@ starts with ``obs``, ``observation`` or ``state`` (any case) is a *state*
 and ``("next", "obs")``); every other column is an *extra* (``action``, ...;
 numeric and Boolean extras reach the plug-in at the root of its TensorDict).
 A ``done`` column next to a ``terminated`` one is not used (``ignored``).
+A table already in the recorded layout (``reward_recorded``, with or without
+``done_recorded``, as every step-table source and ``rewardlab.record`` write
+it) reads back as itself: ``reward_recorded`` is its reward role.
 
 Pass ``False`` for an optional role to use no column for it (``reward=False``:
 keep a ``reward`` column as a plain extra).
@@ -56,7 +60,7 @@ DEFAULT_NAMES: dict[str, tuple[str, ...]] = {
     "terminated": ("terminated", "terminateds"),
     "truncated": ("truncated", "truncateds"),
     "done": ("done", "dones"),
-    "reward": ("reward", "rewards"),
+    "reward": ("reward", "rewards", "reward_recorded"),
     "time": ("time", "timestamp"),
 }
 
