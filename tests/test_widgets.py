@@ -222,9 +222,11 @@ def test_comparison_board(sample_frame, small_frame, tmp_path):
     s = board.session
     assert s.chosen == ("top", "points", "delta") and "epic" in board.pairs.value
     assert "<div style='max-height:320px;overflow:auto'>" in board.pairs.value  # scrolls at 10 candidates
-    plot = board.plot.draws
+    draws = [p.draws for p in (board.steps_plot, board.matrix_plot, board.scatter_plot)]
     board.metric.value = "epic"
-    assert s.metric == "epic" and board.plot.draws == plot + 1
+    assert s.metric == "epic"  # only the matrix is drawn again
+    assert [p.draws for p in (board.steps_plot, board.matrix_plot, board.scatter_plot)] == \
+        [draws[0], draws[1] + 1, draws[2]]
     board.chosen.value = ("top", "delta")
     assert s.chosen == ("top", "delta") and s.results.comparison.names == ("top", "delta")
     board.b.value = "delta"
@@ -482,18 +484,25 @@ def test_comparison_board_stays_readable_at_ten_long_named_candidates(sample_fra
     assert board.session.chosen == tuple(names)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    fig = board.plot.figure
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    steps, heatmap, _ = fig.axes[:3]
+    renderers = {}
+    for pane in (board.steps_plot, board.matrix_plot):
+        canvas = FigureCanvasAgg(pane.figure)
+        canvas.draw()
+        renderers[pane] = canvas.get_renderer()
+    heatmap, renderer = board.matrix_plot.axes[0], renderers[board.matrix_plot]
     for labels in (heatmap.get_xticklabels(), heatmap.get_yticklabels()):
         assert [t.get_text() for t in labels] == names
         boxes = [t.get_window_extent(renderer) for t in labels]
         assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+        assert all(renderer_box_inside(b, board.matrix_plot.figure) for b in boxes)  # none cut off
+    steps, renderer = board.steps_plot.axes[0], renderers[board.steps_plot]
     legend = steps.get_legend().get_window_extent(renderer)
     assert legend.x0 >= steps.get_window_extent(renderer).x1  # beside the data, not over it
-    assert legend.x1 <= heatmap.get_tightbbox(renderer).x0  # and not over the next panel
+    assert renderer_box_inside(legend, board.steps_plot.figure)  # and whole, inside its figure
+
+
+def renderer_box_inside(box, figure) -> bool:
+    return box.x0 >= 0 and box.y0 >= 0 and box.x1 <= figure.bbox.width + 0.5 and box.y1 <= figure.bbox.height + 0.5
 
 
 def _mouse(pane, kind: str, axes: int, x: float, y: float) -> None:
@@ -544,15 +553,15 @@ def test_comparison_board_clicks_pick_a_pair_and_open_an_episode(sample_frame):
     board = ComparisonBoard(frame)
     s = board.session
     assert (s.a, s.b) == ("top", "points")
-    _mouse(board.plot, "motion_notify", 1, 2.0, 0.0)  # the matrix cell (top, delta)
-    assert board.plot.canvas._message.startswith("spearman(top, delta) = ")
-    _mouse(board.plot, "button_press", 1, 2.0, 0.0)
+    _mouse(board.matrix_plot, "motion_notify", 0, 2.0, 0.0)  # the matrix cell (top, delta)
+    assert board.matrix_plot.canvas._message.startswith("spearman(top, delta) = ")
+    _mouse(board.matrix_plot, "button_press", 0, 2.0, 0.0)
     assert (s.a, s.b) == ("top", "delta") and board.a.value == "top" and board.b.value == "delta"
     returns = s.results.pair_returns
     far = returns.sort("delta").row(0, named=True)  # the lowest delta return
-    _mouse(board.plot, "motion_notify", 2, far["top"], far["delta"])
-    assert board.plot.canvas._message.startswith(f"top {fmt(far['top'])}, delta {fmt(far['delta'])}")
-    _mouse(board.plot, "button_press", 2, far["top"], far["delta"])
+    _mouse(board.scatter_plot, "motion_notify", 0, far["top"], far["delta"])
+    assert board.scatter_plot.canvas._message.startswith(f"top {fmt(far['top'])}, delta {fmt(far['delta'])}")
+    _mouse(board.scatter_plot, "button_press", 0, far["top"], far["delta"])
     detail = board.episode_view.detail
     assert detail is not None and detail.returns["delta"] == pytest.approx(far["delta"])
     assert detail.returns["top"] == pytest.approx(far["top"]) and board.error.value == ""

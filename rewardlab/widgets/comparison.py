@@ -48,11 +48,13 @@ class ComparisonBoard(SessionWidget):
     add_task : BackgroundTask
         The plug-in being applied: progress, Cancel (nothing is kept), and
         ``add_result`` (HTML) saying what happened.
-    plot : FigurePane
+    steps_plot, matrix_plot, scatter_plot : FigurePane
         Step rewards, the correlation matrix and the pair's return scatter
-        (interactive: zoom, pan, values on hover).  Clicking a cell of the
-        matrix makes its two candidates the pair; clicking a point of the
-        scatter opens that episode in :attr:`episode_view`.
+        (interactive: zoom, pan, values on hover), side by side in ``plot``
+        (an HBox).  Each is redrawn only when what it shows changed (a new
+        metric redraws the matrix alone).  Clicking a cell of the matrix
+        makes its two candidates the pair; clicking a point of the scatter
+        opens that episode in :attr:`episode_view`.
     pairs, disagreements : HTML
     episode : Dropdown
         One of the most disagreeing episodes, opened in :attr:`episode_view`.
@@ -90,9 +92,14 @@ class ComparisonBoard(SessionWidget):
         self.add_task = BackgroundTask(background=background, css="rewardlab-add")
         self.add_result = W.HTML()
         self.add_result.add_class("rewardlab-add-result")
-        self.plot = FigurePane(figsize=(12.0, 3.6))
+        self.steps_plot, self.matrix_plot, self.scatter_plot = (FigurePane(figsize=(4.0, 3.6)) for _ in range(3))
+        self.matrix_plot.on_click(self._on_matrix_click)
+        self.scatter_plot.on_click(self._on_scatter_click)
+        self.plot = W.HBox([self.steps_plot, self.matrix_plot, self.scatter_plot],
+                           layout=W.Layout(flex_flow="row wrap"))
         self.plot.add_class("rewardlab-plot")
-        self.plot.on_click(self._on_plot_click)
+        self._shown: dict[str, tuple] = {}  # what each pane shows now (its redraw key)
+        self._shown_frame = None  # the frame those keys were taken on (held, so its id stays its own)
         self.pairs = W.HTML()
         self.pairs.add_class("rewardlab-stats")
         self.disagreements = W.HTML()
@@ -137,14 +144,20 @@ class ComparisonBoard(SessionWidget):
         if key is None or not self._open_episode(self.episode_view, lambda: key):
             self.episode_view.clear()
 
-    def _on_plot_click(self, click: Click) -> None:
+    def _on_matrix_click(self, click: Click) -> None:
+        """A cell of the matrix: its row and column become the pair."""
         s, r = self.session, self.session.results
-        if click.axes == 1 and r.matrix is not None:  # a cell of the matrix: its row and column become the pair
-            names = r.matrix["reward"].to_list()
-            i, j = int(round(click.y)), int(round(click.x))
-            if 0 <= i < len(names) and 0 <= j < len(names):
-                s.attempt(s.update, a=names[i], b=names[j])
-        elif click.axes == 2 and r.a != r.b:
+        if r.matrix is None:
+            return
+        names = r.matrix["reward"].to_list()
+        i, j = int(round(click.y)), int(round(click.x))
+        if 0 <= i < len(names) and 0 <= j < len(names):
+            s.attempt(s.update, a=names[i], b=names[j])
+
+    def _on_scatter_click(self, click: Click) -> None:
+        """A point of the pair's scatter: that episode opens."""
+        s = self.session
+        if s.results.a != s.results.b:
             self._open_episode(self.episode_view, lambda: s.episode_near(click.x, click.y))
 
     def _cell_readout(self, x: float, y: float) -> str:
@@ -181,29 +194,43 @@ class ComparisonBoard(SessionWidget):
         self.metric.value, self.k.value = s.metric, s.k
 
     def _render(self) -> None:
-        r = self.session.results
-
-        def draw(axes):
-            plot_reward_distribution(r.step_rewards, ax=axes[0], bins=40)
-            axes[0].set_title("step rewards (nonzero)")
-            if r.matrix is not None:
-                plot_correlation_heatmap(r.matrix, ax=axes[1], vmin=0.0 if r.metric == "epic" else -1.0)
-                axes[1].set_title(f"{r.metric} of episode returns")
-                axes[1].format_coord = self._cell_readout
-            else:
-                axes[1].text(0.5, 0.5, "choose two or more\ncandidates", ha="center", va="center")
-                axes[1].set_axis_off()
-            if r.a != r.b:
-                plot_return_scatter(r.pair_returns, x=r.a, y=r.b, ax=axes[2])
-                axes[2].set_title("episode returns")
-                axes[2].format_coord = self._point_readout
-            else:
-                axes[2].set_axis_off()
-
+        s, r = self.session, self.session.results
         # larger with more and longer-named candidates: full names fit in the legend and the heat map
         n = 0 if r.matrix is None else r.matrix.height
-        names = 0.075 * max((len(c) for c in self.session.candidates), default=0)
-        self.plot.draw(draw, ncols=3, figsize=(12.0 + 2.0 * names, max(3.6, 0.4 * n + 1.6 + names)))
+        names = 0.075 * max((len(c) for c in s.candidates), default=0)
+        height = max(3.6, 0.4 * n + 1.6 + names)
+        if self._shown_frame is not s.frame:
+            self._shown, self._shown_frame = {}, s.frame
+
+        def steps(axes):
+            plot_reward_distribution(r.step_rewards, ax=axes[0], bins=40)
+            axes[0].set_title("step rewards (nonzero)")
+
+        def matrix(axes):
+            if r.matrix is None:
+                axes[0].text(0.5, 0.5, "choose two or more\ncandidates", ha="center", va="center")
+                axes[0].set_axis_off()
+                return
+            plot_correlation_heatmap(r.matrix, ax=axes[0], vmin=0.0 if r.metric == "epic" else -1.0)
+            axes[0].set_title(f"{r.metric} of episode returns")
+            axes[0].format_coord = self._cell_readout
+
+        def scatter(axes):
+            if r.a == r.b:
+                axes[0].set_axis_off()
+                return
+            plot_return_scatter(r.pair_returns, x=r.a, y=r.b, ax=axes[0])
+            axes[0].set_title("episode returns")
+            axes[0].format_coord = self._point_readout
+
+        for name, pane, draw, key, width in (
+                ("steps", self.steps_plot, steps, (r.chosen,), 4.2 + 2.0 * names),
+                ("matrix", self.matrix_plot, matrix, (r.chosen, r.metric), height + 0.8),
+                ("scatter", self.scatter_plot, scatter, (r.a, r.b), 4.0)):
+            key = (*key, round(width, 3), round(height, 3))
+            if self._shown.get(name) != key:
+                pane.draw(draw, figsize=(width, height))
+                self._shown[name] = key
         self.pairs.value = ("<div>every pair (episode returns):</div><div style='max-height:320px;"
                             "overflow:auto'>" + r.comparison.pairs()._repr_html_() + "</div>") \
             if r.comparison is not None else ""
