@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from rewardlab.widgets import (  # noqa: E402
-    Click, ComparisonBoard, EpsilonScheduleTuner, FigurePane, NormalizationPanel, NumberText, RankingTuner, fmt,
+    ComparisonBoard, EpsilonScheduleTuner, FigurePane, NormalizationPanel, NumberText, RankingTuner, fmt,
     number_text,
 )
 
@@ -469,8 +469,6 @@ def test_number_text_widget():
 
 def test_comparison_board_stays_readable_at_ten_long_named_candidates(sample_frame):
     import warnings
-
-    from matplotlib.figure import Figure
 
     from rewardlab.domains.mahjong.families import Points
 

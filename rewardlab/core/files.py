@@ -25,7 +25,7 @@ from typing import IO, Iterator
 from rewardlab.core.errors import (DataFormatError, FileAccessError, OutputExistsError, ParameterError,
                               RewardlabError)
 
-__all__ = ["atomic_path", "atomic_open", "open_compressed", "progress_enabled", "compression_of",
+__all__ = ["as_paths", "atomic_path", "atomic_open", "open_compressed", "progress_enabled", "compression_of",
            "check_input", "check_output", "check_not_input", "remove_stale_temporaries", "temp_name",
            "write_errno", "WRITE_ERRNOS"]
 
@@ -432,3 +432,27 @@ def progress_enabled(progress: bool | None) -> bool:
     if os.environ.get("REWARDLAB_PROGRESS") in ("0", "1"):
         return os.environ["REWARDLAB_PROGRESS"] == "1"
     return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
+def as_paths(paths) -> list[Path]:
+    """``paths`` (a path, or a list / iterable of paths) as a non-empty list of :class:`~pathlib.Path`.
+
+    Examples
+    --------
+    >>> as_paths("a.tsv"), as_paths(["a.tsv", Path("b.tsv")])
+    ([PosixPath('a.tsv')], [PosixPath('a.tsv'), PosixPath('b.tsv')])
+    >>> as_paths([])
+    Traceback (most recent call last):
+    rewardlab.core.errors.ParameterError: `paths` should name at least one file. Received [].
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        return [Path(paths)]
+    try:
+        items = list(paths)
+    except TypeError:
+        raise ParameterError("paths", "should be a path or a list of paths", type(paths).__name__) from None
+    if not items:
+        raise ParameterError("paths", "should name at least one file", items)
+    if not all(isinstance(p, (str, os.PathLike)) for p in items):
+        raise ParameterError("paths", "should be a path or a list of paths", type(paths).__name__)
+    return [Path(p) for p in items]

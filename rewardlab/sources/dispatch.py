@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from rewardlab.core.files import check_input
+from rewardlab.core.files import as_paths, check_input
 from rewardlab.core.spec import FrameSpec, attach, attached, keep_spec
 from rewardlab.core.errors import FrameError, ParameterError
 from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
@@ -34,14 +34,6 @@ from rewardlab.sources.registry import Source, detect_source, get_source
 __all__ = ["load", "scan", "resolve_source", "as_lazy", "merge_options"]
 
 
-def _as_paths(paths) -> list[Path]:
-    if isinstance(paths, (str, Path)):
-        return [Path(paths)]
-    if isinstance(paths, (list, tuple)) and all(isinstance(p, (str, Path)) for p in paths):
-        if not paths:
-            raise ParameterError("paths", "should name at least one file", list(paths))
-        return [Path(p) for p in paths]
-    raise ParameterError("paths", "should be a path or a list of paths", type(paths).__name__)
 
 
 def resolve_source(paths, *, format: str | None = None) -> tuple[list[Path], Source]:
@@ -55,7 +47,7 @@ def resolve_source(paths, *, format: str | None = None) -> tuple[list[Path], Sou
     >>> resolve_source("data/sample.tsv.gz")[1].name  # doctest: +SKIP
     'kanachan'
     """
-    files = _as_paths(paths)
+    files = as_paths(paths)
     if format is not None:
         if not isinstance(format, str):
             raise ParameterError("format", "should be a format name (a string)", format)

@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
-from rewardlab.core.files import (atomic_open, check_input, check_not_input, check_output, compression_of,
+from rewardlab.core.files import (as_paths, atomic_open, check_input, check_not_input, check_output, compression_of,
                            open_compressed, progress_enabled)
 from rewardlab.core.spec import attach, attached
 from rewardlab.core.errors import (
@@ -942,13 +942,6 @@ def _skipped_frame(spath: str, blocks: list[_Block], row_problem: dict) -> pl.Da
 # ----------------------------------------------------------------------------
 
 
-def _as_paths(paths) -> list[Path]:
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    out = [Path(p) for p in paths]
-    if not out:
-        raise ParameterError("paths", "should name at least one file", list(paths))
-    return out
 
 
 # Dataset layouts live in rewardlab.sources.storage; the names are re-exported here.
@@ -998,7 +991,7 @@ def read_kanachan(
     (90012, {})
     """
     check_choice("on_error", on_error, ("raise", "skip"))
-    files = _as_paths(paths)
+    files = as_paths(paths)
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
     if all(is_dataset(p) for p in files):
@@ -1125,7 +1118,7 @@ def scan_kanachan(paths) -> pl.LazyFrame:
     >>> lf = rewardlab.scan_kanachan("data/sample.parquet")  # doctest: +SKIP
     >>> lf.filter(pl.col("end_of_game")).select(pl.len()).collect()  # doctest: +SKIP
     """
-    files = _as_paths(paths)
+    files = as_paths(paths)
     if not all(is_dataset(p) for p in files):
         return load_kanachan(files, progress=False).lazy()
     return _kanachan_dataset(scan_dataset(files), files)
@@ -1167,7 +1160,7 @@ def _load_source(paths, *, on_error: str = "raise", skipped_path=None, overwrite
 
 
 def _scan_source(paths, *, progress: bool | None = None) -> pl.LazyFrame:
-    files = _as_paths(paths)
+    files = as_paths(paths)
     if all(is_dataset(p) for p in files):
         return scan_dataset(files)
     frame = load_kanachan(files, progress=progress)

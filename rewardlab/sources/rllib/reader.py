@@ -58,7 +58,7 @@ import polars as pl
 
 from rewardlab.core.columns import done_column, reward_column
 from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice
-from rewardlab.core.files import atomic_open, atomic_path, check_input, check_not_input, check_output
+from rewardlab.core.files import as_paths, atomic_open, atomic_path, check_input, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.kanachan.reader import LoadResult
 from rewardlab.sources.registry import Source, register_source
@@ -481,10 +481,8 @@ def _unit_text(frame: pl.DataFrame, row: int, kind: str, names: list[str]) -> st
 # ----------------------------------------------------------------------------
 
 def _files(paths) -> list[Path]:
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
     out: list[Path] = []
-    for p in map(Path, paths):
+    for p in as_paths(paths):
         check_input(p, folder=True)
         if p.is_dir():
             # a folder's RLlib files (RLlib's output folders also hold other files: stats, logs)

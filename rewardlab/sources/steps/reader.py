@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
-from rewardlab.core.files import atomic_open, atomic_path, check_input, check_not_input, check_output
+from rewardlab.core.files import as_paths, atomic_open, atomic_path, check_input, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.kanachan.reader import LoadResult
 from rewardlab.sources.steps import checks as C
@@ -61,13 +61,6 @@ _STATE_DTYPES = {pl.Boolean: "bool", pl.Int8: "int8", pl.Int16: "int16", pl.Int3
                  pl.Float32: "float32", pl.Float64: "float64"}
 
 
-def _as_paths(paths) -> list[Path]:
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    out = [Path(p) for p in paths]
-    if not out:
-        raise ParameterError("paths", "should name at least one file", list(paths))
-    return out
 
 
 # ----------------------------------------------------------------------------
@@ -417,7 +410,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     check_choice("on_error", on_error, ("raise", "skip"))
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)
-    files = _as_paths(paths)
+    files = as_paths(paths)
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
     kinds = [kind_of(p) for p in files]
@@ -581,7 +574,7 @@ def read_tables(paths) -> pl.DataFrame:
     --------
     >>> read_tables(["a.parquet", "b.parquet"]).height  # doctest: +SKIP
     """
-    files = _as_paths(paths)
+    files = as_paths(paths)
     for p in files:
         check_input(p)
     return _combine([read_file(p) for p in files])
