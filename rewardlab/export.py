@@ -130,15 +130,15 @@ def constants_fit(family: RewardFamily) -> str:
     --------
     >>> from rewardlab.domains.mahjong.families import Ranking
     >>> constants_fit(Ranking.from_preset("top").with_seed_constants())
-    'fitted for exactly these parameters (seed recipe, no data)'
+    "fitted for exactly these parameters (the wiki's recipe, no data)"
     >>> constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
-    'NOT fitted for these parameters: fitted for ranking: vector=[1.0, -1.0, -1.0, -1.0] (seed recipe, no data); exported as they are on request (keep_constants=True)'
+    "NOT fitted for these parameters: fitted for ranking: vector=[1.0, -1.0, -1.0, -1.0] (the wiki's recipe, no data); exported as they are on request (keep_constants=True)"
     """
     prov = family.params.provenance
     if prov.kind not in ("dataset", "seed"):
         return "not fitted (" + prov.describe() + ")"
     data = f"data fingerprint {prov.fingerprint}" if prov.fingerprint else \
-        "seed recipe, no data" if prov.kind == "seed" else "data fingerprint not recorded"
+        "the wiki's recipe, no data" if prov.kind == "seed" else "data fingerprint not recorded"
     if prov.fitted_for is None:
         return f"fitted, for parameters not recorded ({data})"
     if not family.constants_stale:
@@ -188,7 +188,7 @@ def render_plugin(family_or_params, *, source: str | None = None,
     created : datetime, optional
         The time written in the header (default: now, UTC).
     keep_constants : bool, default False
-        Export constants fitted (on data or by the seed recipe) for other
+        Export constants fitted (on data or by the wiki's recipe) for other
         parameters as they are; the header says so.
     state : str, optional
         The tuner state file (:meth:`rewardlab.sessions.Session.save_state`)

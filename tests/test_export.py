@@ -341,7 +341,7 @@ def test_cli_seed_normalization_and_measure_on(sample_path, tmp_path, capsys):
                  str(sample_path), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "population std 0.8660" in text  # what the written file gives on the data
-    assert "seed: mean and sample std" in out.read_text()
+    assert "the wiki's recipe: mean and sample std" in out.read_text()
 
 
 def test_cli_wiki_normalization_is_the_name_and_seed_normalization_a_hidden_alias(sample_path, tmp_path, capsys):

@@ -30,7 +30,7 @@ Sessions
 --------
 * :class:`RankingTuningSession`: a rank vector (preset or typed), the
   optional points term, normalization constants (from data in one call,
-  the seed's recipe, or typed); results from the precomputed rank table
+  the wiki's recipe, or typed); results from the precomputed rank table
   (a gather per change); :meth:`~RankingTuningSession.export` checks the
   plug-in round trip (with progress and a :class:`CancelToken`), then
   writes it.

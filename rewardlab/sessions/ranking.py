@@ -146,13 +146,13 @@ class RankingTuningSession(Session):
     constants : {"data", "seed", "none"}
         Initial normalization constants: measured on the data (mean and
         population std over the end-of-game steps) and refitted after every
-        change (``auto_constants``; set it False to freeze them), the seed's
+        change (``auto_constants``; set it False to freeze them), the wiki's
         recipe (vector mean and sample std; pure ranking vectors only), or
         none (0, 1).
 
     Notes
     -----
-    Constants fitted (on data or by the seed recipe) for other parameters
+    Constants fitted (on data or by the wiki's recipe) for other parameters
     than the current ones are *stale* (:attr:`constants_stale`):
     :meth:`export` refuses them unless ``keep_constants=True``, and the
     file's header says whether the constants were fitted for exactly the
@@ -281,7 +281,7 @@ class RankingTuningSession(Session):
 
     @property
     def constants_stale(self) -> bool:
-        """True when the constants were fitted (data or seed recipe) for other parameters than now.
+        """True when the constants were fitted (data or the wiki's recipe) for other parameters than now.
 
         See :attr:`rewardlab.domains.mahjong.families.RewardFamily.constants_stale`; :meth:`export`
         refuses stale constants unless ``keep_constants=True``.

@@ -9,7 +9,7 @@ Families
   ``done`` at every round end and at the end of the game.
 
 Each normalizes ``(raw - mean) / std`` with constants that are typed, taken
-from the seed's recipe, or measured on data
+from the wiki's recipe, or measured on data
 (:meth:`RewardFamily.with_constants_from`), and records where they came from
 (:class:`Provenance`).  Each evaluates on a TensorDict batch
 (:meth:`RewardFamily.get_reward`, the plug-in contract) and on a whole frame

@@ -203,7 +203,7 @@ class Provenance:
     ----------
     kind : str
         ``"default"`` (mean 0, std 1: no normalization), ``"typed"`` (given
-        by the user), ``"seed"`` (the seed example's recipe, e.g. the mean and
+        by the user), ``"seed"`` (the recipe of the example in kanachan's wiki, e.g. the mean and
         sample std of the rank vector), ``"dataset"`` (measured on data).
     detail : str
         A short free-text note (the recipe, for ``"seed"``).
@@ -265,7 +265,7 @@ class Provenance:
 
     @classmethod
     def seed(cls, detail: str, *, fitted_for: str | None = None) -> "Provenance":
-        """Constants from a seed example's recipe (``fitted_for``: the parameters it was applied to)."""
+        """Constants from the recipe of kanachan's wiki example (``fitted_for``: the parameters it was applied to)."""
         return cls("seed", detail, fitted_for=fitted_for)
 
     def describe(self) -> str:
@@ -274,14 +274,14 @@ class Provenance:
         Examples
         --------
         >>> Provenance.seed("vector mean / sample std").describe()
-        'seed: vector mean / sample std'
+        "the wiki's recipe: vector mean / sample std"
         """
         if self.kind == "default":
             return "default (mean 0, std 1: no normalization)"
         if self.kind == "typed":
             return "typed by the user" + (f" ({self.detail})" if self.detail else "")
         if self.kind == "seed":
-            return f"seed: {self.detail}" if self.detail else "seed"
+            return f"the wiki's recipe: {self.detail}" if self.detail else "the wiki's recipe"
         parts = [f"dataset {self.dataset}" if self.dataset else "dataset (in memory)"]
         if self.rows is not None:
             parts.append(f"{self.rows:,} rows")
@@ -788,7 +788,7 @@ class RewardFamily:
 
     @property
     def constants_stale(self) -> bool:
-        """True when mean and std were fitted (data or seed recipe) for other parameters than these.
+        """True when mean and std were fitted (data or the wiki's recipe) for other parameters than these.
 
         Constants typed by the user, the default (0, 1), and fitted constants
         whose provenance does not record what they were fitted for are not
@@ -895,7 +895,7 @@ def provenance_field():
     'default'
     """
     return dataclasses.field(default=Provenance(), metadata={
-        "doc": "Where mean and std came from (default, typed, seed recipe, or a dataset)."})
+        "doc": "Where mean and std came from (default, typed, the wiki's recipe, or a dataset)."})
 
 
 def affine_extremes(offset: float, divisor: float, what: str) -> list[tuple[float, str, str, float]]:

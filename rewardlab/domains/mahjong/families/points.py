@@ -2,7 +2,7 @@
 
 ``raw = (score - offset) / divisor`` (float64, true division) on the
 end-of-game step, then ``reward = (raw - mean) / std``; every other step gets
-0.  ``done`` is left at the end of the game.  This is the seed's "End-of-Game
+0.  ``done`` is left at the end of the game.  This is the wiki's "End-of-Game
 Raw Points" example with ``offset = 0, divisor = 1`` and the constants
 computed from data.
 

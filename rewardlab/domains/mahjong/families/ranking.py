@@ -5,9 +5,9 @@ seat, the lower seat ranking higher, as in kanachan's examples), then
 ``reward = (raw - mean) / std``; every other step gets 0.  ``done`` is left
 at the end of the game.
 
-The seed-normalization pitfall
+The wiki-normalization pitfall
 ------------------------------
-The seed's ranking example normalizes with the mean and the **sample**
+The ranking example of kanachan's wiki normalizes with the mean and the **sample**
 standard deviation (``torch.std``, n - 1) of the 4-entry vector.  On complete
 games every rank occurs equally often among the end-of-game steps, so the
 reward there has the vector's *population* spread divided by its *sample*
@@ -108,7 +108,7 @@ class RankingParams:
 
 
 def seed_constants(vector) -> tuple[float, float]:
-    """The seed example's constants: mean and **sample** std (n - 1) of the vector, in torch float64.
+    """The wiki example's constants: mean and **sample** std (n - 1) of the vector, in torch float64.
 
     Examples
     --------
@@ -120,7 +120,7 @@ def seed_constants(vector) -> tuple[float, float]:
     return float(t.mean().item()), float(t.std().item())
 
 
-_SEED_DETAIL = "mean and sample std (n - 1) of the 4-entry vector, as in the seed's ranking example"
+_SEED_DETAIL = "mean and sample std (n - 1) of the 4-entry vector, as in the ranking example of kanachan's wiki"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +146,7 @@ class Ranking(RewardFamily):
 ''')
 
     def with_seed_constants(self) -> "Ranking":
-        """A copy normalized the seed's way: vector mean and sample std (see the module docstring)."""
+        """A copy normalized the wiki's way: vector mean and sample std (see the module docstring)."""
         mean, std = seed_constants(self.params.vector)
         return self.with_constants(mean, std, provenance=Provenance.seed(_SEED_DETAIL,
                                                                          fitted_for=self.parameter_key()))
@@ -166,15 +166,15 @@ class Ranking(RewardFamily):
 
 @dataclasses.dataclass(frozen=True)
 class SeedNormalizationCheck:
-    """The seed's ranking normalization measured on data (see :func:`check_seed_normalization`).
+    """The wiki's ranking normalization measured on data (see :func:`check_seed_normalization`).
 
     Attributes
     ----------
     vector : tuple of 4 floats
     seed_mean, seed_std : float
-        The seed's constants (vector mean, vector sample std).
+        The wiki's constants (vector mean, vector sample std).
     measured_mean, measured_std : float
-        Population mean and std of the seed-normalized reward over the
+        Population mean and std of the wiki-normalized reward over the
         dataset's end-of-game steps.
     data_mean, data_std : float
         Population mean and std of the raw ``vector[rank]`` there (what
@@ -211,7 +211,7 @@ class SeedNormalizationCheck:
 
 
 def check_seed_normalization(data, vector) -> SeedNormalizationCheck:
-    """Measure the seed's ranking normalization (vector mean / sample std) on a dataset.
+    """Measure the wiki's ranking normalization (vector mean / sample std) on a dataset.
 
     Parameters
     ----------

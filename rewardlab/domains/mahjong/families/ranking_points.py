@@ -1,6 +1,6 @@
 """End-of-game ranking + points: ``vector[rank] + (score - offset) // divisor``.
 
-The seed's "End-of-Game Ranking + Raw Points" example: the rank entry plus
+The wiki's "End-of-Game Ranking + Raw Points" example: the rank entry plus
 the final score's floor-divided difference from an offset, in integers (so
 ``offset`` and ``divisor`` are integers, ``divisor >= 1``, and ``//`` floors
 towards minus infinity as in Python), then ``reward = (raw - mean) / std`` in
