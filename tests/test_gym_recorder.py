@@ -114,6 +114,39 @@ def test_a_users_own_env_flattened_box_actions_and_both_flags():
     assert "Scripted recorded" in attached(frame).description
 
 
+class OneBuffer(gymnasium.Env):
+    """An environment that refills one observation buffer, and a policy that reuses one action array."""
+
+    observation_space = spaces.Box(-100.0, 100.0, (2,), np.float64)
+    action_space = spaces.Box(-100.0, 100.0, (2,), np.float64)
+
+    def __init__(self):
+        self.buffer = np.zeros(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.buffer[:] = 0.0
+        return self.buffer, {}
+
+    def step(self, action):
+        self.t += 1
+        self.buffer[:] = float(self.t)
+        return self.buffer, 0.0, self.t >= 3, False, {}
+
+
+def test_reused_observation_and_action_buffers_are_recorded_as_they_were_at_each_step():
+    env, action = OneBuffer(), np.zeros(2)
+
+    def policy(obs):
+        action[:] = obs + 0.5
+        return action
+
+    frame = rewardlab.record(env, policy, episodes=1, seed=0)
+    assert frame["obs"].to_list() == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+    assert frame["action"].to_list() == [[0.5, 0.5], [1.5, 1.5], [2.5, 2.5]]
+
+
 def test_write_load_round_trip_and_overwrite(tmp_path):
     env = gymnasium.make("CartPole-v1")
     path = tmp_path / "cartpole.parquet"

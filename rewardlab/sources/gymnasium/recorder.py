@@ -22,7 +22,9 @@ rewardlab step ends its episode one way and termination is what happened:
 returns bootstrap with zero there, and both normalizer replays reset as the
 libraries do.  Each state is stored once, as
 in every rewardlab frame: the next observation of a row is the following
-row's, and the episode's final observation is not kept.  The frame carries a
+row's, and the episode's final observation is not kept, so a truncated
+episode's last step cannot be bootstrapped from the table alone (pass the
+value of its final state yourself, e.g. ``next_value=`` of the returns).  The frame carries a
 :class:`~rewardlab.core.spec.FrameSpec` (contract ``"steps"``), and the
 Parquet file stores it in its metadata, so ``rewardlab.load(path)`` reads it
 back through the ``"dataset"`` source and plug-ins run on it under the steps
@@ -146,9 +148,8 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
            max_steps: int | None = None) -> pl.DataFrame:
     """Run ``policy`` in ``env`` for ``episodes`` episodes and return (and optionally write) the step table.
 
-    Episode ``i`` starts with ``env.reset(seed=seed + i)`` (the convention of
-    Gymnasium's vector environments), so any one episode can be replayed on
-    its own; ``env.action_space`` is seeded with ``seed`` first, so a random
+    Episode ``i`` starts with ``env.reset(seed=seed + i)``, so any one
+    episode can be replayed on its own; ``env.action_space`` is seeded with ``seed`` first, so a random
     policy written as ``lambda obs: env.action_space.sample()`` is
     reproducible too.  ``policy(obs)`` receives the observation as the
     environment returned it and returns an action; a policy with its own
@@ -246,7 +247,7 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
             rows["episode_id"].append(episode)
             rows["t"].append(t)
             rows["obs"].append(flat)
-            rows["action"].append(action)
+            rows["action"].append(np.array(action, copy=True) if isinstance(action, np.ndarray) else action)
             rows[RECORDED].append(reward)
             rows[RECORDED_DONE].append(terminated or truncated)
             rows["terminated"].append(terminated)
@@ -279,7 +280,8 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
 
 def _flat_obs(obs, width: int, episode: int, t: int) -> np.ndarray:
     try:
-        flat = np.asarray(obs, dtype=np.float64).reshape(-1)
+        # a copy: an environment may refill one buffer and hand it back every step
+        flat = np.array(obs, dtype=np.float64, copy=True).reshape(-1)
     except (TypeError, ValueError):
         flat = None
     if flat is None or flat.shape[0] != width:
