@@ -365,3 +365,19 @@ def test_normalize_reward_over_the_real_mountaincar_equals_the_replay_of_its_rec
             handed.append(env.step(action)[1])
     out = gymnasium_normalize_reward(frame["reward_recorded"].to_numpy(), frame["terminated"].to_numpy())
     np.testing.assert_array_equal(out.normalized, np.array(handed, dtype=np.float64))
+
+
+def test_compile_all_builds_the_variants_the_frame_layer_uses():
+    """``make`` compiles the replays once; the frame layer (read-only Polars views) must find them built."""
+    import subprocess
+    import sys
+
+    code = ("import polars as pl\n"
+            "from rewardlab.analysis.replay_kernels import gymnasium_replay, sb3_replay, compile_all\n"
+            "from rewardlab.analysis.normalizers import normalized_rewards\n"
+            "compile_all()\n"
+            "before = (len(gymnasium_replay.signatures), len(sb3_replay.signatures))\n"
+            "normalized_rewards(pl.DataFrame({'reward_a': [0.0, 4.0], 'done_a': [False, True]}), 'a')\n"
+            "print(before == (len(gymnasium_replay.signatures), len(sb3_replay.signatures)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

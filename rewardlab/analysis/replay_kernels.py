@@ -19,6 +19,11 @@ Gymnasium: ``G = G * gamma * (1 - terminated) + r``, then the update with
 update, ``clip(r / sqrt(var + epsilon), -clip, clip)`` cast to float32 (SB3
 hands float32 rewards over), and ``G = 0`` after a done step.
 
+The kernels check nothing (numba does not check array bounds): every array
+must hold ``T`` elements of the dtype named.  Call them through the checked
+:func:`rewardlab.analysis.normalizers.gymnasium_normalize_reward` and
+:func:`~rewardlab.analysis.normalizers.sb3_normalize_reward`.
+
 Compiled by numba on first use and cached on disk next to this module
 (``python -m rewardlab.analysis.replay_kernels`` compiles them now; ``make``
 does once per install).  A plain-Python twin of each loop lives in the tests.
@@ -102,12 +107,19 @@ def sb3_replay(reward, done, gamma, epsilon, clip_reward, prior_count, normalize
 
 
 def compile_all() -> None:
-    """Compile (or load from numba's cache) both kernels."""
+    """Compile (or load from numba's cache) both kernels, for writable and read-only inputs.
+
+    Polars hands read-only NumPy views over (``Series.to_numpy()``), and
+    numba compiles a separate variant for them: both are built here, so the
+    first normalization after ``make`` does not compile.
+    """
     n = 1
-    f8 = np.zeros(n)
-    gymnasium_replay(f8, np.zeros(n, dtype=np.bool_), 0.99, 1e-8, 1e-4, np.empty(n), np.empty(n), np.empty(n))
-    sb3_replay(f8, np.zeros(n, dtype=np.bool_), 0.99, 1e-8, 10.0, 1e-4, np.empty(n, dtype=np.float32),
-               np.empty(n), np.empty(n), np.empty(n, dtype=np.bool_))
+    for writable in (True, False):
+        f8, flags = np.zeros(n), np.zeros(n, dtype=np.bool_)
+        f8.flags.writeable = flags.flags.writeable = writable
+        gymnasium_replay(f8, flags, 0.99, 1e-8, 1e-4, np.empty(n), np.empty(n), np.empty(n))
+        sb3_replay(f8, flags, 0.99, 1e-8, 10.0, 1e-4, np.empty(n, dtype=np.float32), np.empty(n), np.empty(n),
+                   np.empty(n, dtype=np.bool_))
 
 
 if __name__ == "__main__":  # `python -m rewardlab.analysis.replay_kernels`: compile now (make does, once per install)
