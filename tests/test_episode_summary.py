@@ -265,3 +265,13 @@ def test_cli_info_and_plot_show_the_episode_summary(tmp_path, capsys):
     out = tmp_path / "episodes.png"
     assert main(["plot", str(dataset), "--kind", "episodes", "--reward", "shaped", "--out", str(out)]) == 0
     assert out.stat().st_size > 0 and "episodes figure of shaped" in capsys.readouterr().out
+
+
+def test_describe_episodes_leaves_non_finite_returns_out_and_counts_them():
+    from rewardlab.analysis.episode_summary import describe_episodes
+
+    s = pl.DataFrame({"steps": [2, 4, 3], "ended": ["terminated"] * 3, "return_a": [1.0, float("nan"), 3.0]})
+    d = describe_episodes(s)["returns"]["a"]
+    assert (d["min"], d["max"], d["mean"], d["nonfinite"]) == (1.0, 3.0, 2.0, 1)
+    with pytest.raises(ParameterError, match="`summary` should be a polars DataFrame"):
+        describe_episodes({"steps": [1]})

@@ -219,12 +219,16 @@ def summary_rewards(summary: pl.DataFrame) -> list[str]:
 
 
 def _distribution(values: np.ndarray) -> dict:
-    """min, quartiles, max, mean and std (population) of finite values; NaN for none."""
+    """min, quartiles, max, mean and std (population) of the finite values (NaN for none), and how many are not."""
+    finite = np.isfinite(values)
+    nonfinite = int(values.size - np.count_nonzero(finite))
+    values = values[finite]
     if values.size == 0:
-        return {k: math.nan for k in ("min", "p25", "median", "p75", "max", "mean", "std")}
+        return {**{k: math.nan for k in ("min", "p25", "median", "p75", "max", "mean", "std")},
+                "nonfinite": nonfinite}
     q = np.quantile(values, [0.0, 0.25, 0.5, 0.75, 1.0])
     return {"min": float(q[0]), "p25": float(q[1]), "median": float(q[2]), "p75": float(q[3]),
-            "max": float(q[4]), "mean": float(values.mean()), "std": float(values.std())}
+            "max": float(q[4]), "mean": float(values.mean()), "std": float(values.std()), "nonfinite": nonfinite}
 
 
 def describe_episodes(summary: pl.DataFrame) -> dict:
@@ -248,6 +252,9 @@ def describe_episodes(summary: pl.DataFrame) -> dict:
     >>> d["episodes"], d["ended"], d["steps"]["mean"], d["returns"]["a"]["max"]
     (2, {'terminated': 1, 'cut': 1}, 3.0, 3.0)
     """
+    if not isinstance(summary, pl.DataFrame):
+        raise ParameterError("summary", "should be a polars DataFrame from rewardlab.episode_summary",
+                             type(summary).__name__)
     for c in ("steps", "ended"):
         if c not in summary.columns:
             raise ParameterError("summary", f"should be a table from rewardlab.episode_summary (it has no "

@@ -225,8 +225,9 @@ def _episode_digest(data) -> dict:
 def _digest_lines(digest: dict) -> list[str]:
     """``rewardlab info``'s lines for an episode digest: endings, then length and return distributions."""
     def dist(d: dict) -> str:
-        return "  ".join(f"{k} {'-' if d[k] is None else format(d[k], '.4g')}"
+        text = "  ".join(f"{k} {'-' if d[k] is None else format(d[k], '.4g')}"
                          for k in ("min", "p25", "median", "p75", "max", "mean", "std"))
+        return text + (f"  (not finite: {d['nonfinite']:,} episodes, left out)" if d.get("nonfinite") else "")
 
     rows = [("episode endings", ", ".join(f"{k}: {v:,}" for k, v in digest["ended"].items())),
             ("episode length", dist(digest["steps"]))]
