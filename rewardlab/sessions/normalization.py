@@ -17,7 +17,7 @@ import polars as pl
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import FrameError, ParameterError, RewardlabError, check_choice, check_in_range, check_positive
-from rewardlab.analysis.normalizers import normalization_summary, normalized_rewards
+from rewardlab.analysis.normalizers import normalization_summary, normalized_rewards, replay_methods
 from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.episodes import episode_at_row, open_episode
@@ -217,15 +217,17 @@ class NormalizationSession(Session):
                 or not math.isfinite(value):
             raise ParameterError("value", "should be a finite number (a point of the histogram)", value)
         replays = self.results.replays
-        names = [c for c in replays.columns if replays[c].dtype.is_float()]
-        check_choice("column", column, names)
+        check_choice("column", column, ["raw", *replay_methods(replays)])
         raw = replays["raw"].to_numpy()
         rows = np.flatnonzero(raw != 0)
         if rows.size == 0:
             raise ParameterError("value", f"should point at a step, but reward_{self.reward} is 0 on every "
                                  "step", value)
-        shown = replays[column].to_numpy()[rows]
-        return episode_at_row(self.frame, int(rows[np.nanargmin(np.abs(shown - float(value)))]), spec=self.spec)
+        distance = np.abs(replays[column].to_numpy()[rows] - float(value))
+        if not np.isfinite(distance).any():
+            raise ParameterError("column", f"should show finite values to point at, but {column!r} is not finite "
+                                 "on any step with a nonzero reward", column)
+        return episode_at_row(self.frame, int(rows[np.nanargmin(distance)]), spec=self.spec)
 
     # -- pins and saved state ---------------------------------------------------
     def data_fingerprint(self) -> str:
