@@ -52,6 +52,7 @@ from rewardlab.core import columns
 from rewardlab.core.rows import spread_episodes
 from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripError
 from rewardlab.core.spec import FrameSpec
+from rewardlab.domains.mahjong.families.base import REWARD_LIMIT
 from rewardlab.export import export_target, sanitize_comment, write_text
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.plugins.batch_modes import BATCH_MODES
@@ -319,6 +320,17 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
                             checked_rows=sample.height, checked_episodes=picked, episodes=episodes)
 
 
+def _check_reward_range(scaling: StepsScaling, data: pl.DataFrame, spec: FrameSpec | None) -> None:
+    """Refuse constants that take a reward of ``data`` past ``±REWARD_LIMIT`` (as every export does)."""
+    reward, _ = scaling.evaluate(data, spec=spec)
+    far = ~(np.abs(reward) <= REWARD_LIMIT)
+    if far.any():
+        row = int(np.argmax(far))
+        raise ParameterError("constants", f"should keep every scaled reward within ±{REWARD_LIMIT:g}, but row {row} "
+                             f"of the data becomes {float(reward[row])!r}", (scaling.shift, scaling.scale),
+                             hint="Measure the constants on data where the reward varies (another scope).")
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class ScalingExport:
     """What :func:`export_scaling_plugin` wrote: the path, the file's text and the round trip (None unchecked)."""
@@ -415,6 +427,7 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
             raise ParameterError("data", "should be the steps frame to check the file on (or pass check=False)",
                                  None)
         _check_constants_match(scaling, data)
+        _check_reward_range(scaling, data, spec)
         with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
             trial = Path(tmp) / "exported.py"
             trial.write_text(text, encoding="utf-8")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import importlib.util
 import math
 
@@ -253,6 +255,9 @@ def test_bad_arguments_are_named(tmp_path):
         export_scaling_plugin(rewardlab.normalization_constants(other, "other"), tmp_path / "x.py", data=other)
     with pytest.raises(ParameterError, match="`center` should be True or False"):
         StepsScaling(constants, center=1)
+    tiny = dataclasses.replace(constants, std=1e-120)  # finite, but the scaled rewards leave ±1e100
+    with pytest.raises(ParameterError, match=r"`constants` should keep every scaled reward within ±1e\+100, but row"):
+        export_scaling_plugin(tiny, tmp_path / "x.py", data=frame)
     assert list(tmp_path.iterdir()) == []
 
 
