@@ -4,8 +4,12 @@
 #
 # with the potential of the state after an episode's last step taken as 0, terminated or
 # truncated: in TorchRL's layout ("next", "obs") holds the column's padding there, not a
-# state. Shaping of this form leaves the optimal policies of the task unchanged; add it to
-# the task's own reward (e.g. the recorded one) in your trainer, or compare it on its own.
+# state. After a termination that is the textbook rule, and shaping of this form leaves the
+# optimal policies of the task unchanged. After a truncation (a time limit) the next state
+# exists but a step table does not keep it, so 0 treats the cut like an end: fine to compare
+# rewards with, but over cut episodes the policy-invariance argument no longer holds (give
+# the potential of the final observation instead if your trainer bootstraps there). Add it
+# to the task's own reward (e.g. the recorded one) in your trainer, or compare it on its own.
 #
 # `potential` is a plain function: replace it with your own (one float64 per row). The one
 # here is minus the Euclidean length of the observation (higher nearer the origin).
