@@ -18,7 +18,7 @@ The committed files were recorded with Gymnasium 1.4.0 (the ``gym`` extra's
 pin; the script prints the version it ran with).  Their columns are what
 ``rewardlab.record`` writes: ``episode_id``, ``t``, ``obs``, ``action``,
 ``reward_recorded``, ``done_recorded``, ``terminated``, ``truncated``.  The
-same Gymnasium version and seeds give byte-identical files.
+same Gymnasium version and seeds give the same tables (the test compares the loaded frames).
 """
 
 from __future__ import annotations
