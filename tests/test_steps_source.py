@@ -601,3 +601,60 @@ def test_skip_mode_keeps_crlf_lines_and_quoted_line_breaks_of_a_csv(tmp_path):
                                                        b"1,0,again,true\r\n")
     assert result.skipped["line"].to_list() == [5, 6]
     assert result.frame["note"].to_list() == ["two\r\nlines", "plain", "x"]
+
+
+# ----------------------------------------------------------------------------
+# Review fixes
+# ----------------------------------------------------------------------------
+
+
+def test_a_declared_spec_refuses_the_format_options_it_would_ignore(tmp_path):
+    from rewardlab.core.spec import FrameSpec
+
+    rows = episodes(3)
+    write_jsonl(tmp_path / "a.jsonl", rows)
+    spec = FrameSpec(name="mine", episode=("episode_id",), step="t", terminated="terminated",
+                     truncated="truncated", columns=("obs", "action", "reward"))
+    side = tmp_path / "side.jsonl"
+    with pytest.raises(ParameterError, match=r"`episode` cannot be used with spec=: a declared spec names the "
+                       r"columns' roles itself .*; episode, on_error, skipped_path would be ignored"):
+        rewardlab.load(tmp_path / "a.jsonl", format="steps", spec=spec, on_error="skip", skipped_path=side,
+                       episode="nope")
+    assert not side.exists()
+    with pytest.raises(ParameterError, match=r"`unfinished` cannot be used with spec="):
+        rewardlab.load(tmp_path / "a.jsonl", format="steps", spec=spec, unfinished="truncate")
+    frame = rewardlab.load(tmp_path / "a.jsonl", format="steps", spec=spec)  # no options: checked as read
+    assert attached(frame) == spec and frame.height == len(rows)
+
+
+def test_nan_and_infinite_steps_and_rewards_are_refused_naming_the_line(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,reward,terminated\n0,0,1.0,false\n0,nan,1.0,false\n0,2,1.0,true\n")
+    with pytest.raises(StepTableError, match=r"a\.csv:3: column 't': the step is nan, not a finite number "
+                       r"\[rule: not_finite\]"):
+        rewardlab.load(path)
+    path.write_text("episode,t,reward,terminated\n0,0,1.0,false\n0,1,1.0,true\n1,0,inf,false\n1,1,0.5,true\n"
+                    "2,0,NaN,true\n3,0,2.0,true\n")
+    with pytest.raises(StepTableError, match=r"a\.csv:4: column 'reward': the reward is inf, not a finite number "
+                       r"\[rule: not_finite\]"):
+        rewardlab.load(path)
+    with pytest.warns(SkippedLinesWarning, match="not_finite: 2"):
+        result = read_steps(path, on_error="skip", skipped_path=tmp_path / "skipped.csv")
+    assert result.frame["episode"].to_list() == [0, 0, 3]
+    assert (tmp_path / "skipped.csv").read_text().splitlines()[1:] == path.read_text().splitlines()[3:6]
+    frame = pl.DataFrame({"episode_id": [0, 0], "t": [0.0, float("inf")], "terminated": [False, True]})
+    frame.write_parquet(tmp_path / "p.parquet")
+    with pytest.raises(StepTableError, match=r"row group 0.* column 't': the step is inf, not a finite number"):
+        rewardlab.load(tmp_path / "p.parquet")
+
+
+def test_a_text_column_named_like_a_state_is_an_extra(tmp_path, capsys):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,obs,state_label,terminated\n0,0,0.5,idle,false\n0,1,0.25,running,true\n")
+    frame = rewardlab.load(path)
+    spec = attached(frame)
+    assert spec.state_names == ("obs",) and "state_label" in spec.columns
+    assert frame["state_label"].to_list() == ["idle", "running"]
+    assert main(["info", str(path), "--json"]) == 0
+    roles = json.loads(capsys.readouterr().out)["roles"]
+    assert roles["states"] == ["obs"] and roles["extras"] == ["state_label"]

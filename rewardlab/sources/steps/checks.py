@@ -24,6 +24,7 @@ __all__ = ["SKIP_REASONS", "Problems", "numeric", "flag", "list_values", "to_flo
 SKIP_REASONS: dict[str, str] = {
     "missing_value": "role, state and numeric columns have a value in every row",
     "not_numeric": "state, step, reward and numeric columns hold numbers",
+    "not_finite": "steps and the recorded reward are finite numbers (no NaN, no inf)",
     "ragged_list": "a list column has one length in every row",
     "bad_flag": "flags are true/false (or 1/0)",
     "bad_time": "the time column holds numbers, dates or times",
@@ -91,9 +92,20 @@ def to_float(series: pl.Series, name: str, problems: Problems) -> pl.Series:
     return out
 
 
-def numeric(series: pl.Series, name: str, problems: Problems, *, what: str = "value") -> pl.Series:
+def numeric(series: pl.Series, name: str, problems: Problems, *, what: str = "value",
+            finite: bool = False) -> pl.Series:
     """``series`` as a numeric column: numbers stay, text is parsed; nulls and text that is no number
-    are problems."""
+    are problems, and with ``finite`` so are NaN and infinite values (``not_finite``: a NaN step breaks
+    every order check, a NaN reward every statistic).
+
+    Examples
+    --------
+    >>> problems = Problems(True)
+    >>> numeric(pl.Series("t", [0.0, float("nan")]), "t", problems, what="step", finite=True).to_list()[0]
+    0.0
+    >>> problems.rows
+    {1: ('t', 'not_finite', 'the step is nan, not a finite number')}
+    """
     if series.dtype == pl.String:
         series = to_float(series, name, problems)
     elif series.dtype == pl.Boolean:
@@ -106,6 +118,12 @@ def numeric(series: pl.Series, name: str, problems: Problems, *, what: str = "va
     nulls = series.is_null()
     if nulls.any():
         problems.add(nulls.to_numpy(), name, "missing_value", lambda r: f"the {what} is missing (null)")
+    if finite and series.dtype.is_float():
+        bad = (~series.is_finite()).fill_null(False)
+        if bad.any():
+            values = series
+            problems.add(bad.to_numpy(), name, "not_finite",
+                         lambda r: f"the {what} is {values[r]}, not a finite number")
     return series
 
 

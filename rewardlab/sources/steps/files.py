@@ -24,7 +24,7 @@ import polars as pl
 
 from rewardlab.core.errors import StepTableError
 
-__all__ = ["KINDS", "kind_of", "TableFile", "read_file", "schema_of"]
+__all__ = ["KINDS", "kind_of", "TableFile", "read_file", "head_of"]
 
 #: File kinds by suffix.
 KINDS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -119,15 +119,15 @@ class TableFile:
         return records[0][s:e]
 
 
-def schema_of(path) -> dict:
-    """The column names and dtypes of a file, reading little (a Parquet footer, the first text rows)."""
+def head_of(path, rows: int = 100) -> pl.DataFrame:
+    """A file's first ``rows`` rows, for its columns' names, dtypes and first values (reads little)."""
     path = Path(path)
     kind = kind_of(path)
     if kind == "parquet":
-        return dict(pl.read_parquet_schema(path))
+        return pl.read_parquet(path, n_rows=rows)
     if kind == "csv":
-        return dict(pl.read_csv(path, n_rows=100, infer_schema_length=100).schema)
-    return dict(pl.read_ndjson(path, n_rows=100, infer_schema_length=100).schema)
+        return pl.read_csv(path, n_rows=rows, infer_schema_length=rows)
+    return pl.read_ndjson(path, n_rows=rows, infer_schema_length=rows)
 
 
 def _hint(kind: str) -> str:

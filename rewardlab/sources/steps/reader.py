@@ -8,7 +8,10 @@ floats; any other difference is an error).  Column roles come from
 (flags as Boolean, list columns as fixed-size ``Array``), with the recorded
 reward renamed ``reward_recorded`` (Float64) and ``done_recorded`` (True on
 each episode's last step) added, so the table's own reward is a candidate
-every comparison can use as a baseline.  A table already in that layout (a
+every comparison can use as a baseline.  Steps and the recorded reward
+are finite numbers: a NaN or infinite one is an error (rule ``not_finite``,
+skippable like any other), since it would break every order check or
+poison every statistic.  A table already in that layout (a
 ``reward_recorded`` column, as the step-table sources and ``rewardlab.record``
 write it) reads back as itself; its own ``done_recorded``, if any, must be
 True exactly on the episodes' last steps.
@@ -37,7 +40,8 @@ from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.kanachan.reader import LoadResult
 from rewardlab.sources.steps import checks as C
 from rewardlab.sources.steps.files import TableFile, kind_of, read_file
-from rewardlab.sources.steps.roles import DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles
+from rewardlab.sources.steps.roles import (DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles, first_value,
+                                          is_number)
 
 __all__ = ["read_steps", "load_steps", "read_tables", "RECORDED", "RECORDED_DONE", "SKIPPED_SCHEMA", "STEPS_SPEC"]
 
@@ -243,12 +247,12 @@ def _convert(frame: pl.DataFrame, roles: StepRoles, problems: C.Problems) -> dic
     out: dict[str, pl.Series] = {}
     for name in (*roles.states, *roles.extras):
         series = frame.get_column(name)
-        looks_list = series.dtype == pl.String and _first(series, lambda v: v.lstrip().startswith("["))
+        looks_list = series.dtype == pl.String and first_value(series, lambda v: v.lstrip().startswith("["))
         if isinstance(series.dtype, (pl.List, pl.Array)) or looks_list:
             out[name] = C.list_values(series, name, problems)
         elif name in roles.states:
             out[name] = C.numeric(series, name, problems, what="observation value")
-        elif series.dtype == pl.String and _first(series, _is_number):
+        elif series.dtype == pl.String and first_value(series, is_number):
             out[name] = C.numeric(series, name, problems)
         elif series.dtype.is_numeric() or series.dtype == pl.Boolean:
             nulls = series.is_null()
@@ -259,23 +263,10 @@ def _convert(frame: pl.DataFrame, roles: StepRoles, problems: C.Problems) -> dic
             out[name] = series
     if roles.reward is not None:
         out[roles.reward] = C.numeric(frame.get_column(roles.reward), roles.reward, problems,
-                                      what="reward").cast(pl.Float64)
+                                      what="reward", finite=True).cast(pl.Float64)
     if roles.time is not None:
         out[roles.time] = _time(frame.get_column(roles.time), roles.time, problems)
     return out
-
-
-def _first(series: pl.Series, test) -> bool:
-    value = series.drop_nulls().head(1).to_list()
-    return bool(value) and bool(test(value[0]))
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _time(series: pl.Series, name: str, problems: C.Problems) -> pl.Series:
@@ -430,7 +421,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
                    done=done, reward=reward, time=time)
     tables = [read_file(p) for p in files]
     raw = _combine(tables)
-    roles = detect_roles(raw.schema, **options)
+    roles = detect_roles(raw, **options)
     for role in ("episode", "step"):
         if getattr(roles, role) is None:
             raise _missing_role(files[0], role, raw.columns)
@@ -442,7 +433,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     skip = on_error == "skip"
     problems = C.Problems(skip)
     ends, keys = _key_ends(raw, keys_names, problems)
-    step_values = C.numeric(raw.get_column(roles.step), roles.step, problems, what="step")
+    step_values = C.numeric(raw.get_column(roles.step), roles.step, problems, what="step", finite=True)
     step_np = (step_values.to_numpy() if step_values.dtype.is_numeric() and not step_values.null_count()
                else step_values.cast(pl.Float64).fill_null(np.nan).to_numpy())
     flags: dict[str, np.ndarray] = {}
