@@ -658,3 +658,11 @@ def test_a_text_column_named_like_a_state_is_an_extra(tmp_path, capsys):
     assert main(["info", str(path), "--json"]) == 0
     roles = json.loads(capsys.readouterr().out)["roles"]
     assert roles["states"] == ["obs"] and roles["extras"] == ["state_label"]
+
+
+def test_a_done_column_beside_terminated_is_kept_as_read(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,terminated,done\n0,0,false,maybe\n0,1,true,\n1,0,true,yes\n")
+    frame = rewardlab.load(path)
+    assert attached(frame).terminated == "terminated"
+    assert frame["done"].to_list() == ["maybe", None, "yes"]  # not re-read as flags ("maybe" -> False)

@@ -523,7 +523,9 @@ def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, en
             columns.append(pl.Series(name, flags[name]))
         elif name == roles.terminated:
             columns.append(pl.Series(name, flags[name]))
-        elif name == roles.done:  # ignored beside terminated, or the raw done beside a computed terminated
+        elif name in roles.ignored:  # a done beside terminated: not used, so kept as read
+            columns.append(raw.get_column(name))
+        elif name == roles.done:  # the done beside a computed terminated (read_steps reported its problems)
             columns.append(pl.Series(name, C.flag(raw.get_column(name), name, C.Problems(True))))
         else:
             columns.append(raw.get_column(name))
