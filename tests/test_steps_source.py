@@ -666,3 +666,17 @@ def test_a_done_column_beside_terminated_is_kept_as_read(tmp_path):
     frame = rewardlab.load(path)
     assert attached(frame).terminated == "terminated"
     assert frame["done"].to_list() == ["maybe", None, "yes"]  # not re-read as flags ("maybe" -> False)
+
+
+def test_a_blank_csv_line_is_named_not_the_good_line_before_it(tmp_path):
+    path = tmp_path / "a.csv"
+    text = "episode,t,terminated\n0,0,false\n0,1,true\n\n1,0,false\n1,1,true\n2,0,true\n"
+    path.write_text(text)
+    with pytest.raises(StepTableError, match=r"a\.csv:4: column 'episode': the episode value is missing \(null\) "
+                       r"\[rule: missing_value\]"):
+        rewardlab.load(path)
+    with pytest.warns(SkippedLinesWarning):
+        result = read_steps(path, on_error="skip")
+    assert result.skip_counts == {"in_broken_episode": 4, "missing_value": 1}
+    assert result.skipped.filter(pl.col("reason") == "missing_value")["line"].to_list() == [4]
+    assert result.frame["episode"].to_list() == [2]

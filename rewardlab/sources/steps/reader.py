@@ -171,6 +171,34 @@ def _key_ends(frame: pl.DataFrame, keys: tuple[str, ...], problems: C.Problems) 
     return ends, pl.DataFrame(filled)
 
 
+def _keyed_rows(frame: pl.DataFrame, keys: tuple[str, ...]) -> np.ndarray | None:
+    """True on the rows whose key columns all have a value; None when every row has them."""
+    if not any(frame.get_column(k).null_count() for k in keys):
+        return None
+    return frame.select(pl.all_horizontal(pl.col(k).is_not_null() for k in keys)).to_series().to_numpy()
+
+
+class _Subset:
+    """A :class:`~rewardlab.sources.steps.checks.Problems` seen through the rows with a key (``index``: their
+    rows in the whole frame).  A row beside a row without a key is not judged (it may be that row's
+    episode that goes on or ends there): the keyless row is the error, and in skip mode its neighbours'
+    episodes go with it."""
+
+    def __init__(self, problems: C.Problems, index: np.ndarray, height: int):
+        self.problems, self.index = problems, index
+        border = np.ones(height, dtype=bool)
+        border[index] = False  # keyless rows
+        border = np.concatenate(([False], border[:-1])) | np.concatenate((border[1:], [False]))
+        self.judged = ~border[index]
+
+    def add(self, rows, column, rule, message) -> None:
+        rows = np.asarray(rows)
+        rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
+        rows = rows[self.judged[rows]]
+        self.problems.add(self.index[rows], column, rule,
+                          lambda r: message(int(np.searchsorted(self.index, r))))
+
+
 def _agent_order(raw: pl.DataFrame, keys: tuple[str, ...]) -> np.ndarray | None:
     """Rows gathered per (episode, agent) in order of first appearance, each keeping its order (agents
     of a multi-agent episode take turns in the file); None when they already are."""
@@ -448,12 +476,26 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
         flags = {roles.done: done_values & ~trunc if trunc is not None else done_values, **flags}
     converted = _convert(raw, roles, problems)
     converted[roles.step] = step_values
+    # the episode checks see only rows with a key: a keyless row (a blank CSV line) would join the episode
+    # before it and make a good line look bad; it is reported itself (missing_value) and its neighbours'
+    # episodes are skipped with it
+    keyed = _keyed_rows(raw, keys_names)
+    if keyed is None:
+        index, sub_keys, sub_ends, sub_step, sub_flags, checked = None, keys, ends, step_np, flags, problems
+    else:
+        index, mask = np.flatnonzero(keyed), pl.Series(keyed)
+        sub_keys, sub_ends = keys.filter(mask), _key_ends(raw.filter(mask), keys_names, problems)[0]
+        sub_step, sub_flags = step_np[index], {k: v[index] for k, v in flags.items()}
+        checked = _Subset(problems, index, raw.height)
     if roles.reward == RECORDED and RECORDED_DONE in raw.columns:  # the recorded layout: checked, then rebuilt
         own = C.flag(raw.get_column(RECORDED_DONE), RECORDED_DONE, problems)
-        problems.add(own != ends, RECORDED_DONE, "done_recorded_mismatch",
-                     lambda r: f"{RECORDED_DONE} is {bool(own[r])} on step {step_np[r]:g} of episode "
-                     f"{_episode_text(keys, r)!r}; it should be True exactly on an episode's last step")
-    unflagged = _check_episodes(keys, ends, step_np, roles.step, flags, problems, unfinished)
+        sub_own = own if index is None else own[index]
+        checked.add(sub_own != sub_ends, RECORDED_DONE, "done_recorded_mismatch",
+                    lambda r: f"{RECORDED_DONE} is {bool(sub_own[r])} on step {sub_step[r]:g} of episode "
+                    f"{_episode_text(sub_keys, r)!r}; it should be True exactly on an episode's last step")
+    unflagged = _check_episodes(sub_keys, sub_ends, sub_step, roles.step, sub_flags, checked, unfinished)
+    if index is not None:
+        unflagged = index[unflagged]
     keep = None
     if problems and not skip:
         r, column, rule, message = problems.first
