@@ -680,3 +680,12 @@ def test_a_blank_csv_line_is_named_not_the_good_line_before_it(tmp_path):
     assert result.skip_counts == {"in_broken_episode": 4, "missing_value": 1}
     assert result.skipped.filter(pl.col("reason") == "missing_value")["line"].to_list() == [4]
     assert result.frame["episode"].to_list() == [2]
+
+
+def test_a_reward_column_beside_reward_recorded_is_refused_before_the_rows_are_checked(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,reward,reward_recorded,terminated\n0,0,1.0,1.0,maybe\n0,1,1.0,1.0,true\n")
+    with pytest.raises(ParameterError, match="`reward` cannot be kept as reward_recorded: the table already has"):
+        rewardlab.load(path)  # not the bad flag on line 2: the options are wrong before any row is
+    with pytest.raises(ParameterError, match="`reward` cannot be kept as reward_recorded"):
+        read_steps(path, on_error="skip")

@@ -453,6 +453,9 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     for role in ("episode", "step"):
         if getattr(roles, role) is None:
             raise _missing_role(files[0], role, raw.columns)
+    if roles.reward and roles.reward != RECORDED and (RECORDED in raw.columns or RECORDED_DONE in raw.columns):
+        raise ParameterError("reward", f"cannot be kept as {RECORDED}: the table already has a column of "
+                             "that name", roles.reward, hint="Pass reward=False to keep the table as it is.")
     keys_names = (roles.episode, *((roles.agent,) if roles.agent else ()))
     order = _agent_order(raw, keys_names) if roles.agent else None
     if order is not None:
@@ -533,9 +536,6 @@ def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, en
            unflagged: np.ndarray, keep: np.ndarray | None) -> tuple[pl.DataFrame, FrameSpec]:
     """The frame (converted columns, flags, recorded reward) and its spec."""
     recorded_layout = roles.reward == RECORDED
-    if roles.reward and not recorded_layout and (RECORDED in raw.columns or RECORDED_DONE in raw.columns):
-        raise ParameterError("reward", f"cannot be kept as {RECORDED}: the table already has a column of "
-                             "that name", roles.reward, hint="Pass reward=False to keep the table as it is.")
     columns: list[pl.Series] = []
     terminated_name = roles.terminated
     truncated_name = roles.truncated
