@@ -689,3 +689,34 @@ def test_a_reward_column_beside_reward_recorded_is_refused_before_the_rows_are_c
         rewardlab.load(path)  # not the bad flag on line 2: the options are wrong before any row is
     with pytest.raises(ParameterError, match="`reward` cannot be kept as reward_recorded"):
         read_steps(path, on_error="skip")
+
+
+def test_the_steps_package_leaves_pyarrow_to_storage():
+    """DEVELOPERS.md: pyarrow is imported only inside rewardlab.sources.storage's functions."""
+    import ast
+    from pathlib import Path
+
+    import rewardlab.sources.steps as package
+
+    for path in Path(package.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] == "pyarrow" for n in names), f"{path.name}:{node.lineno}"
+
+
+def test_blank_and_whitespace_lines_of_json_lines_keep_the_line_numbers(tmp_path):
+    rows = episodes(3)
+    lines = [json.dumps(r) for r in rows]
+    lines[3:3] = ["", "  \t", "\r"]
+    rows[4]["t"] = "x"
+    lines[7] = json.dumps(rows[4])
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(StepTableError, match=r"a\.jsonl:8: column 't': 'x' is not a number \[rule: not_numeric\]"):
+        rewardlab.load(path)
+    with pytest.warns(SkippedLinesWarning):
+        result = read_steps(path, on_error="skip")
+    episode = rows[4]["episode_id"]
+    kept = [line.encode() for line, r in zip([x for x in lines if x.strip()], rows) if r["episode_id"] == episode]
+    assert result.skipped["raw"].to_list() == kept

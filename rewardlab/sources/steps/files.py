@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import StepTableError
+from rewardlab.sources.storage import row_group_ends
 
 __all__ = ["KINDS", "kind_of", "TableFile", "read_file", "head_of"]
 
@@ -78,10 +79,10 @@ class TableFile:
             if self.kind == "csv":
                 header = (int(starts[0]), int(ends[0])) if starts.size else None
                 starts, ends, lines = starts[1:], ends[1:], lines[1:]
-            else:  # JSON lines: Polars skips blank lines
-                blank = np.array([not data[s:e].strip() for s, e in zip(starts.tolist(), ends.tolist())],
-                                 dtype=bool)
-                starts, ends, lines = starts[~blank], ends[~blank], lines[~blank]
+            else:  # JSON lines: Polars skips blank lines (a record without a byte other than whitespace)
+                solid = np.flatnonzero(~np.isin(arr, np.frombuffer(b" \t\r\n\x0b\x0c", dtype=np.uint8)))
+                kept = np.searchsorted(solid, starts) < np.searchsorted(solid, ends)
+                starts, ends, lines = starts[kept], ends[kept], lines[kept]
             ok = starts.size == self.frame.height
             self._records = (data, starts, ends, lines, header) if ok else (None,)
         return None if self._records[0] is None else self._records
@@ -90,10 +91,7 @@ class TableFile:
         """``line`` (text) or ``row_group`` and ``row`` (Parquet) of the 0-based ``row``, for errors."""
         if self.kind == "parquet":
             if self._groups is None:
-                import pyarrow.parquet as pq
-
-                meta = pq.ParquetFile(str(self.path)).metadata
-                self._groups = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+                self._groups = np.asarray(row_group_ends(self.path), dtype=np.int64)
             return {"row_group": int(np.searchsorted(self._groups, row, side="right")), "row": int(row)}
         records = self._text_records()
         if records is None:
