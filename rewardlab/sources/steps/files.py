@@ -89,14 +89,22 @@ class TableFile:
 
     def where(self, row: int) -> dict:
         """``line`` (text) or ``row_group`` and ``row`` (Parquet) of the 0-based ``row``, for errors."""
+        places = self.places(np.array([row], dtype=np.int64))
+        if "row_group" in places:
+            return {"row_group": int(places["row_group"][0]), "row": int(row)}
+        if "line" in places:
+            return {"line": int(places["line"][0])}
+        return {"row": int(row)}
+
+    def places(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """``{"line": ...}`` (text) or ``{"row_group": ...}`` (Parquet) of 0-based ``rows``; {} when a text
+        file's records cannot be matched to its rows."""
         if self.kind == "parquet":
             if self._groups is None:
                 self._groups = np.asarray(row_group_ends(self.path), dtype=np.int64)
-            return {"row_group": int(np.searchsorted(self._groups, row, side="right")), "row": int(row)}
+            return {"row_group": np.searchsorted(self._groups, rows, side="right")}
         records = self._text_records()
-        if records is None:
-            return {"row": int(row)}
-        return {"line": int(records[3][row])}
+        return {} if records is None else {"line": records[3][rows]}
 
     def raw(self, rows) -> list[bytes]:
         """The bytes of text rows as in the file (no ``\\n``; a CR of a CRLF line end stays)."""

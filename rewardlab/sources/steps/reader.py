@@ -318,27 +318,33 @@ def _time(series: pl.Series, name: str, problems: C.Problems) -> pl.Series:
 
 
 def _skipped(rows: np.ndarray, problems: C.Problems, where: _Rows) -> pl.DataFrame:
-    records = {k: [] for k in SKIPPED_SCHEMA}
-    raws: dict[int, list[int]] = {}
-    for r in rows.tolist():
-        table, local = where.locate(r)
-        column, rule, message = problems.rows.get(r, (None, "in_broken_episode",
-                                                      "the row belongs to an episode skipped for another row"))
-        place = table.where(local)
-        records["file"].append(str(table.path))
-        records["line"].append(place.get("line"))
-        records["row_group"].append(place.get("row_group"))
-        records["row"].append(local)
-        records["column"].append(column)
-        records["reason"].append(rule)
-        records["message"].append(message)
-        raws.setdefault(id(table), []).append(local)
-    raw_bytes: list = [None] * rows.size
-    if rows.size and where.tables[0].kind != "parquet":
-        by_table = {id(t): dict(zip(raws[id(t)], t.raw(raws[id(t)]))) for t in where.tables if id(t) in raws}
-        raw_bytes = [by_table[id(table)][local] for table, local in map(where.locate, rows.tolist())]
-    records["raw"] = raw_bytes
-    return pl.DataFrame(records, schema=SKIPPED_SCHEMA)
+    """One record per skipped row (in frame order), placed with whole-array lookups per file."""
+    n = rows.size
+    original = rows if where.order is None else where.order[rows]
+    k = np.searchsorted(where.starts, original, side="right") - 1
+    local = original - where.starts[k]
+    files = np.empty(n, dtype=object)
+    line = np.full(n, None, dtype=object)
+    row_group = np.full(n, None, dtype=object)
+    raw_bytes = np.full(n, None, dtype=object)
+    for i, table in enumerate(where.tables):
+        mine = np.flatnonzero(k == i)
+        if mine.size == 0:
+            continue
+        files[mine] = str(table.path)
+        places = table.places(local[mine])
+        if "line" in places:
+            line[mine] = places["line"].tolist()
+        if "row_group" in places:
+            row_group[mine] = places["row_group"].tolist()
+        if table.kind != "parquet":
+            raw_bytes[mine] = table.raw(local[mine].tolist())
+    broken = (None, "in_broken_episode", "the row belongs to an episode skipped for another row")
+    reasons = [r or broken for r in problems.reasons(rows)]
+    return pl.DataFrame({"file": files.tolist(), "line": line.tolist(), "row_group": row_group.tolist(),
+                         "row": local.tolist(), "column": [r[0] for r in reasons],
+                         "reason": [r[1] for r in reasons], "message": [r[2] for r in reasons],
+                         "raw": raw_bytes.tolist()}, schema=SKIPPED_SCHEMA)
 
 
 def _write_skipped(path: Path, rows: np.ndarray, raw: pl.DataFrame, where: _Rows, overwrite: bool) -> None:
