@@ -6,6 +6,7 @@ import gzip
 import json
 
 import polars as pl
+import pytest
 
 import rewardlab
 from rewardlab.cli import main
@@ -80,3 +81,54 @@ def test_bundled_sample_is_what_make_sample_writes():
     with gzip.open(SAMPLE, "rt") as f:
         bundled = f.read().splitlines()
     assert bundled == list(iter_kanachan_lines(simulate_games(games, seed=seed)))
+
+
+def _steps_parquet(path, *, bad_episode: int | None = 1) -> pl.DataFrame:
+    """Three episodes of two steps; ``bad_episode`` repeats its step 0."""
+    frame = pl.DataFrame({"episode_id": [0, 0, 1, 1, 2, 2], "t": [0, 1, 0, 1, 0, 1],
+                          "reward": [1.0, 0.5, 0.25, 1.0, 0.0, 2.0],
+                          "terminated": [False, True, False, True, False, True]})
+    if bad_episode is not None:
+        frame = frame.with_columns(pl.when(pl.col("episode_id") == bad_episode).then(0).otherwise(pl.col("t"))
+                                   .alias("t"))
+    frame.write_parquet(path)
+    return frame
+
+
+def test_info_on_a_step_parquet_takes_on_error_and_skipped(tmp_path, capsys):
+    src = tmp_path / "x.parquet"
+    frame = _steps_parquet(src)
+    side = tmp_path / "f.parquet"
+    assert main(["info", str(src), "--format", "steps", "--on-error", "skip", "--skipped", str(side),
+                 "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["transitions"] == 4 and "step_repeated: 1" in out.err
+    assert pl.read_parquet(side).equals(frame.filter(pl.col("episode_id") == 1))
+
+
+def test_the_default_side_file_of_parquet_input_is_parquet(tmp_path, capsys):
+    src = tmp_path / "x.parquet"
+    frame = _steps_parquet(src)
+    assert main(["info", str(src), "--format", "steps", "--on-error", "skip"]) == 0
+    assert str(tmp_path / "x.parquet.skipped.parquet") in capsys.readouterr().err
+    assert pl.read_parquet(tmp_path / "x.parquet.skipped.parquet").equals(frame.filter(pl.col("episode_id") == 1))
+    out = tmp_path / "d.parquet"
+    assert main(["convert", str(src), "--out", str(out), "--format", "steps", "--on-error", "skip"]) == 0
+    assert pl.read_parquet(tmp_path / "d.parquet.skipped.parquet").height == 2
+    assert not (tmp_path / "d.parquet.skipped.txt").exists()
+
+
+def test_option_values_true_false_none_are_constants(tmp_path, capsys):
+    from rewardlab.core.spec import attached
+
+    src = tmp_path / "x.parquet"
+    _steps_parquet(src, bad_episode=None)
+    out = tmp_path / "d.parquet"
+    assert main(["convert", str(src), "--out", str(out), "--format", "steps", "--option", "reward=False",
+                 "--option", "time=none"]) == 0
+    spec = attached(rewardlab.load(out))
+    assert "reward" in spec.columns and "reward_recorded" not in spec.columns  # kept as a plain column
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["info", "--help"])
+    assert "true / false / none" in " ".join(capsys.readouterr().out.split())

@@ -601,3 +601,122 @@ def test_skip_mode_keeps_crlf_lines_and_quoted_line_breaks_of_a_csv(tmp_path):
                                                        b"1,0,again,true\r\n")
     assert result.skipped["line"].to_list() == [5, 6]
     assert result.frame["note"].to_list() == ["two\r\nlines", "plain", "x"]
+
+
+# ----------------------------------------------------------------------------
+# Review fixes
+# ----------------------------------------------------------------------------
+
+
+def test_a_declared_spec_refuses_the_format_options_it_would_ignore(tmp_path):
+    from rewardlab.core.spec import FrameSpec
+
+    rows = episodes(3)
+    write_jsonl(tmp_path / "a.jsonl", rows)
+    spec = FrameSpec(name="mine", episode=("episode_id",), step="t", terminated="terminated",
+                     truncated="truncated", columns=("obs", "action", "reward"))
+    side = tmp_path / "side.jsonl"
+    with pytest.raises(ParameterError, match=r"`episode` cannot be used with spec=: a declared spec names the "
+                       r"columns' roles itself .*; episode, on_error, skipped_path would be ignored"):
+        rewardlab.load(tmp_path / "a.jsonl", format="steps", spec=spec, on_error="skip", skipped_path=side,
+                       episode="nope")
+    assert not side.exists()
+    with pytest.raises(ParameterError, match=r"`unfinished` cannot be used with spec="):
+        rewardlab.load(tmp_path / "a.jsonl", format="steps", spec=spec, unfinished="truncate")
+    frame = rewardlab.load(tmp_path / "a.jsonl", format="steps", spec=spec)  # no options: checked as read
+    assert attached(frame) == spec and frame.height == len(rows)
+
+
+def test_nan_and_infinite_steps_and_rewards_are_refused_naming_the_line(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,reward,terminated\n0,0,1.0,false\n0,nan,1.0,false\n0,2,1.0,true\n")
+    with pytest.raises(StepTableError, match=r"a\.csv:3: column 't': the step is nan, not a finite number "
+                       r"\[rule: not_finite\]"):
+        rewardlab.load(path)
+    path.write_text("episode,t,reward,terminated\n0,0,1.0,false\n0,1,1.0,true\n1,0,inf,false\n1,1,0.5,true\n"
+                    "2,0,NaN,true\n3,0,2.0,true\n")
+    with pytest.raises(StepTableError, match=r"a\.csv:4: column 'reward': the reward is inf, not a finite number "
+                       r"\[rule: not_finite\]"):
+        rewardlab.load(path)
+    with pytest.warns(SkippedLinesWarning, match="not_finite: 2"):
+        result = read_steps(path, on_error="skip", skipped_path=tmp_path / "skipped.csv")
+    assert result.frame["episode"].to_list() == [0, 0, 3]
+    assert (tmp_path / "skipped.csv").read_text().splitlines()[1:] == path.read_text().splitlines()[3:6]
+    frame = pl.DataFrame({"episode_id": [0, 0], "t": [0.0, float("inf")], "terminated": [False, True]})
+    frame.write_parquet(tmp_path / "p.parquet")
+    with pytest.raises(StepTableError, match=r"row group 0.* column 't': the step is inf, not a finite number"):
+        rewardlab.load(tmp_path / "p.parquet")
+
+
+def test_a_text_column_named_like_a_state_is_an_extra(tmp_path, capsys):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,obs,state_label,terminated\n0,0,0.5,idle,false\n0,1,0.25,running,true\n")
+    frame = rewardlab.load(path)
+    spec = attached(frame)
+    assert spec.state_names == ("obs",) and "state_label" in spec.columns
+    assert frame["state_label"].to_list() == ["idle", "running"]
+    assert main(["info", str(path), "--json"]) == 0
+    roles = json.loads(capsys.readouterr().out)["roles"]
+    assert roles["states"] == ["obs"] and roles["extras"] == ["state_label"]
+
+
+def test_a_done_column_beside_terminated_is_kept_as_read(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,terminated,done\n0,0,false,maybe\n0,1,true,\n1,0,true,yes\n")
+    frame = rewardlab.load(path)
+    assert attached(frame).terminated == "terminated"
+    assert frame["done"].to_list() == ["maybe", None, "yes"]  # not re-read as flags ("maybe" -> False)
+
+
+def test_a_blank_csv_line_is_named_not_the_good_line_before_it(tmp_path):
+    path = tmp_path / "a.csv"
+    text = "episode,t,terminated\n0,0,false\n0,1,true\n\n1,0,false\n1,1,true\n2,0,true\n"
+    path.write_text(text)
+    with pytest.raises(StepTableError, match=r"a\.csv:4: column 'episode': the episode value is missing \(null\) "
+                       r"\[rule: missing_value\]"):
+        rewardlab.load(path)
+    with pytest.warns(SkippedLinesWarning):
+        result = read_steps(path, on_error="skip")
+    assert result.skip_counts == {"in_broken_episode": 4, "missing_value": 1}
+    assert result.skipped.filter(pl.col("reason") == "missing_value")["line"].to_list() == [4]
+    assert result.frame["episode"].to_list() == [2]
+
+
+def test_a_reward_column_beside_reward_recorded_is_refused_before_the_rows_are_checked(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("episode,t,reward,reward_recorded,terminated\n0,0,1.0,1.0,maybe\n0,1,1.0,1.0,true\n")
+    with pytest.raises(ParameterError, match="`reward` cannot be kept as reward_recorded: the table already has"):
+        rewardlab.load(path)  # not the bad flag on line 2: the options are wrong before any row is
+    with pytest.raises(ParameterError, match="`reward` cannot be kept as reward_recorded"):
+        read_steps(path, on_error="skip")
+
+
+def test_the_steps_package_leaves_pyarrow_to_storage():
+    """DEVELOPERS.md: pyarrow is imported only inside rewardlab.sources.storage's functions."""
+    import ast
+    from pathlib import Path
+
+    import rewardlab.sources.steps as package
+
+    for path in Path(package.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] == "pyarrow" for n in names), f"{path.name}:{node.lineno}"
+
+
+def test_blank_and_whitespace_lines_of_json_lines_keep_the_line_numbers(tmp_path):
+    rows = episodes(3)
+    lines = [json.dumps(r) for r in rows]
+    lines[3:3] = ["", "  \t", "\r"]
+    rows[4]["t"] = "x"
+    lines[7] = json.dumps(rows[4])
+    path = tmp_path / "a.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(StepTableError, match=r"a\.jsonl:8: column 't': 'x' is not a number \[rule: not_numeric\]"):
+        rewardlab.load(path)
+    with pytest.warns(SkippedLinesWarning):
+        result = read_steps(path, on_error="skip")
+    episode = rows[4]["episode_id"]
+    kept = [line.encode() for line, r in zip([x for x in lines if x.strip()], rows) if r["episode_id"] == episode]
+    assert result.skipped["raw"].to_list() == kept

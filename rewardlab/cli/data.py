@@ -53,13 +53,19 @@ def _add_on_error(p) -> None:
                    "episodes it breaks (skip)")
     p.add_argument("--skipped", metavar="FILE",
                    help="with --on-error skip: side file for the skipped lines "
-                   "(default: OUT.skipped.txt or FIRST_SOURCE.skipped.txt)")
+                   "(default: OUT.skipped.txt or FIRST_SOURCE.skipped.txt; .skipped.parquet "
+                   "for Parquet inputs)")
 
 
-def _skipped_path(args, default_base: str) -> Path | None:
+def _skipped_path(args, default_base: str, inputs) -> Path | None:
+    """``--skipped``, else ``default_base`` + ``.skipped.parquet`` when the inputs are Parquet files (the
+    skipped rows are kept as Parquet) or ``.skipped.txt`` (the skipped lines); None without skip mode."""
     if args.on_error != "skip":
         return None
-    return Path(args.skipped) if args.skipped else Path(default_base + ".skipped.txt")
+    if args.skipped:
+        return Path(args.skipped)
+    parquet = all(Path(p).suffix.lower() == ".parquet" for p in inputs)
+    return Path(default_base + (".skipped.parquet" if parquet else ".skipped.txt"))
 
 
 def _report_skipped(result) -> None:
@@ -102,7 +108,7 @@ def _convert(args) -> int:
     from rewardlab.dataset import convert
     from rewardlab.core.errors import SkippedLinesWarning
 
-    skipped = _skipped_path(args, args.out)
+    skipped = _skipped_path(args, args.out, args.sources)
     _check_outputs(args, args.sources, {"--out": args.out, "--skipped": skipped})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SkippedLinesWarning)
@@ -142,10 +148,11 @@ def _info(args) -> int:
     paths = [Path(p) for p in args.dataset]
     files, source = resolve_source(paths, format=args.format)
     given = format_options(args)
-    if source.read is None or all(_is_dataset(p) for p in paths):
-        data = scan(files, format=source.name, options=given or None)
+    if source.read is None or (args.on_error == "raise" and source.scan is not None
+                               and all(_is_dataset(p) for p in paths)):
+        data = scan(files, format=source.name, options=given or None)  # a converted dataset, read lazily
     else:
-        skipped = _skipped_path(args, str(paths[0]))
+        skipped = _skipped_path(args, str(paths[0]), paths)
         _check_outputs(args, paths, {"--skipped": skipped})
         options = dict(given) if skipped is None else {**given, "on_error": args.on_error,
                                                        "skipped_path": skipped, "overwrite": args.overwrite}

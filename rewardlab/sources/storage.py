@@ -64,6 +64,7 @@ __all__ = [
     "dataset_files",
     "is_dataset",
     "layout_of",
+    "row_group_ends",
     "read_dataset",
     "scan_dataset",
     "verify_dataset",
@@ -377,6 +378,25 @@ def layout_of(path: str | Path) -> str | None:
     metadata = _read_schema(Path(path), pq).metadata or {}
     value = metadata.get(LAYOUT_KEY.encode())
     return None if value is None else value.decode()
+
+
+def row_group_ends(path: str | Path) -> list[int]:
+    """The cumulative row counts of a Parquet file's row groups (its footer only): row ``r`` is in row
+    group ``bisect_right(ends, r)``.
+
+    Examples
+    --------
+    >>> row_group_ends("d.parquet")  # doctest: +SKIP
+    [65536, 131072, 150000]
+    """
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(str(path)).metadata
+    ends, total = [], 0
+    for i in range(meta.num_row_groups):
+        total += meta.row_group(i).num_rows
+        ends.append(total)
+    return ends
 
 
 def _file_metadata(path: Path) -> dict[bytes, bytes]:

@@ -24,6 +24,7 @@ __all__ = ["SKIP_REASONS", "Problems", "numeric", "flag", "list_values", "to_flo
 SKIP_REASONS: dict[str, str] = {
     "missing_value": "role, state and numeric columns have a value in every row",
     "not_numeric": "state, step, reward and numeric columns hold numbers",
+    "not_finite": "steps and the recorded reward are finite numbers (no NaN, no inf)",
     "ragged_list": "a list column has one length in every row",
     "bad_flag": "flags are true/false (or 1/0)",
     "bad_time": "the time column holds numbers, dates or times",
@@ -45,12 +46,20 @@ class Problems:
     ----------
     skip : bool
         Record every bad row (skip mode) instead of the earliest one.
+
+    Examples
+    --------
+    >>> problems = Problems(True)
+    >>> problems.add([3, 1], "x", "not_numeric", lambda r: f"row {r}")
+    >>> problems.add(np.array([False, True, True, False]), "y", "bad_flag", lambda r: f"flag {r}")
+    >>> problems.bad_rows.tolist(), problems.reasons(np.array([1, 2, 3, 0]))
+    ([1, 2, 3], [('x', 'not_numeric', 'row 1'), ('y', 'bad_flag', 'flag 2'), ('x', 'not_numeric', 'row 3'), None])
     """
 
     def __init__(self, skip: bool):
         self.skip = skip
         self.first: tuple[int, str | None, str, Callable[[int], str]] | None = None
-        self.rows: dict[int, tuple[str | None, str, str]] = {}
+        self._batches: list[tuple[np.ndarray, str | None, str, Callable[[int], str]]] = []
 
     def add(self, rows, column: str | None, rule: str, message: Callable[[int], str]) -> None:
         """Record ``rows`` (indices or a Boolean mask) as breaking ``rule`` in ``column``."""
@@ -59,21 +68,36 @@ class Problems:
             rows = np.flatnonzero(rows)
         if rows.size == 0:
             return
-        if self.skip:
-            for r in rows.tolist():
-                if r not in self.rows:
-                    self.rows[r] = (column, rule, message(r))
+        if self.skip:  # each row's first reason wins (see reasons); messages are made only when asked
+            self._batches.append((np.unique(rows.astype(np.int64, copy=False)), column, rule, message))
         else:
             r = int(rows.min())
             if self.first is None or r < self.first[0]:
                 self.first = (r, column, rule, message)
 
     def __bool__(self) -> bool:
-        return self.first is not None or bool(self.rows)
+        return self.first is not None or bool(self._batches)
 
     @property
     def bad_rows(self) -> np.ndarray:
-        return np.fromiter(sorted(self.rows), dtype=np.int64, count=len(self.rows))
+        """Every recorded row, sorted (skip mode)."""
+        if not self._batches:
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate([b[0] for b in self._batches]))
+
+    def reasons(self, rows: np.ndarray) -> list[tuple[str | None, str, str] | None]:
+        """(column, rule, message) of each row's first recorded reason, None for a row without one."""
+        rows = np.asarray(rows, dtype=np.int64)
+        which = np.full(rows.size, -1, dtype=np.int64)
+        for k, batch in enumerate(self._batches):
+            hit = (which < 0) & np.isin(rows, batch[0])
+            which[hit] = k
+        out: list = [None] * rows.size
+        for i in np.flatnonzero(which >= 0).tolist():
+            _, column, rule, message = self._batches[which[i]]
+            r = int(rows[i])
+            out[i] = (column, rule, message(r))
+        return out
 
 
 def _show(value) -> str:
@@ -91,9 +115,20 @@ def to_float(series: pl.Series, name: str, problems: Problems) -> pl.Series:
     return out
 
 
-def numeric(series: pl.Series, name: str, problems: Problems, *, what: str = "value") -> pl.Series:
+def numeric(series: pl.Series, name: str, problems: Problems, *, what: str = "value",
+            finite: bool = False) -> pl.Series:
     """``series`` as a numeric column: numbers stay, text is parsed; nulls and text that is no number
-    are problems."""
+    are problems, and with ``finite`` so are NaN and infinite values (``not_finite``: a NaN step breaks
+    every order check, a NaN reward every statistic).
+
+    Examples
+    --------
+    >>> problems = Problems(True)
+    >>> numeric(pl.Series("t", [0.0, float("nan")]), "t", problems, what="step", finite=True).to_list()[0]
+    0.0
+    >>> problems.reasons([1])
+    [('t', 'not_finite', 'the step is nan, not a finite number')]
+    """
     if series.dtype == pl.String:
         series = to_float(series, name, problems)
     elif series.dtype == pl.Boolean:
@@ -106,6 +141,12 @@ def numeric(series: pl.Series, name: str, problems: Problems, *, what: str = "va
     nulls = series.is_null()
     if nulls.any():
         problems.add(nulls.to_numpy(), name, "missing_value", lambda r: f"the {what} is missing (null)")
+    if finite and series.dtype.is_float():
+        bad = (~series.is_finite()).fill_null(False)
+        if bad.any():
+            values = series
+            problems.add(bad.to_numpy(), name, "not_finite",
+                         lambda r: f"the {what} is {values[r]}, not a finite number")
     return series
 
 

@@ -23,8 +23,9 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import StepTableError
+from rewardlab.sources.storage import row_group_ends
 
-__all__ = ["KINDS", "kind_of", "TableFile", "read_file", "schema_of"]
+__all__ = ["KINDS", "kind_of", "TableFile", "read_file", "head_of"]
 
 #: File kinds by suffix.
 KINDS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -78,27 +79,32 @@ class TableFile:
             if self.kind == "csv":
                 header = (int(starts[0]), int(ends[0])) if starts.size else None
                 starts, ends, lines = starts[1:], ends[1:], lines[1:]
-            else:  # JSON lines: Polars skips blank lines
-                blank = np.array([not data[s:e].strip() for s, e in zip(starts.tolist(), ends.tolist())],
-                                 dtype=bool)
-                starts, ends, lines = starts[~blank], ends[~blank], lines[~blank]
+            else:  # JSON lines: Polars skips blank lines (a record without a byte other than whitespace)
+                solid = np.flatnonzero(~np.isin(arr, np.frombuffer(b" \t\r\n\x0b\x0c", dtype=np.uint8)))
+                kept = np.searchsorted(solid, starts) < np.searchsorted(solid, ends)
+                starts, ends, lines = starts[kept], ends[kept], lines[kept]
             ok = starts.size == self.frame.height
             self._records = (data, starts, ends, lines, header) if ok else (None,)
         return None if self._records[0] is None else self._records
 
     def where(self, row: int) -> dict:
         """``line`` (text) or ``row_group`` and ``row`` (Parquet) of the 0-based ``row``, for errors."""
+        places = self.places(np.array([row], dtype=np.int64))
+        if "row_group" in places:
+            return {"row_group": int(places["row_group"][0]), "row": int(row)}
+        if "line" in places:
+            return {"line": int(places["line"][0])}
+        return {"row": int(row)}
+
+    def places(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """``{"line": ...}`` (text) or ``{"row_group": ...}`` (Parquet) of 0-based ``rows``; {} when a text
+        file's records cannot be matched to its rows."""
         if self.kind == "parquet":
             if self._groups is None:
-                import pyarrow.parquet as pq
-
-                meta = pq.ParquetFile(str(self.path)).metadata
-                self._groups = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-            return {"row_group": int(np.searchsorted(self._groups, row, side="right")), "row": int(row)}
+                self._groups = np.asarray(row_group_ends(self.path), dtype=np.int64)
+            return {"row_group": np.searchsorted(self._groups, rows, side="right")}
         records = self._text_records()
-        if records is None:
-            return {"row": int(row)}
-        return {"line": int(records[3][row])}
+        return {} if records is None else {"line": records[3][rows]}
 
     def raw(self, rows) -> list[bytes]:
         """The bytes of text rows as in the file (no ``\\n``; a CR of a CRLF line end stays)."""
@@ -119,15 +125,15 @@ class TableFile:
         return records[0][s:e]
 
 
-def schema_of(path) -> dict:
-    """The column names and dtypes of a file, reading little (a Parquet footer, the first text rows)."""
+def head_of(path, rows: int = 100) -> pl.DataFrame:
+    """A file's first ``rows`` rows, for its columns' names, dtypes and first values (reads little)."""
     path = Path(path)
     kind = kind_of(path)
     if kind == "parquet":
-        return dict(pl.read_parquet_schema(path))
+        return pl.read_parquet(path, n_rows=rows)
     if kind == "csv":
-        return dict(pl.read_csv(path, n_rows=100, infer_schema_length=100).schema)
-    return dict(pl.read_ndjson(path, n_rows=100, infer_schema_length=100).schema)
+        return pl.read_csv(path, n_rows=rows, infer_schema_length=rows)
+    return pl.read_ndjson(path, n_rows=rows, infer_schema_length=rows)
 
 
 def _hint(kind: str) -> str:

@@ -8,7 +8,10 @@ floats; any other difference is an error).  Column roles come from
 (flags as Boolean, list columns as fixed-size ``Array``), with the recorded
 reward renamed ``reward_recorded`` (Float64) and ``done_recorded`` (True on
 each episode's last step) added, so the table's own reward is a candidate
-every comparison can use as a baseline.  A table already in that layout (a
+every comparison can use as a baseline.  Steps and the recorded reward
+are finite numbers: a NaN or infinite one is an error (rule ``not_finite``,
+skippable like any other), since it would break every order check or
+poison every statistic.  A table already in that layout (a
 ``reward_recorded`` column, as the step-table sources and ``rewardlab.record``
 write it) reads back as itself; its own ``done_recorded``, if any, must be
 True exactly on the episodes' last steps.
@@ -37,7 +40,8 @@ from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.kanachan.reader import LoadResult
 from rewardlab.sources.steps import checks as C
 from rewardlab.sources.steps.files import TableFile, kind_of, read_file
-from rewardlab.sources.steps.roles import DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles
+from rewardlab.sources.steps.roles import (DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles, first_value,
+                                          is_number)
 
 __all__ = ["read_steps", "load_steps", "read_tables", "RECORDED", "RECORDED_DONE", "SKIPPED_SCHEMA", "STEPS_SPEC"]
 
@@ -167,6 +171,34 @@ def _key_ends(frame: pl.DataFrame, keys: tuple[str, ...], problems: C.Problems) 
     return ends, pl.DataFrame(filled)
 
 
+def _keyed_rows(frame: pl.DataFrame, keys: tuple[str, ...]) -> np.ndarray | None:
+    """True on the rows whose key columns all have a value; None when every row has them."""
+    if not any(frame.get_column(k).null_count() for k in keys):
+        return None
+    return frame.select(pl.all_horizontal(pl.col(k).is_not_null() for k in keys)).to_series().to_numpy()
+
+
+class _Subset:
+    """A :class:`~rewardlab.sources.steps.checks.Problems` seen through the rows with a key (``index``: their
+    rows in the whole frame).  A row beside a row without a key is not judged (it may be that row's
+    episode that goes on or ends there): the keyless row is the error, and in skip mode its neighbours'
+    episodes go with it."""
+
+    def __init__(self, problems: C.Problems, index: np.ndarray, height: int):
+        self.problems, self.index = problems, index
+        border = np.ones(height, dtype=bool)
+        border[index] = False  # keyless rows
+        border = np.concatenate(([False], border[:-1])) | np.concatenate((border[1:], [False]))
+        self.judged = ~border[index]
+
+    def add(self, rows, column, rule, message) -> None:
+        rows = np.asarray(rows)
+        rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
+        rows = rows[self.judged[rows]]
+        self.problems.add(self.index[rows], column, rule,
+                          lambda r: message(int(np.searchsorted(self.index, r))))
+
+
 def _agent_order(raw: pl.DataFrame, keys: tuple[str, ...]) -> np.ndarray | None:
     """Rows gathered per (episode, agent) in order of first appearance, each keeping its order (agents
     of a multi-agent episode take turns in the file); None when they already are."""
@@ -243,12 +275,12 @@ def _convert(frame: pl.DataFrame, roles: StepRoles, problems: C.Problems) -> dic
     out: dict[str, pl.Series] = {}
     for name in (*roles.states, *roles.extras):
         series = frame.get_column(name)
-        looks_list = series.dtype == pl.String and _first(series, lambda v: v.lstrip().startswith("["))
+        looks_list = series.dtype == pl.String and first_value(series, lambda v: v.lstrip().startswith("["))
         if isinstance(series.dtype, (pl.List, pl.Array)) or looks_list:
             out[name] = C.list_values(series, name, problems)
         elif name in roles.states:
             out[name] = C.numeric(series, name, problems, what="observation value")
-        elif series.dtype == pl.String and _first(series, _is_number):
+        elif series.dtype == pl.String and first_value(series, is_number):
             out[name] = C.numeric(series, name, problems)
         elif series.dtype.is_numeric() or series.dtype == pl.Boolean:
             nulls = series.is_null()
@@ -259,23 +291,10 @@ def _convert(frame: pl.DataFrame, roles: StepRoles, problems: C.Problems) -> dic
             out[name] = series
     if roles.reward is not None:
         out[roles.reward] = C.numeric(frame.get_column(roles.reward), roles.reward, problems,
-                                      what="reward").cast(pl.Float64)
+                                      what="reward", finite=True).cast(pl.Float64)
     if roles.time is not None:
         out[roles.time] = _time(frame.get_column(roles.time), roles.time, problems)
     return out
-
-
-def _first(series: pl.Series, test) -> bool:
-    value = series.drop_nulls().head(1).to_list()
-    return bool(value) and bool(test(value[0]))
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _time(series: pl.Series, name: str, problems: C.Problems) -> pl.Series:
@@ -299,27 +318,33 @@ def _time(series: pl.Series, name: str, problems: C.Problems) -> pl.Series:
 
 
 def _skipped(rows: np.ndarray, problems: C.Problems, where: _Rows) -> pl.DataFrame:
-    records = {k: [] for k in SKIPPED_SCHEMA}
-    raws: dict[int, list[int]] = {}
-    for r in rows.tolist():
-        table, local = where.locate(r)
-        column, rule, message = problems.rows.get(r, (None, "in_broken_episode",
-                                                      "the row belongs to an episode skipped for another row"))
-        place = table.where(local)
-        records["file"].append(str(table.path))
-        records["line"].append(place.get("line"))
-        records["row_group"].append(place.get("row_group"))
-        records["row"].append(local)
-        records["column"].append(column)
-        records["reason"].append(rule)
-        records["message"].append(message)
-        raws.setdefault(id(table), []).append(local)
-    raw_bytes: list = [None] * rows.size
-    if rows.size and where.tables[0].kind != "parquet":
-        by_table = {id(t): dict(zip(raws[id(t)], t.raw(raws[id(t)]))) for t in where.tables if id(t) in raws}
-        raw_bytes = [by_table[id(table)][local] for table, local in map(where.locate, rows.tolist())]
-    records["raw"] = raw_bytes
-    return pl.DataFrame(records, schema=SKIPPED_SCHEMA)
+    """One record per skipped row (in frame order), placed with whole-array lookups per file."""
+    n = rows.size
+    original = rows if where.order is None else where.order[rows]
+    k = np.searchsorted(where.starts, original, side="right") - 1
+    local = original - where.starts[k]
+    files = np.empty(n, dtype=object)
+    line = np.full(n, None, dtype=object)
+    row_group = np.full(n, None, dtype=object)
+    raw_bytes = np.full(n, None, dtype=object)
+    for i, table in enumerate(where.tables):
+        mine = np.flatnonzero(k == i)
+        if mine.size == 0:
+            continue
+        files[mine] = str(table.path)
+        places = table.places(local[mine])
+        if "line" in places:
+            line[mine] = places["line"].tolist()
+        if "row_group" in places:
+            row_group[mine] = places["row_group"].tolist()
+        if table.kind != "parquet":
+            raw_bytes[mine] = table.raw(local[mine].tolist())
+    broken = (None, "in_broken_episode", "the row belongs to an episode skipped for another row")
+    reasons = [r or broken for r in problems.reasons(rows)]
+    return pl.DataFrame({"file": files.tolist(), "line": line.tolist(), "row_group": row_group.tolist(),
+                         "row": local.tolist(), "column": [r[0] for r in reasons],
+                         "reason": [r[1] for r in reasons], "message": [r[2] for r in reasons],
+                         "raw": raw_bytes.tolist()}, schema=SKIPPED_SCHEMA)
 
 
 def _write_skipped(path: Path, rows: np.ndarray, raw: pl.DataFrame, where: _Rows, overwrite: bool) -> None:
@@ -430,10 +455,13 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
                    done=done, reward=reward, time=time)
     tables = [read_file(p) for p in files]
     raw = _combine(tables)
-    roles = detect_roles(raw.schema, **options)
+    roles = detect_roles(raw, **options)
     for role in ("episode", "step"):
         if getattr(roles, role) is None:
             raise _missing_role(files[0], role, raw.columns)
+    if roles.reward and roles.reward != RECORDED and (RECORDED in raw.columns or RECORDED_DONE in raw.columns):
+        raise ParameterError("reward", f"cannot be kept as {RECORDED}: the table already has a column of "
+                             "that name", roles.reward, hint="Pass reward=False to keep the table as it is.")
     keys_names = (roles.episode, *((roles.agent,) if roles.agent else ()))
     order = _agent_order(raw, keys_names) if roles.agent else None
     if order is not None:
@@ -442,7 +470,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     skip = on_error == "skip"
     problems = C.Problems(skip)
     ends, keys = _key_ends(raw, keys_names, problems)
-    step_values = C.numeric(raw.get_column(roles.step), roles.step, problems, what="step")
+    step_values = C.numeric(raw.get_column(roles.step), roles.step, problems, what="step", finite=True)
     step_np = (step_values.to_numpy() if step_values.dtype.is_numeric() and not step_values.null_count()
                else step_values.cast(pl.Float64).fill_null(np.nan).to_numpy())
     flags: dict[str, np.ndarray] = {}
@@ -457,12 +485,26 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
         flags = {roles.done: done_values & ~trunc if trunc is not None else done_values, **flags}
     converted = _convert(raw, roles, problems)
     converted[roles.step] = step_values
+    # the episode checks see only rows with a key: a keyless row (a blank CSV line) would join the episode
+    # before it and make a good line look bad; it is reported itself (missing_value) and its neighbours'
+    # episodes are skipped with it
+    keyed = _keyed_rows(raw, keys_names)
+    if keyed is None:
+        index, sub_keys, sub_ends, sub_step, sub_flags, checked = None, keys, ends, step_np, flags, problems
+    else:
+        index, mask = np.flatnonzero(keyed), pl.Series(keyed)
+        sub_keys, sub_ends = keys.filter(mask), _key_ends(raw.filter(mask), keys_names, problems)[0]
+        sub_step, sub_flags = step_np[index], {k: v[index] for k, v in flags.items()}
+        checked = _Subset(problems, index, raw.height)
     if roles.reward == RECORDED and RECORDED_DONE in raw.columns:  # the recorded layout: checked, then rebuilt
         own = C.flag(raw.get_column(RECORDED_DONE), RECORDED_DONE, problems)
-        problems.add(own != ends, RECORDED_DONE, "done_recorded_mismatch",
-                     lambda r: f"{RECORDED_DONE} is {bool(own[r])} on step {step_np[r]:g} of episode "
-                     f"{_episode_text(keys, r)!r}; it should be True exactly on an episode's last step")
-    unflagged = _check_episodes(keys, ends, step_np, roles.step, flags, problems, unfinished)
+        sub_own = own if index is None else own[index]
+        checked.add(sub_own != sub_ends, RECORDED_DONE, "done_recorded_mismatch",
+                    lambda r: f"{RECORDED_DONE} is {bool(sub_own[r])} on step {sub_step[r]:g} of episode "
+                    f"{_episode_text(sub_keys, r)!r}; it should be True exactly on an episode's last step")
+    unflagged = _check_episodes(sub_keys, sub_ends, sub_step, roles.step, sub_flags, checked, unfinished)
+    if index is not None:
+        unflagged = index[unflagged]
     keep = None
     if problems and not skip:
         r, column, rule, message = problems.first
@@ -500,9 +542,6 @@ def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, en
            unflagged: np.ndarray, keep: np.ndarray | None) -> tuple[pl.DataFrame, FrameSpec]:
     """The frame (converted columns, flags, recorded reward) and its spec."""
     recorded_layout = roles.reward == RECORDED
-    if roles.reward and not recorded_layout and (RECORDED in raw.columns or RECORDED_DONE in raw.columns):
-        raise ParameterError("reward", f"cannot be kept as {RECORDED}: the table already has a column of "
-                             "that name", roles.reward, hint="Pass reward=False to keep the table as it is.")
     columns: list[pl.Series] = []
     terminated_name = roles.terminated
     truncated_name = roles.truncated
@@ -532,7 +571,9 @@ def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, en
             columns.append(pl.Series(name, flags[name]))
         elif name == roles.terminated:
             columns.append(pl.Series(name, flags[name]))
-        elif name == roles.done:  # ignored beside terminated, or the raw done beside a computed terminated
+        elif name in roles.ignored:  # a done beside terminated: not used, so kept as read
+            columns.append(raw.get_column(name))
+        elif name == roles.done:  # the done beside a computed terminated (read_steps reported its problems)
             columns.append(pl.Series(name, C.flag(raw.get_column(name), name, C.Problems(True))))
         else:
             columns.append(raw.get_column(name))

@@ -20,8 +20,11 @@ reward         ``reward``, ``rewards``,                       ``reward_recorded`
 time           ``time``, ``timestamp``                        the spec's ``time``
 =============  =============================================  ===========================
 
-Every other column is kept.  A numeric column or a list column whose name
+Every other column is kept.  A numeric, Boolean or list column whose name
 starts with ``obs``, ``observation`` or ``state`` (any case) is a *state*
+(a text column too when its first value is a number or a list such as
+``"[0.1, 0.2]"``: CSV and JSON lines hold lists and odd numbers as text;
+other text, such as a ``state_label``, is an extra)
 (:class:`~rewardlab.core.spec.StateColumn`: the steps contract hands ``obs``
 and ``("next", "obs")``); every other column is an *extra* (``action``, ...;
 numeric and Boolean extras reach the plug-in at the root of its TensorDict).
@@ -48,9 +51,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import polars as pl
+
 from rewardlab.core.errors import ParameterError
 
-__all__ = ["StepRoles", "detect_roles", "DEFAULT_NAMES", "ROLE_OPTIONS", "STATE_NAME"]
+__all__ = ["StepRoles", "detect_roles", "DEFAULT_NAMES", "ROLE_OPTIONS", "STATE_NAME", "first_value", "is_number"]
 
 #: Each role's default column names, tried in order.
 DEFAULT_NAMES: dict[str, tuple[str, ...]] = {
@@ -135,13 +140,53 @@ def _option(name: str, value) -> str | None | bool:
     return value
 
 
+def is_number(text: str) -> bool:
+    """True for text Python reads as a float.
+
+    Examples
+    --------
+    >>> is_number(" 1e-3"), is_number("idle")
+    (True, False)
+    """
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def first_value(series: pl.Series, test) -> bool:
+    """``test`` of the column's first value that is not null (False when all are null).
+
+    Examples
+    --------
+    >>> first_value(pl.Series([None, "[1, 2]"]), lambda v: v.lstrip().startswith("["))
+    True
+    """
+    value = series.drop_nulls().head(1).to_list()
+    return bool(value) and bool(test(value[0]))
+
+
+def _may_be_state(name: str, dtype, values: pl.Series | None) -> bool:
+    """A state's name, and numbers: numeric, Boolean, a list, or text whose first value is a number or list."""
+    if not STATE_NAME.match(name):
+        return False
+    if dtype.is_numeric() or dtype in (pl.Boolean, pl.Null) or isinstance(dtype, (pl.List, pl.Array)):
+        return True
+    if dtype == pl.String and values is not None:
+        return first_value(values, lambda v: v.lstrip().startswith("[") or is_number(v))
+    return False
+
+
 def detect_roles(schema, **options) -> StepRoles:
     """The roles of a table's columns: the options' columns, else the default names found.
 
     Parameters
     ----------
-    schema : mapping
-        ``{column: polars dtype}`` in table order.
+    schema : mapping or polars.DataFrame
+        ``{column: polars dtype}`` in table order, or the table (or its
+        first rows): then a text column named like a state is a state when
+        its first value is a number or a list (with a mere schema, never).
     **options
         ``episode``, ``step``, ``agent``, ``terminated``, ``truncated``,
         ``done``, ``reward``, ``time``: a column name, None (detect by
@@ -164,11 +209,15 @@ def detect_roles(schema, **options) -> StepRoles:
     >>> import polars as pl
     >>> detect_roles({"ep": pl.Int64, "step": pl.Int64, "done": pl.Boolean}, episode="ep").done
     'done'
+    >>> detect_roles(pl.DataFrame({"t": [0], "episode": [0], "state_label": ["idle"], "obs": ["[1]"]})).states
+    ('obs',)
     """
     unknown = sorted(set(options) - set(ROLE_OPTIONS))
     if unknown:
         raise ParameterError(unknown[0], "is not a role option (" + ", ".join(ROLE_OPTIONS) + ")",
                              options[unknown[0]])
+    frame = schema if isinstance(schema, pl.DataFrame) else None
+    schema = dict(schema.schema) if frame is not None else schema
     names = list(schema)
     chosen: dict[str, str | None] = {}
     given = []
@@ -199,7 +248,8 @@ def detect_roles(schema, **options) -> StepRoles:
     for name in names:
         if name in seen:
             continue
-        (states if STATE_NAME.match(name) else extras).append(name)
+        values = frame.get_column(name) if frame is not None else None
+        (states if _may_be_state(name, schema[name], values) else extras).append(name)
     return StepRoles(**{k: v for k, v in chosen.items() if k not in ("episode", "step")},
                      episode=chosen["episode"], step=chosen["step"], states=tuple(states),
                      extras=tuple(extras), ignored=ignored, given=tuple(given))

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import polars as pl
 
+from rewardlab.core.errors import ParameterError
 from rewardlab.sources.registry import Source, register_source
-from rewardlab.sources.steps.files import kind_of, schema_of
+from rewardlab.sources.steps.files import head_of, kind_of
 from rewardlab.sources.steps.reader import STEPS_SPEC, load_steps, read_steps, read_tables
 from rewardlab.sources.steps.roles import DEFAULT_NAMES, detect_roles
 from rewardlab.sources.storage import has_rewardlab_metadata
@@ -50,7 +51,7 @@ def step_roles(paths, *, episode=None, step=None, agent=None, terminated=None, t
     'episode_id'
     """
     first = Path(paths[0] if isinstance(paths, (list, tuple)) else paths)
-    roles = detect_roles(schema_of(first), episode=episode, step=step, agent=agent, terminated=terminated,
+    roles = detect_roles(head_of(first), episode=episode, step=step, agent=agent, terminated=terminated,
                          truncated=truncated, done=done, reward=reward, time=time)
     out = roles.as_dict()
     for role in ("episode", "step"):
@@ -58,11 +59,30 @@ def step_roles(paths, *, episode=None, step=None, agent=None, terminated=None, t
     return out
 
 
+#: ``_load``'s option defaults (an option at its default is not "given").
+_DEFAULTS = dict(unfinished="error", on_error="raise", overwrite=False)
+
+
 def _load(paths, *, episode=None, step=None, agent=None, terminated=None, truncated=None, done=None,
           reward=None, time=None, unfinished="error", on_error="raise", skipped_path=None, overwrite=False,
           spec=None):
-    """``load_steps``; with a declared ``spec`` the rows as read (``rewardlab.load`` checks them against it)."""
+    """``load_steps``; with a declared ``spec`` the rows as read (``rewardlab.load`` checks them against it).
+
+    A declared spec names the roles itself and is checked on the whole frame, with no per-line errors and
+    no skip mode, so the format's options are refused beside it rather than silently ignored.
+    """
     if spec is not None:
+        given = {k: v for k, v in dict(
+            episode=episode, step=step, agent=agent, terminated=terminated, truncated=truncated, done=done,
+            reward=reward, time=time, unfinished=unfinished, on_error=on_error, skipped_path=skipped_path,
+            overwrite=overwrite).items() if v != _DEFAULTS.get(k)}
+        if given:
+            raise ParameterError(
+                next(iter(given)), "cannot be used with spec=: a declared spec names the columns' roles "
+                "itself and the rows are checked against it as read (no roles to detect, no per-line "
+                "errors, no skip mode); " + ", ".join(given) + " would be ignored", given,
+                hint="Drop spec= to read the table with the format's options (roles, on_error, "
+                "skipped_path, ...), or drop the options to check the rows against spec.")
         return read_tables(paths)
     return load_steps(paths, episode=episode, step=step, agent=agent, terminated=terminated,
                       truncated=truncated, done=done, reward=reward, time=time, unfinished=unfinished,
