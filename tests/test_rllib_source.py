@@ -486,3 +486,23 @@ def test_a_plugin_runs_through_the_steps_contract(tmp_path):
     np.testing.assert_allclose(out["reward_shaping"].to_numpy(), want, rtol=1e-12)
     np.testing.assert_array_equal(out["done_shaping"].to_numpy(), end)
     assert STEPS.arrays(frame, attached(frame)).extras.keys() == {"actions"}
+
+
+# --- review fixes ----------------------------------------------------------------------------------
+
+
+def test_skip_mode_drops_every_episode_with_steps_out_of_order(tmp_path):
+    # two episodes with a repeated step: both are skipped, and the load then passes the frame checks
+    rows = lines(OLD)
+    first, second = batch_of(rows[0]), batch_of(rows[3])
+    first["t"][5] = first["t"][4]
+    second["t"][5] = second["t"][4]
+    assert first["eps_id"][5] != second["eps_id"][5]
+    path = write_lines(tmp_path / "out.json", [with_batch(rows[0], first), *rows[1:3],
+                                               with_batch(rows[3], second), *rows[4:]])
+    with pytest.warns(SkippedLinesWarning):
+        frame = rewardlab.load(path, format="rllib", options={**TRUNCATE, "on_error": "skip",
+                                                              "skipped_path": tmp_path / "skipped.json"})
+    assert not {first["eps_id"][5], second["eps_id"][5]} & set(frame["eps_id"])
+    skipped = [json.loads(x) for x in (tmp_path / "skipped.json").read_bytes().split(b"\n")[:-1]]
+    assert len([s for s in skipped if s == json.loads(with_batch(rows[3], second))]) == 1

@@ -425,7 +425,7 @@ def _episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished:
     problems = []
     t = frame["t"].to_numpy()
     bad = np.flatnonzero(~start[1:] & (t[1:] <= t[:-1])) + 1
-    for r in bad[:1] if bad.size else ():
+    for r in bad:  # every one: each marks its episode (skip mode drops them all)
         problems.append((int(r), "t", "step_order",
                          f"step t={t[r]} follows t={t[r - 1]} ({_unit_text(frame, r - 1, kind, names)}) within "
                          f"the episode: steps should increase (repeated or out of order)"))
