@@ -506,3 +506,23 @@ def test_skip_mode_drops_every_episode_with_steps_out_of_order(tmp_path):
     assert not {first["eps_id"][5], second["eps_id"][5]} & set(frame["eps_id"])
     skipped = [json.loads(x) for x in (tmp_path / "skipped.json").read_bytes().split(b"\n")[:-1]]
     assert len([s for s in skipped if s == json.loads(with_batch(rows[3], second))]) == 1
+
+
+def test_episodes_next_to_an_unreadable_line_are_dropped_across_files_and_blank_lines(tmp_path):
+    rows = lines(OLD)
+    spanning = batch_of(rows[1])["eps_id"][-1]
+    assert spanning == batch_of(rows[2])["eps_id"][0]  # the episode goes on in the line made corrupt
+    skip = {**TRUNCATE, "on_error": "skip"}
+    # the episode ends a.json; its later steps are on b.json's corrupt first line
+    a = write_lines(tmp_path / "a.json", [rows[0], rows[1]])
+    b = write_lines(tmp_path / "b.json", [b"{corrupt", *rows[3:]])
+    with pytest.warns(SkippedLinesWarning):
+        result = read_rllib([a, b], **skip)
+    assert spanning not in set(result.frame["eps_id"])
+    reasons = dict(zip(result.skipped["file"], result.skipped["reason"]))
+    assert reasons[str(a)] == "in_broken_episode" and f"next to {b} line 1" in result.skipped["message"][0]
+    # a blank line between the episode's line and the corrupt one hides nothing
+    c = write_lines(tmp_path / "c.json", [rows[0], rows[1], b"", b"{corrupt", *rows[3:]])
+    with pytest.warns(SkippedLinesWarning):
+        result = read_rllib(c, **skip)
+    assert spanning not in set(result.frame["eps_id"])

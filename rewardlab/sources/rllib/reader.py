@@ -606,7 +606,7 @@ def read_rllib(
         else:
             skipped, where = _skipped_rows(frame, problems, bad, files)
     if skip and skipped is not None and skipped.height:
-        frame = _drop_skipped_episodes(frame, problems, bad)
+        frame = _drop_skipped_episodes(frame, problems, bad, files, kind)
     frame = _finish(frame)
     spec = rllib_spec(_obs_state(frame))
     frame = attach(frame, spec)
@@ -689,7 +689,7 @@ _SKIPPED_SCHEMA = {"file": pl.String, "line": pl.UInt32, "column": pl.Int16, "re
                    "message": pl.String, "text": pl.String, "raw": pl.Binary}
 
 
-def _bad_episodes(frame, problems, bad) -> tuple[np.ndarray, dict]:
+def _bad_episodes(frame, problems, bad, files, kind) -> tuple[np.ndarray, dict]:
     """Episodes to drop (bool per episode ordinal) and the first reason of each."""
     n_eps = int(frame["_episode"].max()) + 1 if frame.height else 0
     drop = np.zeros(n_eps, dtype=bool)
@@ -700,20 +700,34 @@ def _bad_episodes(frame, problems, bad) -> tuple[np.ndarray, dict]:
         drop[e] = True
         reason.setdefault(e, (rule, f"column {column}: {message}"))
     if bad and frame.height:
-        # an unreadable line may hold steps of the episodes on the lines around it
-        file = frame["_file"].to_numpy().astype(np.int64)
-        unit = frame["_unit"].to_numpy().astype(np.int64)
+        # an unreadable line (row group, file) may hold steps of the episodes on the readable lines
+        # just before and after it, in the order of all lines of all files (episodes go on across
+        # files; blank lines and lines of other problems are passed over)
+        key = _unit_keys(frame["_file"].to_numpy(), frame["_unit"].to_numpy())
+        units = np.unique(key)
         for f, line, problem in bad:
-            near = (file == f) & (np.abs(unit - line) == 1) if line >= 0 else np.zeros(len(unit), dtype=bool)
+            lo, hi = ((f << 32) + line, (f << 32) + line) if line >= 0 else ((f << 32) - 1, (f + 1) << 32)
+            before = units[units < lo]
+            after = units[units > hi]
+            near = (key == lo) | (key == hi)
+            if before.size:
+                near |= key == before[-1]
+            if after.size:
+                near |= key == after[0]
             for e in np.unique(episode[near]):
                 drop[int(e)] = True
-                reason.setdefault(int(e), ("in_broken_episode", f"the episode has rows next to line {line}, "
-                                           f"which was skipped ({problem.rule})"))
+                reason.setdefault(int(e), ("in_broken_episode", f"the episode has rows next to {files[f]} "
+                                           f"{_where(kind, line)}, which was skipped ({problem.rule})"))
     return drop, reason
 
 
+def _unit_keys(file: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """One int64 per (file, line or row group), ordered as the files and lines are."""
+    return (file.astype(np.int64) << 32) + unit.astype(np.int64)
+
+
 def _skipped(frame, problems, bad, files, raws) -> pl.DataFrame:
-    drop, reason = _bad_episodes(frame, problems, bad)
+    drop, reason = _bad_episodes(frame, problems, bad, files, "line")
     entries: dict[tuple[int, int], tuple[str, str]] = {}
     for f, line, problem in bad:
         entries[(f, line)] = (problem.rule, (f"column {problem.column}: " if problem.column else "")
@@ -739,7 +753,7 @@ def _skipped_rows(frame, problems, bad, files) -> tuple[pl.DataFrame, list[tuple
     and where each is: (file index, row group, row), in file order."""
     import pyarrow.parquet as pq
 
-    drop, reason = _bad_episodes(frame, problems, bad)
+    drop, reason = _bad_episodes(frame, problems, bad, files, "row group")
     found: dict[tuple[int, int, int], tuple[str, str]] = {}
     for f, group, problem in bad:
         message = (f"column {problem.column}: " if problem.column else "") + problem.message
@@ -785,8 +799,8 @@ def _write_skipped_rows(where, files, path: Path, *, overwrite: bool) -> None:
         pq.write_table(table, tmp)
 
 
-def _drop_skipped_episodes(frame, problems, bad) -> pl.DataFrame:
-    drop, _ = _bad_episodes(frame, problems, bad)
+def _drop_skipped_episodes(frame, problems, bad, files, kind) -> pl.DataFrame:
+    drop, _ = _bad_episodes(frame, problems, bad, files, kind)
     return frame.filter(~pl.Series(drop[frame["_episode"].to_numpy()]))
 
 
