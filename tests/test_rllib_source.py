@@ -20,7 +20,8 @@ import pytest
 import rewardlab
 from conftest import ROOT
 from rewardlab.contracts.steps import STEPS
-from rewardlab.core.errors import DataFormatError, OutputExistsError, ParameterError, SkippedLinesWarning
+from rewardlab.core.errors import (DataFormatError, FilesLeftOutWarning, OutputExistsError, ParameterError,
+                                   SkippedLinesWarning)
 from rewardlab.core.spec import attached
 from rewardlab.plugins import apply_plugins
 from rewardlab.sources.registry import detect_source
@@ -174,7 +175,10 @@ def test_compressed_parquet_rows_decode(tmp_path):
 
 
 def test_a_folder_is_searched_for_rllib_files():
-    frame = rewardlab.load(OLD, format="rllib", options=TRUNCATE)  # stats.json beside the data is passed over
+    # stats.json beside the data is not sample data: left out, and named
+    with pytest.warns(FilesLeftOutWarning, match=rf"left out 1 file of {OLD} that is not RLlib sample data "
+                      rf".*: {OLD / 'stats.json'}$"):
+        frame = rewardlab.load(OLD, format="rllib", options=TRUNCATE)
     assert frame.height == 3000
 
 
@@ -526,3 +530,22 @@ def test_episodes_next_to_an_unreadable_line_are_dropped_across_files_and_blank_
     with pytest.warns(SkippedLinesWarning):
         result = read_rllib(c, **skip)
     assert spanning not in set(result.frame["eps_id"])
+
+
+def test_a_folder_file_with_a_corrupt_first_line_is_read_not_passed_over(tmp_path):
+    rows = lines(OLD)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    write_lines(folder / "a.json", rows[:6])
+    b = write_lines(folder / "b.json", [b'\x00\x00{"typ', *rows[7:]])  # a cut-off line
+    (folder / "params.json").write_text('{"env": "CartPole-v1"}')  # Tune's, not sample data
+    with pytest.raises(DataFormatError, match=rf"{b}:1: .*\[rule: bad_json\]"):
+        with pytest.warns(FilesLeftOutWarning):
+            read_rllib(folder, unfinished="truncate")
+    with pytest.warns(SkippedLinesWarning), pytest.warns(FilesLeftOutWarning, match=r"left out 1 file of "
+                                                         rf".*: {folder / 'params.json'}$"):
+        result = read_rllib(folder, unfinished="truncate", on_error="skip")
+    # b.json's episodes away from the corrupt line are loaded
+    later = batch_of(rows[8])["eps_id"][-1]
+    assert later in set(result.frame["eps_id"])
+    assert result.skipped.filter(pl.col("reason") == "bad_json")["file"].to_list() == [str(b)]

@@ -57,7 +57,8 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.columns import done_column, reward_column
-from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice
+from rewardlab.core.errors import (DataFormatError, FilesLeftOutWarning, ParameterError, SkippedLinesWarning,
+                                   check_choice)
 from rewardlab.core.files import as_paths, atomic_open, atomic_path, check_input, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.kanachan.reader import LoadResult
@@ -485,9 +486,13 @@ def _files(paths) -> list[Path]:
     for p in as_paths(paths):
         check_input(p, folder=True)
         if p.is_dir():
-            # a folder's RLlib files (RLlib's output folders also hold other files: stats, logs)
-            found = sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in (".json", ".parquet")
-                           and sniff_rllib(q))
+            found, left_out = _folder_files(p)
+            if left_out:
+                warnings.warn(FilesLeftOutWarning(
+                    f"left out {len(left_out)} file{'s' if len(left_out) > 1 else ''} of {p} that "
+                    f"{'are' if len(left_out) > 1 else 'is'} not RLlib sample data (a JSON file whose first "
+                    "line or whole text is JSON but not a SampleBatch / MultiAgentBatch, a Parquet file without RLlib's "
+                    f"step columns): {', '.join(str(q) for q in left_out)}"), stacklevel=4)
             if not found:
                 raise ParameterError("paths", "should name RLlib output files or folders holding some "
                                      "(*.json lines of SampleBatch / MultiAgentBatch, *.parquet rows)", str(p))
@@ -497,6 +502,51 @@ def _files(paths) -> list[Path]:
     if not out:
         raise ParameterError("paths", "should name at least one file", list(paths))
     return out
+
+
+def _folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """A folder's ``*.json`` / ``*.parquet`` files: (RLlib's, left out).  A file is left out only when
+    it is readable and clearly not sample data (RLlib's output folders also hold other files: Tune's
+    ``params.json`` / ``result.json``, stats); a file that cannot be read is taken, so the reader
+    reports its bad lines and keeps its good episodes."""
+    found, left_out = [], []
+    for q in sorted(q for q in folder.rglob("*") if q.is_file() and q.suffix.lower() in (".json", ".parquet")):
+        (found if _maybe_sample_data(q) else left_out).append(q)
+    return found, left_out
+
+
+def _maybe_sample_data(path: Path) -> bool:
+    """False only for a readable file that is clearly not RLlib sample data."""
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            schema = pq.read_schema(path)
+        except Exception:  # pyarrow raises ArrowInvalid, OSError: the reader reports it
+            return True
+        return _rllib_parquet_schema(schema)
+    try:
+        with open(path, "rb") as f:
+            first = next((line for line in f if line.strip()), b"")
+    except OSError:  # the reader reports it
+        return True
+    if not first.strip() or _HEAD.match(first):
+        return True
+    try:
+        obj = parse_json(first)
+    except ValueError:
+        try:  # a JSON document over several lines (stats, params written with indent) is not ours
+            obj = parse_json(path.read_bytes())
+        except (ValueError, OSError):  # a corrupt first line: the reader reports it, and reads the others
+            return True
+    return isinstance(obj, dict) and obj.get("type") in ("SampleBatch", "MultiAgentBatch")
+
+
+def _rllib_parquet_schema(schema) -> bool:
+    """RLlib's step columns, and no rewardlab spec (a rewardlab Parquet file is a dataset)."""
+    meta = schema.metadata or {}
+    return (not any(k.startswith(b"rewardlab") for k in meta)
+            and all(c in schema.names for c in ("eps_id", "obs", "new_obs", "rewards", "terminateds")))
 
 
 def _kind(path: Path) -> str:
@@ -518,7 +568,10 @@ def read_rllib(
     ----------
     paths : path or sequence of paths
         Files, or folders searched recursively for RLlib's ``*.json`` /
-        ``*.parquet`` files (recognized by content; others are passed over);
+        ``*.parquet`` files (every one, except a readable file that is
+        clearly not sample data: a JSON file whose first line is JSON but not
+        a batch, a Parquet file without RLlib's step columns; those are named
+        in a :class:`~rewardlab.core.errors.FilesLeftOutWarning`);
         all JSON lines or all Parquet.  An episode may continue over lines
         and files (in the order given, folders sorted by name).
     on_error : {"raise", "skip"}
@@ -857,10 +910,7 @@ def sniff_rllib(path) -> bool:
         if path.suffix.lower() == ".parquet":
             import pyarrow.parquet as pq
 
-            schema = pq.read_schema(path)
-            meta = schema.metadata or {}
-            return (not any(k.startswith(b"rewardlab") for k in meta)
-                    and all(c in schema.names for c in ("eps_id", "obs", "new_obs", "rewards", "terminateds")))
+            return _rllib_parquet_schema(pq.read_schema(path))
         with open(path, "rb") as f:
             return _HEAD.match(f.read(256)) is not None
     except Exception:  # not readable, not Parquet: not ours
