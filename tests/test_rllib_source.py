@@ -549,3 +549,10 @@ def test_a_folder_file_with_a_corrupt_first_line_is_read_not_passed_over(tmp_pat
     later = batch_of(rows[8])["eps_id"][-1]
     assert later in set(result.frame["eps_id"])
     assert result.skipped.filter(pl.col("reason") == "bad_json")["file"].to_list() == [str(b)]
+
+
+def test_unfinished_takes_the_steps_sources_values():
+    with pytest.raises(DataFormatError, match=r"\[rule: unfinished\]"):
+        read_rllib(OLD / "data", unfinished="error")
+    with pytest.raises(ParameterError, match=r"`unfinished` should be one of .*'error', 'truncate'"):
+        read_rllib(OLD / "data", unfinished="raise")

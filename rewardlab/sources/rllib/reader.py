@@ -559,7 +559,7 @@ def read_rllib(
     on_error: str = "raise",
     skipped_path: str | Path | None = None,
     overwrite: bool = False,
-    unfinished: str = "raise",
+    unfinished: str = "error",
     allow_pickle: bool = False,
 ) -> LoadResult:
     """Load RLlib offline output (JSON lines or new-stack Parquet) and report what was skipped.
@@ -591,10 +591,11 @@ def read_rllib(
         ``overwrite``).
     overwrite : bool
         Replace an existing ``skipped_path``.
-    unfinished : {"raise", "truncate"}
+    unfinished : {"error", "truncate"}
         An episode whose last step has neither ``terminateds`` nor
         ``truncateds`` set (a ``truncate_episodes`` run stops mid-episode) is
-        a problem (``"raise"``; skipped with ``on_error="skip"``), or is
+        an error (``"error"``, as in the steps source; skipped with
+        ``on_error="skip"``), or is
         loaded with its last step marked truncated (``"truncate"``).
     allow_pickle : bool
         Decode compressed columns with Python's full unpickler (it can run
@@ -615,7 +616,7 @@ def read_rllib(
     {'unfinished': 1}
     """
     check_choice("on_error", on_error, ("raise", "skip"))
-    check_choice("unfinished", unfinished, ("raise", "truncate"))
+    check_choice("unfinished", unfinished, ("error", "truncate"))
     if not isinstance(allow_pickle, bool):
         raise ParameterError("allow_pickle", "should be True or False", allow_pickle)
     files = _files(paths)
@@ -882,7 +883,7 @@ def _obs_state(frame: pl.DataFrame) -> StateColumn:
 
 
 def load_rllib(paths, *, on_error: str = "raise", skipped_path=None, overwrite: bool = False,
-               unfinished: str = "raise", allow_pickle: bool = False) -> pl.DataFrame:
+               unfinished: str = "error", allow_pickle: bool = False) -> pl.DataFrame:
     """:func:`read_rllib`'s frame; ``on_error="skip"`` needs a ``skipped_path`` (nothing is lost).
 
     Examples
@@ -918,13 +919,13 @@ def sniff_rllib(path) -> bool:
 
 
 def _load_source(paths, *, on_error: str = "raise", skipped_path=None, overwrite: bool = False,
-                 unfinished: str = "raise", allow_pickle: bool = False) -> pl.DataFrame:
+                 unfinished: str = "error", allow_pickle: bool = False) -> pl.DataFrame:
     return load_rllib(paths, on_error=on_error, skipped_path=skipped_path, overwrite=overwrite,
                       unfinished=unfinished, allow_pickle=allow_pickle)
 
 
 def _read_source(paths, *, on_error: str = "raise", skipped_path=None, overwrite: bool = False,
-                 unfinished: str = "raise", allow_pickle: bool = False) -> LoadResult:
+                 unfinished: str = "error", allow_pickle: bool = False) -> LoadResult:
     return read_rllib(paths, on_error=on_error, skipped_path=skipped_path, overwrite=overwrite,
                       unfinished=unfinished, allow_pickle=allow_pickle)
 
