@@ -21,7 +21,7 @@ import rewardlab
 from conftest import ROOT
 from rewardlab.contracts.steps import STEPS
 from rewardlab.core.errors import (DataFormatError, FilesLeftOutWarning, OutputExistsError, ParameterError,
-                                   SkippedLinesWarning)
+                                   SkippedLinesWarning, StepTableError)
 from rewardlab.core.spec import attached
 from rewardlab.plugins import apply_plugins
 from rewardlab.sources.registry import detect_source
@@ -193,9 +193,10 @@ def test_unfinished_episode_is_reported():
         rewardlab.load(OLD / "data", format="rllib")
     text = str(err.value)
     last = batch_of(lines(OLD)[-1])
-    assert f"{json_file(OLD)}:12: column terminateds: episode {last['eps_id'][-1]} agent 0: the " in text
+    assert f"{json_file(OLD)}:12: column 'terminateds': episode {last['eps_id'][-1]} agent 0: the " in text
     assert f"episode's last step t={last['t'][-1]} has neither terminateds nor truncateds set" in text
     assert "[rule: unfinished]" in text and "options={'unfinished': 'truncate'}" in text
+    assert (err.value.line, err.value.column, err.value.rule) == (12, "terminateds", "unfinished")
 
 
 def test_sample_batch_lines_with_dones_and_an_episode_over_two_files(tmp_path):
@@ -228,7 +229,7 @@ def test_new_obs_disagreeing_with_the_next_obs_is_an_error(tmp_path):
     path = write_lines(tmp_path / "out.json", [rows[0], rows[1], with_batch(rows[2], batch), *rows[3:]])
     with pytest.raises(DataFormatError) as err:
         read_rllib(path, unfinished="truncate")
-    assert str(err.value).startswith(
+    assert str(err.value).replace("'", "").startswith(
         f"{path}:3: column new_obs: episode {batch['eps_id'][3]} agent 0: step t={batch['t'][3]}: new_obs "
         f"[9.0, 9.0, 9.0, 9.0] differs from the obs {batch['obs'][4]!r} of the following step "
         f"t={batch['t'][4]} ({path} line 3) [rule: next_obs_mismatch]".replace("'", ""))
@@ -242,7 +243,7 @@ def test_missing_columns_are_listed(tmp_path):
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
     text = str(err.value)
-    assert text.startswith(f"{path}:1: column t: policy 'default_policy': the batch lacks t, actions; it "
+    assert text.startswith(f"{path}:1: column 't': policy 'default_policy': the batch lacks t, actions; it "
                            "has action_dist_inputs, action_logp, action_prob, advantages, agent_index, ")
     assert "[rule: missing_column]" in text
 
@@ -255,11 +256,11 @@ def test_repeated_or_out_of_order_steps_are_an_error(tmp_path):
     with pytest.raises(DataFormatError) as err:
         read_rllib(path, unfinished="truncate")
     assert str(err.value).startswith(
-        f"{path}:1: column t: episode {batch['eps_id'][5]} agent 0: step t=4 follows t=4 ({path} line 1) "
+        f"{path}:1: column 't': episode {batch['eps_id'][5]} agent 0: step t=4 follows t=4 ({path} line 1) "
         "within the episode: steps should increase (repeated or out of order) [rule: step_order]")
     # a later line that repeats earlier steps of an episode
     path = write_lines(tmp_path / "again.json", [rows[0], rows[1], rows[1]])
-    with pytest.raises(DataFormatError, match=r"again.json:3: column t: .* \[rule: step_order\]"):
+    with pytest.raises(DataFormatError, match=r"again.json:3: column 't': .* \[rule: step_order\]"):
         read_rllib(path, unfinished="truncate")
 
 
@@ -271,7 +272,7 @@ def test_ragged_observations_are_an_error(tmp_path):
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
     assert str(err.value).startswith(
-        f"{path}:1: column obs: policy 'default_policy': step 7 of the batch has 3 values, step 0 has 4 "
+        f"{path}:1: column 'obs': policy 'default_policy': step 7 of the batch has 3 values, step 0 has 4 "
         "values (ragged values) [rule: ragged]")
 
 
@@ -284,7 +285,7 @@ def test_mixed_dtypes_across_files_are_an_error(tmp_path):
     b = write_lines(tmp_path / "b.json", [with_batch(rows[1], batch)])
     with pytest.raises(DataFormatError) as err:
         read_rllib([a, b], unfinished="truncate")
-    assert str(err.value).startswith(f"{b}:1: column obs: is int64 x 4 here, float64 x 4 in {a} line 1 "
+    assert str(err.value).startswith(f"{b}:1: column 'obs': is int64 x 4 here, float64 x 4 in {a} line 1 "
                                      "[rule: mixed_dtype]")
 
 
@@ -296,7 +297,7 @@ def test_undecodable_compressed_column_is_an_error(tmp_path):
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
     assert str(err.value).startswith(
-        f"{path}:1: column new_obs: policy 'default_policy': the compressed column cannot be decoded: ")
+        f"{path}:1: column 'new_obs': policy 'default_policy': the compressed column cannot be decoded: ")
     assert "[rule: undecodable_column]" in str(err.value)
 
 
@@ -323,7 +324,7 @@ def test_compressed_column_that_is_not_an_array_is_refused_unless_allowed(tmp_pa
     with pytest.raises(DataFormatError) as err:
         read_rllib(path, unfinished="truncate")
     text = str(err.value)
-    assert text.startswith(f"{path}:1: column obs: policy 'default_policy': the compressed column refers "
+    assert text.startswith(f"{path}:1: column 'obs': policy 'default_policy': the compressed column refers "
                            "to numpy.asarray, not only to NumPy arrays; ")
     assert "Pass options={'allow_pickle': True} only for files you trust [rule: unsafe_pickle]" in text
     frame = read_rllib(path, unfinished="truncate", allow_pickle=True).frame
@@ -426,7 +427,8 @@ def test_parquet_skip_mode_keeps_the_skipped_rows_value_for_value(tmp_path):
     pq.write_table(table, folder / "b.parquet", row_group_size=400)
     with pytest.raises(DataFormatError) as err:
         read_rllib(folder, unfinished="truncate")
-    assert str(err.value).startswith(f"{folder / 'b.parquet'}: column terminateds: row group 0: episode "
+    assert isinstance(err.value, StepTableError) and (err.value.row_group, err.value.row) == (0, 100)
+    assert str(err.value).startswith(f"{folder / 'b.parquet'}: row group 0 (row 100): column 'terminateds': episode "
                                      f"'{broken}' agent 'default_agent': step t=")
     side = tmp_path / "skipped.parquet"
     with pytest.warns(SkippedLinesWarning, match=r"skipped \d+ rows of RLlib data \(flag_before_end: "):
@@ -453,7 +455,7 @@ def test_parquet_without_a_column_names_the_file_and_the_columns(tmp_path):
     pq.write_table(table, path)
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
-    assert str(err.value).startswith(f"{path}: column rewards: the whole file: the rows lack rewards; the file "
+    assert str(err.value).startswith(f"{path}: column 'rewards': the rows lack rewards; the file "
                                      "has eps_id, agent_id, module_id, obs, actions, new_obs, terminateds")
 
 
@@ -556,3 +558,10 @@ def test_unfinished_takes_the_steps_sources_values():
         read_rllib(OLD / "data", unfinished="error")
     with pytest.raises(ParameterError, match=r"`unfinished` should be one of .*'error', 'truncate'"):
         read_rllib(OLD / "data", unfinished="raise")
+
+
+def test_a_file_that_is_not_parquet_has_its_own_rule(tmp_path):
+    path = tmp_path / "rows.parquet"
+    path.write_bytes(b"PAR1 not really")
+    with pytest.raises(StepTableError, match=r"rows.parquet: not a Parquet file .*\[rule: bad_parquet\]"):
+        read_rllib(path)

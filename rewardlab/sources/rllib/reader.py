@@ -29,8 +29,8 @@ episode and agent, then dropped (the steps contract hands the next row's
 ``allow_pickle=True``).  With ``dones`` alone (older RLlib) ``dones`` is
 ``terminated``; a step with both flags set counts as terminated.
 
-Errors are :class:`~rewardlab.core.errors.DataFormatError` naming the file,
-the line (JSON) or row group (Parquet), the column, and for episode rules
+Errors are :class:`~rewardlab.core.errors.StepTableError` naming the file,
+the line (JSON) or row group and row (Parquet), the column, and for episode rules
 the episode, agent and step.  ``on_error="skip"`` drops whole episodes,
 never part of one, counts them by reason, and keeps every input line that
 held a row of a skipped episode (and every unreadable line) byte for byte
@@ -57,7 +57,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.columns import done_column, reward_column
-from rewardlab.core.errors import (DataFormatError, FilesLeftOutWarning, ParameterError, SkippedLinesWarning,
+from rewardlab.core.errors import (FilesLeftOutWarning, ParameterError, SkippedLinesWarning, StepTableError,
                                    check_choice)
 from rewardlab.core.files import as_paths, atomic_open, atomic_path, check_input, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
@@ -77,6 +77,7 @@ DEFAULT_AGENT = "default_agent"
 #: Why an episode (or line) can be skipped.
 SKIP_REASONS: dict[str, str] = {
     "bad_json": "the line is not a JSON object",
+    "bad_parquet": "the file is a Parquet file",
     "bad_type": "the line's type is SampleBatch or MultiAgentBatch",
     "missing_column": "a batch has eps_id, t, obs, actions, rewards and terminateds or dones",
     "column_length": "every column of a batch has one value per step",
@@ -150,6 +151,15 @@ def _where(kind: str, unit: int) -> str:
     if unit < 0:
         return "the whole file"
     return f"line {unit}" if kind == "line" else f"row group {unit}"
+
+
+def _error(path, kind: str, unit: int, column: str | None, rule: str, message: str, *, row: int | None = None,
+           hint: str | None = None) -> StepTableError:
+    """The error of a problem at ``unit`` (1-based line, 0-based row group; -1: the whole file) and,
+    for Parquet, ``row`` (0-based, within the file)."""
+    here = unit if unit >= 0 else None
+    return StepTableError(path, rule, message, line=here if kind == "line" else None,
+                          row_group=here if kind != "line" else None, row=row, column=column, hint=hint)
 
 
 def _as_array(name: str, value, n: int, *, allow_pickle: bool) -> np.ndarray:
@@ -351,7 +361,7 @@ def _parquet_row_groups(path: Path, file: int, *, allow_pickle: bool, pieces: li
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError
-        bad.append((file, -1, _Bad(None, "bad_json", f"not a Parquet file ({exc})")))
+        bad.append((file, -1, _Bad(None, "bad_parquet", f"not a Parquet file ({exc})")))
         return
     names = parquet.schema_arrow.names
     needed = ["eps_id", "obs", "actions", "rewards", "terminateds"]
@@ -576,8 +586,8 @@ def read_rllib(
         and files (in the order given, folders sorted by name).
     on_error : {"raise", "skip"}
         ``"raise"``: the first problem is a
-        :class:`~rewardlab.core.errors.DataFormatError` naming the file, line
-        (or row group), column and rule.  ``"skip"``: drop every episode a
+        :class:`~rewardlab.core.errors.StepTableError` naming the file, line
+        (or row group and row), column and rule.  ``"skip"``: drop every episode a
         problem touches, whole, and keep what held its rows: JSON lines
         (and unreadable lines) byte for byte in ``result.skipped``; Parquet
         rows listed there one by one (file, row group and row in the message).
@@ -644,9 +654,7 @@ def read_rllib(
             _parquet_row_groups(path, i, allow_pickle=allow_pickle, pieces=pieces, bad=bad)
         if bad and not skip:
             f, unit, problem = bad[0]
-            raise DataFormatError(files[f], unit if kind == "line" else None, problem.column, problem.rule,
-                                  problem.message if kind == "line" else f"{_where(kind, unit)}: "
-                                  + problem.message, hint=_SKIP_HINT)
+            raise _error(files[f], kind, unit, problem.column, problem.rule, problem.message, hint=_SKIP_HINT)
     pieces = _same_layout(pieces, files, kind, bad, skip)
     frame, problems = _assemble(pieces, files, kind, unfinished)
     if problems and not skip:
@@ -702,9 +710,8 @@ def _same_layout(pieces, files, kind, bad, skip) -> list[_Piece]:
                            f"is {other.get(wrong, 'absent')} here, {layout.get(wrong, 'absent')} in "
                            f"{files[first.file]} {_where(kind, first.unit)}")
             if not skip:
-                raise DataFormatError(files[piece.file], piece.unit if kind == "line" else None, wrong,
-                                      "mixed_dtype", problem.message if kind == "line"
-                                      else f"{_where(kind, piece.unit)}: {problem.message}", hint=_SKIP_HINT)
+                raise _error(files[piece.file], kind, piece.unit, wrong, "mixed_dtype", problem.message,
+                             hint=_SKIP_HINT)
             bad.append((piece.file, piece.unit, problem))
             continue
         kept.append(piece)
@@ -733,10 +740,16 @@ def _row_error(frame, row, column, rule, message, files, kind, *, hint):
     path = files[frame["_file"][row]]
     unit = int(frame["_unit"][row])
     key = _format_key(frame["eps_id"][row], frame["agent"][row])
-    text = f"{key}: {message}"
-    if kind != "line":
-        text = f"{_where(kind, unit)}: {text}"
-    return DataFormatError(path, unit if kind == "line" else None, column, rule, text, hint=hint)
+    at = None if kind == "line" else _group_start(path, unit) + int(frame["_row"][row])
+    return _error(path, kind, unit, column, rule, f"{key}: {message}", row=at, hint=hint)
+
+
+def _group_start(path, group: int) -> int:
+    """The file row of a Parquet row group's first row."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    return sum(meta.row_group(g).num_rows for g in range(group))
 
 
 _SKIPPED_SCHEMA = {"file": pl.String, "line": pl.UInt32, "column": pl.Int16, "reason": pl.String,
