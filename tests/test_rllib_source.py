@@ -565,3 +565,18 @@ def test_a_file_that_is_not_parquet_has_its_own_rule(tmp_path):
     path.write_bytes(b"PAR1 not really")
     with pytest.raises(StepTableError, match=r"rows.parquet: not a Parquet file .*\[rule: bad_parquet\]"):
         read_rllib(path)
+
+
+def test_a_parquet_row_without_an_episode_id_is_an_error(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(sorted((NEW / "data").rglob("*.parquet"))[0])
+    eps = table.column("eps_id").to_pylist()
+    eps[7] = None
+    table = table.set_column(table.schema.get_field_index("eps_id"), "eps_id", pa.array(eps, pa.string()))
+    path = tmp_path / "rows.parquet"
+    pq.write_table(table, path)
+    with pytest.raises(StepTableError, match=r"rows.parquet: row group 0: column 'eps_id': row 7 of the row "
+                       r"group is empty \[rule: missing_column\]"):
+        read_rllib(path, unfinished="truncate")

@@ -202,8 +202,10 @@ def _as_array(name: str, value, n: int, *, allow_pickle: bool) -> np.ndarray:
     return arr.reshape(n, -1) if arr.ndim > 2 else arr
 
 
-def _layout(arr: np.ndarray) -> str:
+def _layout(arr: np.ndarray | pl.Series) -> str:
     """A column's dtype and width, as the mixed-dtype message says them: ``float64 x 4``."""
+    if isinstance(arr, pl.Series):  # Parquet ids (text)
+        return str(arr.dtype)
     return f"{arr.dtype}" + (f" x {arr.shape[1]}" if arr.ndim == 2 else "")
 
 
@@ -252,8 +254,7 @@ def _frame(cols, policy, obs, new_obs, actions, reward, terminated, truncated) -
     terminated = terminated.astype(bool)
     truncated = truncated.astype(bool) & ~terminated  # both set: the episode ended (bootstrap with zero)
     data = {"eps_id": cols["eps_id"], "agent": cols["agent"], "t": cols["t"].astype(np.int64, copy=False),
-            "policy_id": np.full(n, policy, dtype=object) if isinstance(policy, str)
-            else np.asarray(policy, dtype=object),
+            "policy_id": np.full(n, policy, dtype=object) if isinstance(policy, str) else policy,
             "obs": obs, "actions": actions, "terminated": terminated, "truncated": truncated,
             reward_column(RECORDED): reward.astype(np.float64, copy=False)}
     if new_obs is not None:
@@ -295,12 +296,14 @@ def _line_batches(obj, *, allow_pickle: bool) -> list[dict]:
     raise _Bad("type", "bad_type", f"type should be 'SampleBatch' or 'MultiAgentBatch', found {kind!r}")
 
 
-def _json_lines(path: Path, file: int, *, allow_pickle: bool, pieces: list, bad: list, raws: dict):
+def _json_lines(path: Path, file: int, *, allow_pickle: bool, pieces: list, bad: list, raws: dict | None):
+    """Parse a file's lines; ``raws``: where to keep its lines' bytes (skip mode), or None."""
     data = path.read_bytes()
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    raws[file] = lines
+    if raws is not None:
+        raws[file] = lines
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -378,12 +381,16 @@ def _parquet_row_groups(path: Path, file: int, *, allow_pickle: bool, pieces: li
             def get(name):
                 return _column_array(table, name, allow_pickle=allow_pickle)
 
-            eps = pl.from_arrow(_arrow_column(table.column("eps_id"))).cast(pl.String).to_numpy()
+            # ids stay Polars text columns (concatenated per load, never Python objects row by row)
+            eps = pl.from_arrow(_arrow_column(table.column("eps_id"))).cast(pl.String)
+            if eps.null_count():
+                raise _Bad("eps_id", "missing_column", f"row {int(eps.is_null().arg_true()[0])} of the "
+                           "row group is empty")
             agent = (pl.from_arrow(_arrow_column(table.column("agent_id"))).cast(pl.String)
-                     .fill_null(DEFAULT_AGENT).to_numpy() if "agent_id" in names
-                     else np.full(n, DEFAULT_AGENT, dtype=object))
+                     .fill_null(DEFAULT_AGENT) if "agent_id" in names
+                     else pl.repeat(DEFAULT_AGENT, n, eager=True, dtype=pl.String))
             policy = (pl.from_arrow(_arrow_column(table.column("module_id"))).cast(pl.String)
-                      .fill_null("default_policy").to_list() if "module_id" in names
+                      .fill_null("default_policy") if "module_id" in names
                       else "default_policy")
             cols = {"eps_id": eps, "agent": agent, "t": np.full(n, -1, dtype=np.int64)}
             truncated = get("truncateds") if "truncateds" in names else np.zeros(n, dtype=bool)
@@ -649,7 +656,7 @@ def read_rllib(
     raws: dict[int, list[bytes]] = {}
     for i, path in enumerate(files):
         if kind == "line":
-            _json_lines(path, i, allow_pickle=allow_pickle, pieces=pieces, bad=bad, raws=raws)
+            _json_lines(path, i, allow_pickle=allow_pickle, pieces=pieces, bad=bad, raws=raws if skip else None)
         else:
             _parquet_row_groups(path, i, allow_pickle=allow_pickle, pieces=pieces, bad=bad)
         if bad and not skip:
@@ -723,16 +730,21 @@ def _assemble(pieces, files, kind, unfinished):
         return pl.DataFrame(), []
     names = [str(p) for p in files]
     heights = [p.height for p in pieces]
-    columns = {c: np.concatenate([p.cols[c] for p in pieces]) for c in pieces[0].cols}
-    if kind != "line":  # Parquet ids are text
-        columns["eps_id"] = columns["eps_id"].astype(str)
-        columns["agent"] = columns["agent"].astype(str)
-    frame = pl.DataFrame([pl.Series(c, a, dtype=pl.String if a.dtype == object else None)
-                          for c, a in columns.items()]).with_columns(
+    columns = {c: _concat(c, [p.cols[c] for p in pieces]) for c in pieces[0].cols}
+    frame = pl.DataFrame(list(columns.values())).with_columns(
         pl.Series("_file", np.repeat([p.file for p in pieces], heights).astype(np.uint32)),
         pl.Series("_unit", np.repeat([max(p.unit, 0) for p in pieces], heights).astype(np.uint32)))
     frame, episode, problems = _episode_checks(frame, kind, kind != "line", unfinished, names)
     return frame.with_columns(pl.Series("_episode", episode)), problems
+
+
+def _concat(name: str, parts: list) -> pl.Series:
+    """One column of the load: Polars text columns (Parquet ids) or NumPy arrays, joined."""
+    if any(isinstance(p, pl.Series) for p in parts):
+        return pl.concat([p if isinstance(p, pl.Series) else pl.Series(p, dtype=pl.String) for p in parts]
+                         ).alias(name)
+    arr = np.concatenate(parts)
+    return pl.Series(name, arr, dtype=pl.String if arr.dtype == object else None)
 
 
 def _row_error(frame, row, column, rule, message, files, kind, *, hint):
