@@ -580,3 +580,13 @@ def test_a_parquet_row_without_an_episode_id_is_an_error(tmp_path):
     with pytest.raises(StepTableError, match=r"rows.parquet: row group 0: column 'eps_id': row 7 of the row "
                        r"group is empty \[rule: missing_column\]"):
         read_rllib(path, unfinished="truncate")
+
+
+def test_one_name_means_one_thing_across_sources():
+    from rewardlab.core.columns import reward_column
+    from rewardlab.sources import rllib, steps
+
+    # `RECORDED` is a column name (steps); RLlib's candidate *name* has its own constant
+    assert not hasattr(rllib, "RECORDED")
+    assert reward_column(rllib.RECORDED_NAME) == steps.RECORDED
+    assert steps.RECORDED in rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE).columns

@@ -66,10 +66,11 @@ from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.rllib.compression import UndecodableColumn, UnsafePickle, unpack
 
 __all__ = ["read_rllib", "load_rllib", "rllib_spec", "RLLIB_SPEC", "SKIP_REASONS", "sniff_rllib",
-           "RECORDED", "DEFAULT_AGENT", "SOURCE"]
+           "RECORDED_NAME", "DEFAULT_AGENT", "SOURCE"]
 
-#: The candidate name of the rewards RLlib recorded (columns ``reward_recorded`` / ``done_recorded``).
-RECORDED = "recorded"
+#: The candidate name of the rewards RLlib recorded: its columns are ``reward_recorded`` (the steps
+#: source's ``RECORDED`` column) and ``done_recorded``.
+RECORDED_NAME = "recorded"
 
 #: The agent of Parquet rows whose ``agent_id`` is empty (RLlib's ``DEFAULT_AGENT_ID``).
 DEFAULT_AGENT = "default_agent"
@@ -256,7 +257,7 @@ def _frame(cols, policy, obs, new_obs, actions, reward, terminated, truncated) -
     data = {"eps_id": cols["eps_id"], "agent": cols["agent"], "t": cols["t"].astype(np.int64, copy=False),
             "policy_id": np.full(n, policy, dtype=object) if isinstance(policy, str) else policy,
             "obs": obs, "actions": actions, "terminated": terminated, "truncated": truncated,
-            reward_column(RECORDED): reward.astype(np.float64, copy=False)}
+            reward_column(RECORDED_NAME): reward.astype(np.float64, copy=False)}
     if new_obs is not None:
         if new_obs.shape != obs.shape or new_obs.dtype != obs.dtype:
             raise _Bad("new_obs", "mixed_dtype", f"has shape {new_obs.shape[1:]} and dtype {new_obs.dtype}, "
@@ -508,8 +509,8 @@ def _files(paths) -> list[Path]:
                 warnings.warn(FilesLeftOutWarning(
                     f"left out {len(left_out)} file{'s' if len(left_out) > 1 else ''} of {p} that "
                     f"{'are' if len(left_out) > 1 else 'is'} not RLlib sample data (a JSON file whose first "
-                    "line or whole text is JSON but not a SampleBatch / MultiAgentBatch, a Parquet file without RLlib's "
-                    f"step columns): {', '.join(str(q) for q in left_out)}"), stacklevel=4)
+                    "line or whole text is JSON but not a SampleBatch / MultiAgentBatch, a Parquet file "
+                    f"without RLlib's step columns): {', '.join(str(q) for q in left_out)}"), stacklevel=4)
             if not found:
                 raise ParameterError("paths", "should name RLlib output files or folders holding some "
                                      "(*.json lines of SampleBatch / MultiAgentBatch, *.parquet rows)", str(p))
@@ -889,10 +890,10 @@ def _finish(frame: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema={"eps_id": pl.Int64, "agent": pl.Int64, "t": pl.Int64,
                                     "policy_id": pl.String, "obs": pl.Float64, "actions": pl.Int64,
                                     "terminated": pl.Boolean, "truncated": pl.Boolean,
-                                    reward_column(RECORDED): pl.Float64, done_column(RECORDED): pl.Boolean})
+                                    reward_column(RECORDED_NAME): pl.Float64, done_column(RECORDED_NAME): pl.Boolean})
     return frame.select("eps_id", "agent", "t", "policy_id", "obs", "actions", "terminated", "truncated",
-                        reward_column(RECORDED),
-                        (pl.col("terminated") | pl.col("truncated")).alias(done_column(RECORDED)))
+                        reward_column(RECORDED_NAME),
+                        (pl.col("terminated") | pl.col("truncated")).alias(done_column(RECORDED_NAME)))
 
 
 def _obs_state(frame: pl.DataFrame) -> StateColumn:
