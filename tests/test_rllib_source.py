@@ -105,7 +105,7 @@ def test_old_stack_json_matches_rllibs_episode_statistics():
 
 
 def test_the_standard_librarys_json_gives_the_same_frame(monkeypatch):
-    from rewardlab.sources.rllib import reader
+    from rewardlab.sources.rllib import files as reader
 
     fast = rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE)
     assert reader.parse_json is not json.loads  # orjson, from the test extra
@@ -590,3 +590,16 @@ def test_one_name_means_one_thing_across_sources():
     assert not hasattr(rllib, "RECORDED")
     assert reward_column(rllib.RECORDED_NAME) == steps.RECORDED
     assert steps.RECORDED in rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE).columns
+
+
+def test_a_parquet_file_rewardlab_wrote_is_a_dataset_not_rllib(tmp_path):
+    import pyarrow.parquet as pq
+
+    from rewardlab.core.spec import SPEC_KEY
+    from rewardlab.sources.rllib import sniff_rllib
+
+    table = pq.read_table(sorted((NEW / "data").rglob("*.parquet"))[0])
+    plain, ours = tmp_path / "plain.parquet", tmp_path / "ours.parquet"
+    pq.write_table(table, plain)
+    pq.write_table(table.replace_schema_metadata({SPEC_KEY: "{}"}), ours)
+    assert sniff_rllib(plain) and not sniff_rllib(ours)
