@@ -20,7 +20,8 @@ import pytest
 import rewardlab
 from conftest import ROOT
 from rewardlab.contracts.steps import STEPS
-from rewardlab.core.errors import DataFormatError, OutputExistsError, ParameterError, SkippedLinesWarning
+from rewardlab.core.errors import (DataFormatError, FilesLeftOutWarning, OutputExistsError, ParameterError,
+                                   SkippedLinesWarning, StepTableError)
 from rewardlab.core.spec import attached
 from rewardlab.plugins import apply_plugins
 from rewardlab.sources.registry import detect_source
@@ -104,7 +105,7 @@ def test_old_stack_json_matches_rllibs_episode_statistics():
 
 
 def test_the_standard_librarys_json_gives_the_same_frame(monkeypatch):
-    from rewardlab.sources.rllib import reader
+    from rewardlab.sources.rllib import files as reader
 
     fast = rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE)
     assert reader.parse_json is not json.loads  # orjson, from the test extra
@@ -174,7 +175,10 @@ def test_compressed_parquet_rows_decode(tmp_path):
 
 
 def test_a_folder_is_searched_for_rllib_files():
-    frame = rewardlab.load(OLD, format="rllib", options=TRUNCATE)  # stats.json beside the data is passed over
+    # stats.json beside the data is not sample data: left out, and named
+    with pytest.warns(FilesLeftOutWarning, match=rf"left out 1 file of {OLD} that is not RLlib sample data "
+                      rf".*: {OLD / 'stats.json'}$"):
+        frame = rewardlab.load(OLD, format="rllib", options=TRUNCATE)
     assert frame.height == 3000
 
 
@@ -189,9 +193,10 @@ def test_unfinished_episode_is_reported():
         rewardlab.load(OLD / "data", format="rllib")
     text = str(err.value)
     last = batch_of(lines(OLD)[-1])
-    assert f"{json_file(OLD)}:12: column terminateds: episode {last['eps_id'][-1]} agent 0: the " in text
+    assert f"{json_file(OLD)}:12: column 'terminateds': episode {last['eps_id'][-1]} agent 0: the " in text
     assert f"episode's last step t={last['t'][-1]} has neither terminateds nor truncateds set" in text
     assert "[rule: unfinished]" in text and "options={'unfinished': 'truncate'}" in text
+    assert (err.value.line, err.value.column, err.value.rule) == (12, "terminateds", "unfinished")
 
 
 def test_sample_batch_lines_with_dones_and_an_episode_over_two_files(tmp_path):
@@ -224,7 +229,7 @@ def test_new_obs_disagreeing_with_the_next_obs_is_an_error(tmp_path):
     path = write_lines(tmp_path / "out.json", [rows[0], rows[1], with_batch(rows[2], batch), *rows[3:]])
     with pytest.raises(DataFormatError) as err:
         read_rllib(path, unfinished="truncate")
-    assert str(err.value).startswith(
+    assert str(err.value).replace("'", "").startswith(
         f"{path}:3: column new_obs: episode {batch['eps_id'][3]} agent 0: step t={batch['t'][3]}: new_obs "
         f"[9.0, 9.0, 9.0, 9.0] differs from the obs {batch['obs'][4]!r} of the following step "
         f"t={batch['t'][4]} ({path} line 3) [rule: next_obs_mismatch]".replace("'", ""))
@@ -238,7 +243,7 @@ def test_missing_columns_are_listed(tmp_path):
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
     text = str(err.value)
-    assert text.startswith(f"{path}:1: column t: policy 'default_policy': the batch lacks t, actions; it "
+    assert text.startswith(f"{path}:1: column 't': policy 'default_policy': the batch lacks t, actions; it "
                            "has action_dist_inputs, action_logp, action_prob, advantages, agent_index, ")
     assert "[rule: missing_column]" in text
 
@@ -251,11 +256,11 @@ def test_repeated_or_out_of_order_steps_are_an_error(tmp_path):
     with pytest.raises(DataFormatError) as err:
         read_rllib(path, unfinished="truncate")
     assert str(err.value).startswith(
-        f"{path}:1: column t: episode {batch['eps_id'][5]} agent 0: step t=4 follows t=4 ({path} line 1) "
+        f"{path}:1: column 't': episode {batch['eps_id'][5]} agent 0: step t=4 follows t=4 ({path} line 1) "
         "within the episode: steps should increase (repeated or out of order) [rule: step_order]")
     # a later line that repeats earlier steps of an episode
     path = write_lines(tmp_path / "again.json", [rows[0], rows[1], rows[1]])
-    with pytest.raises(DataFormatError, match=r"again.json:3: column t: .* \[rule: step_order\]"):
+    with pytest.raises(DataFormatError, match=r"again.json:3: column 't': .* \[rule: step_order\]"):
         read_rllib(path, unfinished="truncate")
 
 
@@ -267,7 +272,7 @@ def test_ragged_observations_are_an_error(tmp_path):
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
     assert str(err.value).startswith(
-        f"{path}:1: column obs: policy 'default_policy': step 7 of the batch has 3 values, step 0 has 4 "
+        f"{path}:1: column 'obs': policy 'default_policy': step 7 of the batch has 3 values, step 0 has 4 "
         "values (ragged values) [rule: ragged]")
 
 
@@ -280,7 +285,7 @@ def test_mixed_dtypes_across_files_are_an_error(tmp_path):
     b = write_lines(tmp_path / "b.json", [with_batch(rows[1], batch)])
     with pytest.raises(DataFormatError) as err:
         read_rllib([a, b], unfinished="truncate")
-    assert str(err.value).startswith(f"{b}:1: column obs: is int64 x 4 here, float64 x 4 in {a} line 1 "
+    assert str(err.value).startswith(f"{b}:1: column 'obs': is int64 x 4 here, float64 x 4 in {a} line 1 "
                                      "[rule: mixed_dtype]")
 
 
@@ -292,7 +297,7 @@ def test_undecodable_compressed_column_is_an_error(tmp_path):
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
     assert str(err.value).startswith(
-        f"{path}:1: column new_obs: policy 'default_policy': the compressed column cannot be decoded: ")
+        f"{path}:1: column 'new_obs': policy 'default_policy': the compressed column cannot be decoded: ")
     assert "[rule: undecodable_column]" in str(err.value)
 
 
@@ -319,7 +324,7 @@ def test_compressed_column_that_is_not_an_array_is_refused_unless_allowed(tmp_pa
     with pytest.raises(DataFormatError) as err:
         read_rllib(path, unfinished="truncate")
     text = str(err.value)
-    assert text.startswith(f"{path}:1: column obs: policy 'default_policy': the compressed column refers "
+    assert text.startswith(f"{path}:1: column 'obs': policy 'default_policy': the compressed column refers "
                            "to numpy.asarray, not only to NumPy arrays; ")
     assert "Pass options={'allow_pickle': True} only for files you trust [rule: unsafe_pickle]" in text
     frame = read_rllib(path, unfinished="truncate", allow_pickle=True).frame
@@ -422,7 +427,8 @@ def test_parquet_skip_mode_keeps_the_skipped_rows_value_for_value(tmp_path):
     pq.write_table(table, folder / "b.parquet", row_group_size=400)
     with pytest.raises(DataFormatError) as err:
         read_rllib(folder, unfinished="truncate")
-    assert str(err.value).startswith(f"{folder / 'b.parquet'}: column terminateds: row group 0: episode "
+    assert isinstance(err.value, StepTableError) and (err.value.row_group, err.value.row) == (0, 100)
+    assert str(err.value).startswith(f"{folder / 'b.parquet'}: row group 0 (row 100): column 'terminateds': episode "
                                      f"'{broken}' agent 'default_agent': step t=")
     side = tmp_path / "skipped.parquet"
     with pytest.warns(SkippedLinesWarning, match=r"skipped \d+ rows of RLlib data \(flag_before_end: "):
@@ -449,7 +455,7 @@ def test_parquet_without_a_column_names_the_file_and_the_columns(tmp_path):
     pq.write_table(table, path)
     with pytest.raises(DataFormatError) as err:
         read_rllib(path)
-    assert str(err.value).startswith(f"{path}: column rewards: the whole file: the rows lack rewards; the file "
+    assert str(err.value).startswith(f"{path}: column 'rewards': the rows lack rewards; the file "
                                      "has eps_id, agent_id, module_id, obs, actions, new_obs, terminateds")
 
 
@@ -486,3 +492,114 @@ def test_a_plugin_runs_through_the_steps_contract(tmp_path):
     np.testing.assert_allclose(out["reward_shaping"].to_numpy(), want, rtol=1e-12)
     np.testing.assert_array_equal(out["done_shaping"].to_numpy(), end)
     assert STEPS.arrays(frame, attached(frame)).extras.keys() == {"actions"}
+
+
+# --- review fixes ----------------------------------------------------------------------------------
+
+
+def test_skip_mode_drops_every_episode_with_steps_out_of_order(tmp_path):
+    # two episodes with a repeated step: both are skipped, and the load then passes the frame checks
+    rows = lines(OLD)
+    first, second = batch_of(rows[0]), batch_of(rows[3])
+    first["t"][5] = first["t"][4]
+    second["t"][5] = second["t"][4]
+    assert first["eps_id"][5] != second["eps_id"][5]
+    path = write_lines(tmp_path / "out.json", [with_batch(rows[0], first), *rows[1:3],
+                                               with_batch(rows[3], second), *rows[4:]])
+    with pytest.warns(SkippedLinesWarning):
+        frame = rewardlab.load(path, format="rllib", options={**TRUNCATE, "on_error": "skip",
+                                                              "skipped_path": tmp_path / "skipped.json"})
+    assert not {first["eps_id"][5], second["eps_id"][5]} & set(frame["eps_id"])
+    skipped = [json.loads(x) for x in (tmp_path / "skipped.json").read_bytes().split(b"\n")[:-1]]
+    assert len([s for s in skipped if s == json.loads(with_batch(rows[3], second))]) == 1
+
+
+def test_episodes_next_to_an_unreadable_line_are_dropped_across_files_and_blank_lines(tmp_path):
+    rows = lines(OLD)
+    spanning = batch_of(rows[1])["eps_id"][-1]
+    assert spanning == batch_of(rows[2])["eps_id"][0]  # the episode goes on in the line made corrupt
+    skip = {**TRUNCATE, "on_error": "skip"}
+    # the episode ends a.json; its later steps are on b.json's corrupt first line
+    a = write_lines(tmp_path / "a.json", [rows[0], rows[1]])
+    b = write_lines(tmp_path / "b.json", [b"{corrupt", *rows[3:]])
+    with pytest.warns(SkippedLinesWarning):
+        result = read_rllib([a, b], **skip)
+    assert spanning not in set(result.frame["eps_id"])
+    reasons = dict(zip(result.skipped["file"], result.skipped["reason"]))
+    assert reasons[str(a)] == "in_broken_episode" and f"next to {b} line 1" in result.skipped["message"][0]
+    # a blank line between the episode's line and the corrupt one hides nothing
+    c = write_lines(tmp_path / "c.json", [rows[0], rows[1], b"", b"{corrupt", *rows[3:]])
+    with pytest.warns(SkippedLinesWarning):
+        result = read_rllib(c, **skip)
+    assert spanning not in set(result.frame["eps_id"])
+
+
+def test_a_folder_file_with_a_corrupt_first_line_is_read_not_passed_over(tmp_path):
+    rows = lines(OLD)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    write_lines(folder / "a.json", rows[:6])
+    b = write_lines(folder / "b.json", [b'\x00\x00{"typ', *rows[7:]])  # a cut-off line
+    (folder / "params.json").write_text('{"env": "CartPole-v1"}')  # Tune's, not sample data
+    with pytest.raises(DataFormatError, match=rf"{b}:1: .*\[rule: bad_json\]"):
+        with pytest.warns(FilesLeftOutWarning):
+            read_rllib(folder, unfinished="truncate")
+    with pytest.warns(SkippedLinesWarning), pytest.warns(FilesLeftOutWarning, match=r"left out 1 file of "
+                                                         rf".*: {folder / 'params.json'}$"):
+        result = read_rllib(folder, unfinished="truncate", on_error="skip")
+    # b.json's episodes away from the corrupt line are loaded
+    later = batch_of(rows[8])["eps_id"][-1]
+    assert later in set(result.frame["eps_id"])
+    assert result.skipped.filter(pl.col("reason") == "bad_json")["file"].to_list() == [str(b)]
+
+
+def test_unfinished_takes_the_steps_sources_values():
+    with pytest.raises(DataFormatError, match=r"\[rule: unfinished\]"):
+        read_rllib(OLD / "data", unfinished="error")
+    with pytest.raises(ParameterError, match=r"`unfinished` should be one of .*'error', 'truncate'"):
+        read_rllib(OLD / "data", unfinished="raise")
+
+
+def test_a_file_that_is_not_parquet_has_its_own_rule(tmp_path):
+    path = tmp_path / "rows.parquet"
+    path.write_bytes(b"PAR1 not really")
+    with pytest.raises(StepTableError, match=r"rows.parquet: not a Parquet file .*\[rule: bad_parquet\]"):
+        read_rllib(path)
+
+
+def test_a_parquet_row_without_an_episode_id_is_an_error(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(sorted((NEW / "data").rglob("*.parquet"))[0])
+    eps = table.column("eps_id").to_pylist()
+    eps[7] = None
+    table = table.set_column(table.schema.get_field_index("eps_id"), "eps_id", pa.array(eps, pa.string()))
+    path = tmp_path / "rows.parquet"
+    pq.write_table(table, path)
+    with pytest.raises(StepTableError, match=r"rows.parquet: row group 0: column 'eps_id': row 7 of the row "
+                       r"group is empty \[rule: missing_column\]"):
+        read_rllib(path, unfinished="truncate")
+
+
+def test_one_name_means_one_thing_across_sources():
+    from rewardlab.core.columns import reward_column
+    from rewardlab.sources import rllib, steps
+
+    # `RECORDED` is a column name (steps); RLlib's candidate *name* has its own constant
+    assert not hasattr(rllib, "RECORDED")
+    assert reward_column(rllib.RECORDED_NAME) == steps.RECORDED
+    assert steps.RECORDED in rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE).columns
+
+
+def test_a_parquet_file_rewardlab_wrote_is_a_dataset_not_rllib(tmp_path):
+    import pyarrow.parquet as pq
+
+    from rewardlab.core.spec import SPEC_KEY
+    from rewardlab.sources.rllib import sniff_rllib
+
+    table = pq.read_table(sorted((NEW / "data").rglob("*.parquet"))[0])
+    plain, ours = tmp_path / "plain.parquet", tmp_path / "ours.parquet"
+    pq.write_table(table, plain)
+    pq.write_table(table.replace_schema_metadata({SPEC_KEY: "{}"}), ours)
+    assert sniff_rllib(plain) and not sniff_rllib(ours)

@@ -572,3 +572,21 @@ class StepTableError(DataFormatError):
 
 
 __all__ += ["StepTableError"]
+
+
+# --------------------------------------------------------------------------
+# RLlib offline data (issue 13, review fixes).
+# --------------------------------------------------------------------------
+
+
+class FilesLeftOutWarning(RewardlabWarning):
+    """A folder load passed over files that are not the format's data; the message names them all.
+
+    Examples
+    --------
+    >>> str(FilesLeftOutWarning("left out 1 file of out/ that is not RLlib sample data: out/params.json"))
+    'left out 1 file of out/ that is not RLlib sample data: out/params.json'
+    """
+
+
+__all__ += ["FilesLeftOutWarning"]

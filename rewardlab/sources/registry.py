@@ -40,7 +40,7 @@ __all__ = [
 BUILTIN_SOURCES: dict[str, str] = {
     "dataset": "rewardlab.sources.datasets",
     "kanachan": "rewardlab.sources.kanachan.reader",
-    "rllib": "rewardlab.sources.rllib.reader",
+    "rllib": "rewardlab.sources.rllib",
     "steps": "rewardlab.sources.steps",
 }
 

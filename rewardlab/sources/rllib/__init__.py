@@ -1,5 +1,11 @@
 """RLlib offline data as a source (format ``"rllib"``): see :mod:`rewardlab.sources.rllib.reader`.
 
+The package's modules: :mod:`~rewardlab.sources.rllib.files` (which files,
+and JSON lines / Parquet row groups into columns), :mod:`~.compression`
+(RLlib's packed columns), :mod:`~.episodes` (episode rules),
+:mod:`~.skipped` (skip mode: what is dropped and kept), :mod:`~.reader`
+(``read_rllib``) and :mod:`~.source` (the registration).
+
 Examples
 --------
 >>> from rewardlab.sources.rllib import RLLIB_SPEC
@@ -7,8 +13,10 @@ Examples
 (('eps_id', 'agent'), 'steps')
 """
 
-from rewardlab.sources.rllib.reader import (DEFAULT_AGENT, RECORDED, RLLIB_SPEC, SKIP_REASONS, load_rllib,
-                                            read_rllib, rllib_spec, sniff_rllib)
+from rewardlab.sources.rllib.files import DEFAULT_AGENT, RECORDED_NAME, sniff_rllib
+from rewardlab.sources.rllib.reader import RLLIB_SPEC, load_rllib, read_rllib, rllib_spec
+from rewardlab.sources.rllib.skipped import SKIP_REASONS
+from rewardlab.sources.rllib.source import SOURCE
 
-__all__ = ["read_rllib", "load_rllib", "rllib_spec", "RLLIB_SPEC", "SKIP_REASONS", "sniff_rllib", "RECORDED",
-           "DEFAULT_AGENT"]
+__all__ = ["read_rllib", "load_rllib", "rllib_spec", "RLLIB_SPEC", "SKIP_REASONS", "sniff_rllib", "RECORDED_NAME",
+           "DEFAULT_AGENT", "SOURCE"]
