@@ -54,10 +54,11 @@ _NUMBERS = itertools.count(1)
 
 
 def layout_text(ax) -> tuple:
-    """What of an Axes decides the room around its data: tick labels, legend entries, how many lines of titles.
+    """What of an Axes decides the room around its data: tick labels, legend entries (their lengths), title lines.
 
     Tick labels are those the axis will draw (its locator and formatter on the
-    current limits), so a wider number forces a new layout; a title or an
+    current limits), counted by the longest one's length, so a longer number
+    forces a new layout and another of the same length does not; a title or an
     axis label takes its room by its height, so only its number of lines
     counts (a new title of the same height reuses the layout).
 
@@ -75,11 +76,14 @@ def layout_text(ax) -> tuple:
         return text.count("\n") + 1 if text else 0
 
     legend = ax.get_legend()
-    ticks = tuple(tuple(axis.get_major_formatter().format_ticks(axis.get_majorticklocs()))
-                  for axis in (ax.xaxis, ax.yaxis))  # the labels the axis will draw, without making Tick artists
+    # the longest label each axis will draw (digits have one width: "0.5" takes the room of "1.5"; the
+    # widest y label sets the left margin, the longest x label the bottom one when turned), read without
+    # making the axis' Tick artists
+    ticks = tuple(max((len(t) for t in axis.get_major_formatter().format_ticks(axis.get_majorticklocs())),
+                      default=0) for axis in (ax.xaxis, ax.yaxis))
     return (tuple(lines(ax.get_title(where)) for where in ("left", "center", "right")),
             lines(ax.get_xlabel()), lines(ax.get_ylabel()), ticks,
-            None if legend is None else tuple(t.get_text() for t in legend.get_texts()),
+            None if legend is None else tuple(len(t.get_text()) for t in legend.get_texts()),
             len(ax.images), len(ax.figure.axes))
 
 
