@@ -381,3 +381,23 @@ def test_compile_all_builds_the_variants_the_frame_layer_uses():
             "print(before == (len(gymnasium_replay.signatures), len(sb3_replay.signatures)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_a_session_reusing_its_running_replays_gives_what_normalized_rewards_gives(sample_frame):
+    """The session keeps the running replays while only the scope changes; the table must not change."""
+    from polars.testing import assert_frame_equal
+
+    from rewardlab.analysis.normalizers import constants_column
+    from rewardlab.analysis.stats import normalization_constants
+    from rewardlab.domains.mahjong.families import Points
+    from rewardlab.sessions import NormalizationSession
+
+    frame = Points.from_preset("thousands").with_columns(sample_frame, "points")
+    s = NormalizationSession(frame, reward="points", scope="all")
+    for scope in ("end_of_round", "all", "end_of_game", "episode_return", "all"):
+        s.update(scope=scope)
+        c = normalization_constants(frame, "points", scope=scope)
+        per_step = None if scope == "episode_return" else c
+        assert_frame_equal(s.results.replays, normalized_rewards(frame, "points", constants=per_step))
+        if per_step is not None:
+            assert np.array_equal(constants_column(frame, "points", c), s.results.replays["constants"].to_numpy())

@@ -66,6 +66,7 @@ __all__ = [
     "gymnasium_normalize_reward",
     "sb3_normalize_reward",
     "normalized_rewards",
+    "constants_column",
     "normalization_summary",
     "REPLAY_METHODS",
     "replay_methods",
@@ -315,9 +316,6 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
     done = columns.done_column(name)
     if done not in names:
         raise ColumnNotFoundError(done, [c for c in names if c.startswith(columns.DONE_PREFIX)])
-    if constants is not None and not isinstance(constants, NormalizationConstants):
-        raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
-                             type(constants).__name__)
     declared, here = declared_spec(lf, spec)
     boundary = trajectory_end_expr(names, done, here)
     if here.truncated is not None:  # Gymnasium's terminated: every trajectory end but a truncation alone
@@ -330,10 +328,7 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
     exprs = [pl.col(columns.reward_column(name)).cast(pl.Float64).alias("raw"),
              boundary.alias("boundary"), terminated.alias("terminated")]
     if constants is not None:
-        if constants.scope in RETURN_SCOPES:
-            raise ParameterError("constants", "should have a per-step scope to be applied step by step "
-                                 "(not 'episode_return' or 'trajectory_return')", constants.scope)
-        exprs.append(scope_mask_expr(names, name, constants.scope, here, declared).alias("in_scope"))
+        exprs.append(_in_scope_expr(names, name, constants, here, declared))
     df = lf.select(exprs).collect()
     r = df["raw"].to_numpy()
     b = df["boundary"].to_numpy()
@@ -344,6 +339,46 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
         cols["constants"] = np.where(df["in_scope"].to_numpy(), constants.apply(r), r)
     cols |= {"gymnasium": gym.normalized, "sb3": sb3.normalized.astype(np.float64), "sb3_clipped": sb3.clipped}
     return pl.DataFrame(cols)
+
+
+def _in_scope_expr(names: list[str], name: str, constants, here: FrameSpec, declared) -> pl.Expr:
+    """The steps ``constants`` apply to (column ``in_scope``); a return scope cannot be applied per step."""
+    if not isinstance(constants, NormalizationConstants):
+        raise ParameterError("constants", "should be NormalizationConstants (see normalization_constants)",
+                             type(constants).__name__)
+    if constants.scope in RETURN_SCOPES:
+        raise ParameterError("constants", "should have a per-step scope to be applied step by step "
+                             "(not 'episode_return' or 'trajectory_return')", constants.scope)
+    return scope_mask_expr(names, name, constants.scope, here, declared).alias("in_scope")
+
+
+def constants_column(data, reward: str, constants: NormalizationConstants, *,
+                     spec: FrameSpec | None = None) -> np.ndarray:
+    """The ``constants`` column of :func:`normalized_rewards` alone: ``(r - mean) / std`` in scope, ``r`` elsewhere.
+
+    What a session adds to replays it keeps while only the constants change.
+
+    Returns
+    -------
+    numpy.ndarray of shape ``[N]``, float64
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from rewardlab.analysis.stats import normalization_constants
+    >>> f = pl.DataFrame({"reward_a": [0.0, 4.0, 2.0], "done_a": [False, True, True]})
+    >>> c = normalization_constants(f, "a", scope="nonzero")
+    >>> constants_column(f, "a", c).tolist()
+    [0.0, 1.0, -1.0]
+    """
+    lf, _ = lazy_table(data)
+    names = column_names(lf)
+    name = resolve_reward(names, reward)
+    declared, here = declared_spec(lf, spec)
+    df = lf.select(pl.col(columns.reward_column(name)).cast(pl.Float64).alias("raw"),
+                   _in_scope_expr(names, name, constants, here, declared)).collect()
+    r = df["raw"].to_numpy()
+    return np.where(df["in_scope"].to_numpy(), constants.apply(r), r)
 
 
 def normalization_summary(normalized: pl.DataFrame) -> pl.DataFrame:
@@ -375,13 +410,16 @@ def normalization_summary(normalized: pl.DataFrame) -> pl.DataFrame:
     methods = ["raw", *replay_methods(normalized)]
     nz = pl.col("raw") != 0
     clipped = normalized["sb3_clipped"].mean() if "sb3_clipped" in normalized.columns else None
+    stats = ("count", "mean", "std", "min", "max", "nonzero_mean", "nonzero_std")
+
+    def exprs(c: pl.Expr) -> list[pl.Expr]:
+        return [pl.len(), c.mean(), c.std(ddof=0), c.min(), c.max(), c.filter(nz).mean(), c.filter(nz).std(ddof=0)]
+
+    values = normalized.select([e.alias(f"{m}/{k}") for m in methods  # one pass over every column
+                                for k, e in zip(stats, exprs(pl.col(m)))]).row(0)
     rows = []
-    for m in methods:
-        c = pl.col(m)
-        row = normalized.select(
-            count=pl.len(), mean=c.mean(), std=c.std(ddof=0), min=c.min(), max=c.max(),
-            nonzero_mean=c.filter(nz).mean(), nonzero_std=c.filter(nz).std(ddof=0),
-        ).row(0, named=True)
+    for i, m in enumerate(methods):
+        row = dict(zip(stats, values[i * len(stats):(i + 1) * len(stats)]))
         row["fraction_clipped"] = float(clipped or 0.0) if m == "sb3" else 0.0
         rows.append({"method": m} | row)
     schema = {"method": pl.String, "count": pl.Int64} | {

@@ -17,7 +17,9 @@ import polars as pl
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import FrameError, ParameterError, RewardlabError, check_choice, check_in_range, check_positive
-from rewardlab.analysis.normalizers import normalization_summary, normalized_rewards, replay_methods
+from rewardlab.analysis.normalizers import (
+    constants_column, normalization_summary, normalized_rewards, replay_methods,
+)
 from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.episodes import episode_at_row, open_episode
@@ -119,6 +121,8 @@ class NormalizationSession(Session):
         #: (reward, scope) -> constants, error, before, after: they do not depend on gamma, epsilon or the
         #: clip, so changing those recomputes only the replays (the frame never changes in a session)
         self._scope_results: dict[tuple[str, str], tuple] = {}
+        self._replays_key: tuple | None = None  # (reward, gamma, epsilon, clip) of _replays
+        self._replays: pl.DataFrame | None = None
         params = dict(reward=names[0] if reward is None else reward, scope=scope, gamma=gamma,
                       epsilon=epsilon, clip_reward=clip_reward)
         params = {k: parse_number(k, v) if k in self._numeric else v for k, v in params.items()}
@@ -143,12 +147,22 @@ class NormalizationSession(Session):
             what = "episode returns" if scope == "episode_return" else "trajectory returns"
             note = (f"constants over {what} scale returns, not single steps; the replays show "
                     "the raw reward and the running normalizers only")
-        replays = normalized_rewards(self.frame, name, constants=constants if per_step else None,
-                                     gamma=p["gamma"], epsilon=p["epsilon"], clip_reward=p["clip_reward"],
-                                     spec=self.spec)
+        replays = self._running_replays(name, p["gamma"], p["epsilon"], p["clip_reward"])
+        if per_step:  # the constants' column beside the running normalizers' (which do not depend on them)
+            replays = replays.clone().insert_column(1, pl.Series("constants", constants_column(  # not in place
+                self.frame, name, constants, spec=self.spec)))
         return NormalizationResults(reward=name, scope=scope, constants=constants, constants_error=error,
                                     before=before, after=after, replays=replays,
                                     summary=normalization_summary(replays), note=note)
+
+    def _running_replays(self, name: str, gamma: float, epsilon: float, clip_reward: float) -> pl.DataFrame:
+        """:func:`normalized_rewards` without constants, kept per (reward, gamma, epsilon, clip): a new scope reuses it."""
+        key = (name, gamma, epsilon, clip_reward)
+        if self._replays_key != key:
+            self._replays = normalized_rewards(self.frame, name, gamma=gamma, epsilon=epsilon,
+                                               clip_reward=clip_reward, spec=self.spec)
+            self._replays_key = key
+        return self._replays
 
     def _scope_statistics(self, name: str, scope: str) -> tuple:
         """Constants (or why none), and the statistics before / after them, of reward ``name`` over ``scope``."""
