@@ -41,9 +41,8 @@ _EXPORTS = {
     "rewardlab.contracts.kanachan.batching": ("FrameArrays", "to_tensordict"),
     "rewardlab.dataset": ("DatasetSummary", "convert", "summarize"),
     "rewardlab.domains.mahjong.rules": ("episode_outcomes", "ranks_from_scores"),
-    "rewardlab.sources.kanachan.reader": (
-        "LoadResult", "load_kanachan", "read_kanachan", "scan_kanachan",
-    ),
+    "rewardlab.sources.kanachan.reader": ("load_kanachan", "read_kanachan", "scan_kanachan"),
+    "rewardlab.sources.results": ("LoadResult",),
     "rewardlab.plugins": (
         "CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin", "split_shards",
     ),

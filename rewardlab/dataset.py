@@ -34,7 +34,7 @@ from rewardlab.domains.mahjong.rules import episode_outcomes
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.core.errors import ParameterError
 from rewardlab.sources.dispatch import as_lazy, load, merge_options, resolve_source
-from rewardlab.sources.kanachan.reader import LoadResult
+from rewardlab.sources.results import LoadResult
 from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
 
 __all__ = ["convert", "write_dataset", "summarize", "DatasetSummary"]

@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
+from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult
 from rewardlab.core.files import (as_paths, atomic_open, check_input, check_not_input, check_output, compression_of,
                            open_compressed, progress_enabled)
 from rewardlab.core.spec import attach, attached
@@ -80,58 +81,6 @@ SKIP_REASONS: dict[str, str] = {
 }
 
 _STATE_COLUMNS = (S.SPARSE, S.NUMERIC, S.PROGRESSION, S.CANDIDATES)  # file columns 1-4
-
-
-@dataclasses.dataclass(frozen=True)
-class LoadResult:
-    """What :func:`read_kanachan` returns.
-
-    Attributes
-    ----------
-    frame : polars.DataFrame
-        The loaded transitions (schema :data:`rewardlab.sources.kanachan.schema.FRAME_SCHEMA`).
-    skipped : polars.DataFrame
-        One row per skipped line: ``file``, ``line``, ``column``, ``reason``,
-        ``message``, ``text`` (the line decoded, for reading) and ``raw`` (its
-        bytes as in the file, without the ``\\n``; a CR of a CRLF line end
-        stays).  Empty unless ``on_error="skip"``.
-    skipped_path : Path or None
-        The side file the skipped lines were written to, if any.
-
-    Examples
-    --------
-    >>> result = read_kanachan("data/sample.tsv.gz", on_error="skip")  # doctest: +SKIP
-    >>> result.skip_counts  # doctest: +SKIP
-    {}
-    """
-
-    frame: pl.DataFrame
-    skipped: pl.DataFrame
-    skipped_path: Path | None = None
-
-    @property
-    def skip_counts(self) -> dict[str, int]:
-        """Skipped lines per reason, most frequent first."""
-        if self.skipped.height == 0:
-            return {}
-        counts = self.skipped.group_by("reason").len().sort(["len", "reason"], descending=[True, False])
-        return dict(zip(counts["reason"].to_list(), counts["len"].to_list()))
-
-    @classmethod
-    def nothing_skipped(cls, frame: pl.DataFrame) -> "LoadResult":
-        """The result of a load that skipped nothing (what formats without a skip mode give)."""
-        return cls(frame, pl.DataFrame(schema=_SKIPPED_SCHEMA))
-
-
-_SKIPPED_SCHEMA = {
-    "file": pl.String,
-    "line": pl.UInt32,
-    "column": pl.Int16,
-    "reason": pl.String,
-    "message": pl.String,
-    "text": pl.String,
-    "raw": pl.Binary,
-}
 
 
 # ----------------------------------------------------------------------------
@@ -918,7 +867,7 @@ def _assemble(blocks, ids_list, keep, kept_idx, episode, spath) -> pl.DataFrame:
 
 def _skipped_frame(spath: str, blocks: list[_Block], row_problem: dict) -> pl.DataFrame:
     if not row_problem:
-        return pl.DataFrame(schema=_SKIPPED_SCHEMA)
+        return pl.DataFrame(schema=SKIPPED_LINES_SCHEMA)
     rows = sorted(row_problem)
     starts = [int(b.lines[0]) - 1 if b.lines.size else 0 for b in blocks]
     texts, raws = [], []
@@ -934,7 +883,7 @@ def _skipped_frame(spath: str, blocks: list[_Block], row_problem: dict) -> pl.Da
         "message": [row_problem[r][2] for r in rows],
         "text": texts,
         "raw": raws,
-    }, schema=_SKIPPED_SCHEMA)
+    }, schema=SKIPPED_LINES_SCHEMA)
 
 
 # ----------------------------------------------------------------------------
@@ -995,7 +944,7 @@ def read_kanachan(
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
     if all(is_dataset(p) for p in files):
-        return LoadResult(_kanachan_dataset(read_dataset(files), files), pl.DataFrame(schema=_SKIPPED_SCHEMA))
+        return LoadResult(_kanachan_dataset(read_dataset(files), files), pl.DataFrame(schema=SKIPPED_LINES_SCHEMA))
     if any(is_dataset(p) for p in files):
         raise ParameterError("paths", "should be all annotation files or all Parquet datasets",
                              [str(p) for p in files])
@@ -1017,7 +966,7 @@ def read_kanachan(
             frames.append(frame)
             skipped.append(skip_df)
     frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
-    skipped_df = pl.concat(skipped) if skipped else pl.DataFrame(schema=_SKIPPED_SCHEMA)
+    skipped_df = pl.concat(skipped) if skipped else pl.DataFrame(schema=SKIPPED_LINES_SCHEMA)
     frame = attach(_number_games(frame, files, skip=skip), S.KANACHAN_SPEC)
     result_path = None
     if skip and skipped_path is not None:

@@ -57,7 +57,7 @@ from rewardlab.core.columns import done_column, reward_column
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
 from rewardlab.core.files import atomic_open, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
-from rewardlab.sources.kanachan.reader import LoadResult
+from rewardlab.sources.results import LoadResult
 from rewardlab.sources.rllib.episodes import episode_checks, format_key
 from rewardlab.sources.rllib.files import (RECORDED_NAME, Piece, Problem, input_files, json_lines, layout_of,
                                            parquet_row_groups, unit_kind, unit_name)

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from rewardlab.sources.results import SKIPPED_LINES_SCHEMA
+
 from rewardlab.core.files import atomic_path
 from rewardlab.sources.rllib.files import unit_name
 
@@ -38,8 +40,7 @@ SKIP_REASONS: dict[str, str] = {
 }
 
 
-SKIPPED_SCHEMA = {"file": pl.String, "line": pl.UInt32, "column": pl.Int16, "reason": pl.String,
-                   "message": pl.String, "text": pl.String, "raw": pl.Binary}
+SKIPPED_SCHEMA = SKIPPED_LINES_SCHEMA  # the kanachan reader's table of skipped lines
 
 
 def bad_episodes(frame, problems, bad, files, kind) -> tuple[np.ndarray, dict]:

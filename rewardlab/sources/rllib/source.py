@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from rewardlab.sources.kanachan.reader import LoadResult
+from rewardlab.sources.results import LoadResult
 from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.rllib.files import sniff_rllib
 from rewardlab.sources.rllib.reader import RLLIB_SPEC, load_rllib, read_rllib

@@ -37,7 +37,7 @@ import polars as pl
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
 from rewardlab.core.files import as_paths, atomic_open, atomic_path, check_input, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
-from rewardlab.sources.kanachan.reader import LoadResult
+from rewardlab.sources.results import LoadResult
 from rewardlab.sources.steps import checks as C
 from rewardlab.sources.steps.files import TableFile, kind_of, read_file
 from rewardlab.sources.steps.roles import (DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles, first_value,

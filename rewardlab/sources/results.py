@@ -1,0 +1,75 @@
+"""What a source's ``read`` returns: the frame, and what it skipped (:class:`LoadResult`).
+
+Every source with a skip mode (kanachan text, step tables, RLlib output)
+returns a :class:`LoadResult`; :data:`SKIPPED_LINES_SCHEMA` is the table of
+skipped input lines the text formats keep (a format may add columns, such as
+a Parquet row group).
+
+Examples
+--------
+>>> import polars as pl
+>>> LoadResult.nothing_skipped(pl.DataFrame({"x": [1]})).skip_counts
+{}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import polars as pl
+
+__all__ = ["LoadResult", "SKIPPED_LINES_SCHEMA"]
+
+#: One row per skipped input line: where, why, and the line as read (``raw``: its bytes, no ``\\n``).
+SKIPPED_LINES_SCHEMA = {
+    "file": pl.String,
+    "line": pl.UInt32,
+    "column": pl.Int16,
+    "reason": pl.String,
+    "message": pl.String,
+    "text": pl.String,
+    "raw": pl.Binary,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadResult:
+    """What a source's ``read`` returns (:func:`rewardlab.read_kanachan`, :func:`rewardlab.read_steps`, ...).
+
+    Attributes
+    ----------
+    frame : polars.DataFrame
+        The loaded transitions, with their spec attached.
+    skipped : polars.DataFrame
+        One row per skipped input line (or row): ``file``, ``line``,
+        ``column``, ``reason``, ``message``, and the input as read (``text``,
+        ``raw``: its bytes as in the file, without the ``\\n``; a CR of a
+        CRLF line end stays); see each source for its columns.  Empty unless
+        ``on_error="skip"``.
+    skipped_path : Path or None
+        The side file the skipped input was written to, if any.
+
+    Examples
+    --------
+    >>> result = rewardlab.read_kanachan("data/sample.tsv.gz", on_error="skip")  # doctest: +SKIP
+    >>> result.skip_counts  # doctest: +SKIP
+    {}
+    """
+
+    frame: pl.DataFrame
+    skipped: pl.DataFrame
+    skipped_path: Path | None = None
+
+    @property
+    def skip_counts(self) -> dict[str, int]:
+        """Skipped lines per reason, most frequent first."""
+        if self.skipped.height == 0:
+            return {}
+        counts = self.skipped.group_by("reason").len().sort(["len", "reason"], descending=[True, False])
+        return dict(zip(counts["reason"].to_list(), counts["len"].to_list()))
+
+    @classmethod
+    def nothing_skipped(cls, frame: pl.DataFrame) -> "LoadResult":
+        """The result of a load that skipped nothing (what formats without a skip mode give)."""
+        return cls(frame, pl.DataFrame(schema=SKIPPED_LINES_SCHEMA))
