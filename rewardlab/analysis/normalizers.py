@@ -55,7 +55,7 @@ from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
 from rewardlab.analysis.returns import as_array
 from rewardlab.analysis.replay_kernels import gymnasium_replay, sb3_replay
-from rewardlab.analysis.scopes import RETURN_SCOPES, declared_spec, scope_mask_expr, trajectory_end_expr
+from rewardlab.analysis.scopes import RETURN_SCOPES, cut_expr, declared_spec, scope_mask_expr, trajectory_end_expr
 from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 
@@ -318,13 +318,7 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
         raise ColumnNotFoundError(done, [c for c in names if c.startswith(columns.DONE_PREFIX)])
     declared, here = declared_spec(lf, spec)
     boundary = trajectory_end_expr(names, done, here)
-    if here.truncated is not None:  # Gymnasium's terminated: every trajectory end but a truncation alone
-        cut = pl.col(here.truncated).fill_null(False)
-        if here.terminated is not None:
-            cut = cut & ~pl.col(here.terminated).fill_null(False)
-        terminated = boundary & ~cut
-    else:
-        terminated = boundary
+    terminated = boundary & ~cut_expr(names, here)  # Gymnasium's: every trajectory end but a cut one
     exprs = [pl.col(columns.reward_column(name)).cast(pl.Float64).alias("raw"),
              boundary.alias("boundary"), terminated.alias("terminated")]
     if constants is not None:

@@ -63,7 +63,7 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, attach
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range
 from rewardlab.sources.registry import spec_of
-from rewardlab.analysis.scopes import episode_end_expr, trajectory_end_expr
+from rewardlab.analysis.scopes import cut_expr, episode_end_expr, trajectory_end_expr
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 
 __all__ = [
@@ -363,6 +363,7 @@ class _Trajectories:
             flags["_truncated"] = pl.col(here.truncated).fill_null(False)
             if here.terminated is not None:
                 flags["_terminated"] = pl.col(here.terminated).fill_null(False)
+            flags["_cut"] = cut_expr(names, here)
         extra = dict(extra or {})
         if episode_end:
             extra["_episode_end"] = episode_end_expr(names, here)
@@ -375,12 +376,9 @@ class _Trajectories:
         self.frame = df
         self.reward = df["_reward"].to_numpy()
         self.boundary = df["_boundary"].to_numpy()
-        # a cut trajectory bootstraps; a step flagged both ways ended (terminated wins, as in TorchRL)
-        self.truncated = np.zeros(df.height, dtype=bool)
-        if "_truncated" in df.columns:
-            self.truncated = df["_truncated"].to_numpy() & self.boundary
-            if "_terminated" in df.columns:
-                self.truncated &= ~df["_terminated"].to_numpy()
+        # a cut trajectory bootstraps (scopes.cut_expr: a step flagged both ways ended)
+        self.truncated = df["_cut"].to_numpy() & self.boundary if "_cut" in df.columns else \
+            np.zeros(df.height, dtype=bool)
 
     def key_frame(self, rows: np.ndarray) -> list[pl.Series]:
         return [self.frame[k].gather(rows) for k in self.keys]

@@ -66,7 +66,7 @@ from rewardlab.sources.registry import known_specs, spec_of
 
 __all__ = [
     "SCOPES", "SCOPE_ALIASES", "VALUE", "check_scope", "scope_values", "scope_lazy", "declared_spec",
-    "episode_end_expr", "trajectory_end_expr", "segment_id_expr", "scope_mask_expr", "RETURN_SCOPES",
+    "episode_end_expr", "trajectory_end_expr", "cut_expr", "segment_id_expr", "scope_mask_expr", "RETURN_SCOPES",
 ]
 
 #: The scopes every statistic accepts (see the module docstring): the generic ones, then
@@ -138,6 +138,30 @@ def trajectory_end_expr(names: Sequence[str], done: str, spec: FrameSpec) -> pl.
     [True, True, True]
     """
     return (pl.col(done) | episode_end_expr(names, spec)).alias("_boundary")
+
+
+def cut_expr(names: Sequence[str], spec: FrameSpec) -> pl.Expr:
+    """True on a step the spec's ``truncated`` flag cuts and its ``terminated`` flag does not end (column ``_cut``).
+
+    The one reading of the two flags for returns and normalizer replays: a
+    cut step's next state has a value (bootstrap; Gymnasium's running return
+    carries on), an ended one does not, and a step flagged both ways ended
+    (terminated wins, as in TorchRL and Gymnasium's wrappers).  Frames a spec
+    validated never flag both; a table read without that check may.
+
+    Examples
+    --------
+    >>> spec = FrameSpec(name="s", terminated="term", truncated="trunc")
+    >>> f = pl.DataFrame({"term": [False, True, True], "trunc": [True, False, True]})
+    >>> f.select(cut_expr(f.columns, spec))["_cut"].to_list()
+    [True, False, False]
+    """
+    if spec.truncated is None or spec.truncated not in names:
+        return pl.lit(False).alias("_cut")
+    cut = pl.col(spec.truncated).fill_null(False)
+    if spec.terminated is not None and spec.terminated in names:
+        cut = cut & ~pl.col(spec.terminated).fill_null(False)
+    return cut.alias("_cut")
 
 
 def segment_id_expr(end: pl.Expr, name: str = "_episode") -> pl.Expr:
