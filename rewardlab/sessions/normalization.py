@@ -237,11 +237,8 @@ class NormalizationSession(Session):
         if rows.size == 0:
             raise ParameterError("value", f"should point at a step, but reward_{self.reward} is 0 on every "
                                  "step", value)
-        distance = np.abs(replays[column].to_numpy()[rows] - float(value))
-        if not np.isfinite(distance).any():
-            raise ParameterError("column", f"should show finite values to point at, but {column!r} is not finite "
-                                 "on any step with a nonzero reward", column)
-        return episode_at_row(self.frame, int(rows[np.nanargmin(distance)]), spec=self.spec)
+        distance = np.abs(replays[column].to_numpy()[rows] - float(value))  # finite: the session refuses others
+        return episode_at_row(self.frame, int(rows[np.argmin(distance)]), spec=self.spec)
 
     # -- pins and saved state ---------------------------------------------------
     def data_fingerprint(self) -> str:
