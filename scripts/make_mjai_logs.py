@@ -31,7 +31,8 @@ above 0.6 (the degenerate "every player discards the drawn tile" play that
 The seeds were picked by playing seeds 0-299 of both modes and keeping games
 that together show every event type, a double ron, riichi sticks carried over
 and left over at the end, a tie in the final scores and a game cut short by a
-negative score (tobi).  Files that exist are not replaced unless ``--overwrite``.
+negative score (tobi); each seed is used once, as both modes deal the same
+opening rounds for one seed.  Files that exist are not replaced unless ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ GAMES = {
     "hanchan_102.json.gz": (2, 102),   # double ron, 2 riichi sticks left at the end, all three kinds of kan
     "hanchan_228.json": (2, 228),      # a riichi discard ronned (reach, no reach_accepted), tie in the final scores
     "hanchan_15.json": (2, 15),        # ends early: a player below zero (tobi)
-    "tonpusen_102.json": (1, 102),     # double ron, all three kinds of kan
+    "tonpusen_245.json": (1, 245),     # 11 rounds (dealer repeats), all three kinds of kan
     "tonpusen_193.json.gz": (1, 193),  # 3 riichi sticks left at the end
     "tonpusen_196.json": (1, 196),     # short; double ron, 2 sticks left at the end (the test regenerates it)
 }
