@@ -155,3 +155,16 @@ def test_script_reproduces_shipped_logs_byte_for_byte(tmp_path):
     assert json.loads((tmp_path / "games.json").read_text()) == {name: GAMES[name] for name in names}
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert again.returncode == 1 and "nothing written" in again.stderr and "already exists" in again.stderr
+
+
+def test_script_refuses_degenerate_games(tmp_path, monkeypatch, capsys):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import make_mjai_logs
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    monkeypatch.setattr(make_mjai_logs, "MAX_TSUMOGIRI_SHARE", 0.25)  # tonpusen_196 has 0.2884
+    assert make_mjai_logs.main(["--only", "tonpusen_196.json", "--out", str(tmp_path)]) == 1
+    assert "nothing written: in tonpusen_196.json more than 25% of the discards are the drawn tile" \
+        in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
