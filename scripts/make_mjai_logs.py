@@ -22,7 +22,7 @@ mahjong, in this order of preference:
 
 Every log is one compact JSON object per line (the engine's own key order),
 ``\\n`` line ends, one game per file; ``.json.gz`` files are gzip with mtime 0,
-so a rerun gives the same bytes.  ``games.json`` beside them records per file
+so a rerun gives the same bytes.  ``games.meta`` beside them records per file
 the engine and version, the mode and seed, the engine's final ``scores()`` and
 ``ranks()`` (1-based), the rounds, the count of each event type and the share
 of discards that are the drawn tile (``tsumogiri``).  A game whose share is
@@ -148,7 +148,7 @@ def tsumogiri_share(events: list[dict]) -> float:
 
 
 def summary(game_mode: int, seed: int, env: riichienv.RiichiEnv) -> dict:
-    """What ``games.json`` records for one game."""
+    """What ``games.meta`` records for one game."""
     events = env.mjai_log
     counts = collections.Counter(e["type"] for e in events)
     return {
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "data" / "mjai", help="folder to write to (must exist)")
     parser.add_argument("--only", action="append", choices=sorted(GAMES), metavar="NAME",
-                        help="generate only this file (repeatable); games.json then lists only these")
+                        help="generate only this file (repeatable); games.meta then lists only these")
     parser.add_argument("--overwrite", action="store_true", help="replace existing files")
     args = parser.parse_args(argv)
 
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
               f"{running} may give other games", file=sys.stderr)
     names = [name for name in GAMES if name in (args.only or GAMES)]
     try:  # refuse an existing file before any game is played or written
-        for name in [*names, "games.json"]:
+        for name in [*names, "games.meta"]:
             check_output(args.out / name, overwrite=args.overwrite)
     except (OutputExistsError, FileAccessError) as exc:
         print(f"error: nothing written: {exc}", file=sys.stderr)
@@ -203,9 +203,9 @@ def main(argv=None) -> int:
     for name, (events, _) in games.items():
         with atomic_open(args.out / name, overwrite=args.overwrite) as f:
             f.write(mjai_lines(events))
-    with atomic_open(args.out / "games.json", overwrite=args.overwrite) as f:
+    with atomic_open(args.out / "games.meta", overwrite=args.overwrite) as f:
         f.write(json.dumps({name: info for name, (_, info) in games.items()}, indent=2) + "\n")
-    print(f"wrote {len(games)} logs and games.json to {args.out}")
+    print(f"wrote {len(games)} logs and games.meta to {args.out}")
     return 0
 
 

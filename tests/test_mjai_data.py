@@ -6,7 +6,7 @@ scores round by round (``start_kyoku.scores``, minus 1000 for each
 ``reach_accepted``, plus the ``deltas`` of each ``hora`` / ``ryukyoku``; the
 riichi sticks still on the table at the end go to the top player) gives the
 next round's ``start_kyoku.scores`` and ``kyotaku`` and, at the end, the engine's
-own final ``scores()`` and ``ranks()`` recorded in ``games.json``.
+own final ``scores()`` and ``ranks()`` recorded in ``games.meta``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from conftest import ROOT
 
 DATA = ROOT / "data" / "mjai"
-GAMES = json.loads((DATA / "games.json").read_text())
+GAMES = json.loads((DATA / "games.meta").read_text())
 STICK = 1000
 
 
@@ -72,7 +72,7 @@ def logs():
 
 
 def test_games_json_lists_every_shipped_log():
-    shipped = {p.name for p in DATA.iterdir() if p.name.endswith((".json", ".json.gz"))} - {"games.json"}
+    shipped = {p.name for p in DATA.iterdir() if p.name.endswith((".json", ".json.gz"))} - {"games.meta"}
     assert set(GAMES) == shipped
     assert len(GAMES) == 6
     assert collections.Counter(g["game_mode_name"] for g in GAMES.values()) == {"hanchan": 3, "tonpusen": 3}
@@ -152,7 +152,7 @@ def test_script_reproduces_shipped_logs_byte_for_byte(tmp_path):
     assert run.returncode == 0, run.stderr
     for name in names:
         assert (tmp_path / name).read_bytes() == (DATA / name).read_bytes(), name
-    assert json.loads((tmp_path / "games.json").read_text()) == {name: GAMES[name] for name in names}
+    assert json.loads((tmp_path / "games.meta").read_text()) == {name: GAMES[name] for name in names}
     again = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert again.returncode == 1 and "nothing written" in again.stderr and "already exists" in again.stderr
 

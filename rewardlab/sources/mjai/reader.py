@@ -1,0 +1,553 @@
+"""MJAI game logs into the kanachan frame: files, batches, threads, messages, skip mode.
+
+A load lists the log files (files named, and the logs of folders named),
+groups them into batches of about :data:`BATCH_BYTES` of text, and runs the
+compiled scanner and tracker on each batch in a pool of threads (the kernels
+release the GIL; gzip too).  A batch returns compact row arrays and its game
+records; its text is dropped, so memory grows with the frame, not with the
+JSON text.  The batches' rows are ordered by episode (game, seat, step) and
+become the columns of :data:`rewardlab.sources.kanachan.schema.FRAME_SCHEMA`
+with the kanachan spec attached.
+
+What the log cannot give is padding, the same in every row
+(:data:`PADDED_COLUMNS`): ``progression`` (all 2165), ``candidates`` (all 546)
+and ``action`` (0); ``room`` and ``grades`` come from the options.
+
+A game that breaks a rule raises :class:`~rewardlab.core.errors.DataFormatError`
+naming the file, line and rule; with ``on_error="skip"`` the whole game (its
+lines from ``start_game`` to ``end_game``) is quarantined: counted, kept
+byte for byte in ``result.skipped`` and the side file, and none of its rows
+are kept.
+
+Examples
+--------
+>>> import rewardlab
+>>> frame = rewardlab.load_mjai("data/mjai", progress=False)  # doctest: +SKIP
+>>> frame.select("game_id", "seat", "step", "end_of_game").head(2)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import warnings
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice
+from rewardlab.core.files import as_paths, atomic_open, check_input, check_not_input, check_output, progress_enabled
+from rewardlab.core.spec import attach
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.sources.mjai import tiles as T
+from rewardlab.sources.mjai.scanner import scan
+from rewardlab.sources.mjai.tracker import CODES, track
+from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult
+
+__all__ = ["read_mjai", "load_mjai", "log_files", "MJAI_SUFFIXES", "PADDED_COLUMNS", "DEFAULTS", "BATCH_BYTES"]
+
+#: File names a folder's logs are found by (and a plain ``.gz`` of each).
+MJAI_SUFFIXES = (".json", ".jsonl", ".mjson", ".log")
+#: About this much text per batch (a batch is a unit of parallel work and of memory).
+BATCH_BYTES = 8 << 20
+#: Columns a log cannot fill, and the value every row gets.
+PADDED_COLUMNS = {
+    S.PROGRESSION: f"all {S.NUM_TYPES_OF_PROGRESSION_FEATURES} (padding): an MJAI log has no kanachan "
+                   "progression encoding",
+    S.CANDIDATES: f"all {S.NUM_TYPES_OF_ACTIONS} (padding): a log records the choice, not the legal options",
+    S.ACTION: "0 (an index into padding candidates)",
+}
+#: What rows get for what a log does not say (options of :func:`read_mjai`).
+DEFAULTS = {"room": 0, "grades": (0, 0, 0, 0), "game_length": "from the log: half-length when a South "
+            "round is played, else east-only"}
+_CODE_NAMES = {v: k for k, v in CODES.items()}
+_HINT = ("Fix the log, or load with on_error='skip' (CLI: --on-error skip) to quarantine the whole game and "
+         "keep its lines.")
+_PHASES = ("outside a game", "after start_game / end_kyoku (a start_kyoku or end_game comes next)",
+           "at the start of a round (the dealer's tsumo comes next)",
+           "while a player holds a drawn or called tile (a discard, riichi, kan or tsumo win comes next)",
+           "after a riichi declaration (its discard comes next)",
+           "after a discard (a call, ron, reach_accepted or the next tsumo comes next)",
+           "after a kan (the replacement tsumo comes next)",
+           "after an added kan (a robbing ron or the replacement tsumo comes next)",
+           "after the round's result (end_kyoku, or another ron on the same tile, comes next)", "")
+
+
+def log_files(paths) -> list[Path]:
+    """The files a load reads: the files named, and, for a folder, its logs (:data:`MJAI_SUFFIXES`,
+    plain or ``.gz``, recursively, sorted by path).
+
+    Examples
+    --------
+    >>> [p.name for p in log_files("data/mjai")][:1]  # doctest: +SKIP
+    ['hanchan_0.json']
+    """
+    out: list[Path] = []
+    for p in as_paths(paths):
+        check_input(p, folder=True)
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and _log_name(q.name))
+            if not found:
+                raise ParameterError("paths", "should name MJAI logs or folders holding some (files ending "
+                                     + ", ".join(MJAI_SUFFIXES) + ", plain or .gz)", str(p))
+            out += found
+        else:
+            out.append(p)
+    return out
+
+
+def _log_name(name: str) -> bool:
+    name = name.lower().removesuffix(".gz")
+    return name.endswith(MJAI_SUFFIXES)
+
+
+# ----------------------------------------------------------------------------------------------
+# One batch of files
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Batch:
+    """What one batch gives back: kept rows (in episode order), its games, and what it quarantined."""
+
+    files: list[Path]
+    rows: dict = field(default_factory=dict)  # column name -> array, rows of good games in episode order
+    game_ids: list = field(default_factory=list)  # per good game
+    game_files: np.ndarray | None = None  # per good game: index into files
+    game_lines: np.ndarray | None = None  # per good game: its start_game line number
+    game_length: np.ndarray | None = None
+    bad: list = field(default_factory=list)  # DataFormatError per quarantined game, in file order
+    skipped: list = field(default_factory=list)  # per quarantined game: (file, first line, raw lines, error)
+    lines: int = 0
+
+
+def _read_text(path: Path) -> bytes:
+    data = path.read_bytes()
+    if path.name.lower().endswith(".gz") or data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data
+
+
+def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length: int) -> _Batch:
+    out = _Batch(files)
+    texts, kept_files = [], []
+    for f, path in enumerate(files):
+        try:
+            data = _read_text(path)
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+            err = DataFormatError(path, None, None, "unreadable", f"cannot be read as a plain or gzip log "
+                                  f"({type(e).__name__}: {e})", hint="Check the file, or leave it out.")
+            out.bad.append(err)
+            out.skipped.append((path, None, [], err))
+            continue
+        if data and not data.endswith(b"\n"):
+            data += b"\n"
+        texts.append(data)
+        kept_files.append(f)
+    buf = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    starts = np.empty_like(ends)
+    if ends.size:
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+    counts = [t.count(b"\n") for t in texts]
+    file_starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=file_starts[1:])
+    out.lines = int(ends.size)
+    ev = scan(buf, starts, ends)
+    tr = track(ev, file_starts, room=room, grades=grades, game_length=game_length)
+    del ev
+
+    def where(line: int) -> tuple[Path, int, int]:
+        k = int(np.searchsorted(file_starts, line, side="right") - 1)
+        return files[kept_files[k]], line - int(file_starts[k]) + 1, k
+
+    good = tr.g_code == 0
+    for g in np.flatnonzero(~good):
+        path, number, _ = where(int(tr.g_line[g]))
+        first_path, first_number, _ = where(int(tr.g_first[g]))
+        line = buf[starts[tr.g_line[g]]:ends[tr.g_line[g]]].tobytes()
+        err = _error(path, number, int(tr.g_code[g]), tr.g_values[g], line, int(starts[tr.g_line[g]]),
+                     int(tr.g_line[g]), ends, starts, buf)
+        out.bad.append(err)
+        if skip:
+            raws = [buf[starts[i]:ends[i]].tobytes() for i in range(int(tr.g_first[g]), int(tr.g_last[g]) + 1)]
+            out.skipped.append((first_path, first_number, raws, err))
+        elif len(out.bad) == 1:
+            break  # raise mode: the batch's first problem is all that is reported
+    if out.bad and not skip:
+        return out
+    games = np.flatnonzero(good)
+    out.game_ids = [hashlib.blake2b(buf[starts[tr.g_first[g]]:ends[tr.g_last[g]] + 1], digest_size=16).hexdigest()
+                    for g in games]
+    where_first = [where(int(tr.g_first[g])) for g in games]
+    out.game_files = np.array([kept_files[k] for _, _, k in where_first], dtype=np.int64)
+    out.game_lines = np.array([n for _, n, _ in where_first], dtype=np.int64)
+    out.game_length = tr.g_length[games].astype(np.uint8)
+    # rows: renumber games to the good ones, order by (game, seat, step), keep only what the frame needs
+    new_game = np.full(tr.games, -1, dtype=np.int64)
+    new_game[games] = np.arange(games.size)
+    row_game = new_game[tr.game]
+    order = np.argsort(row_game * 4 + tr.seat, kind="stable")
+    k = int(np.searchsorted(file_starts, tr.line[order], side="right").max(initial=1)) if tr.rows else 0
+    del k
+    line_file = np.searchsorted(file_starts, tr.line, side="right") - 1
+    out.rows = {
+        "game": row_game[order].astype(np.int64),
+        "file": np.asarray(kept_files, dtype=np.int64)[line_file[order]] if tr.rows else np.zeros(0, np.int64),
+        "line": (tr.line - file_starts[line_file] + 1)[order].astype(np.uint32),
+        S.SEAT: tr.seat[order], S.STEP: tr.step[order], S.ROUND: tr.round[order], S.CHANG: tr.chang[order],
+        S.JU: tr.ju[order], S.BEN: tr.ben[order], S.SPARSE: tr.sparse[order], S.NUMERIC: tr.numeric[order],
+        S.RESULTS: tr.results[order], S.ROUND_SUMMARY: tr.summary[order],
+        S.END_OF_ROUND: tr.end_of_round[order], S.END_OF_GAME: tr.end_of_game[order],
+    }
+    return out
+
+
+def _error(path: Path, number: int, code: int, values, line: bytes, line_start: int, line_index: int, ends, starts,
+           buf) -> DataFormatError:
+    """The message of a game's broken rule (only formatted for games that are reported)."""
+    rule = _CODE_NAMES.get(code, "invalid")
+    v0, v1, v2 = (int(x) for x in values)
+    text = line.decode("utf-8", "replace")
+    field_name = T.FIELD_NAMES.get(v0, "?")
+    kind = lambda k: T.NAME_OF_KIND.get(k, str(k))  # noqa: E731
+    event = lambda t: T.EVENT_NAMES.get(t, "?")  # noqa: E731
+    column = None
+    if rule == "not_json":
+        msg = f"is not one JSON object: {_clip(text)}"
+    elif rule == "unknown_event":
+        msg = f"has an event type that is not MJAI's: {_clip(text)} (known: {', '.join(T.EVENT_TYPES)})"
+    elif rule == "bad_tile":
+        msg = (f'"{field_name}" holds a name that is no tile: {_clip(text)} (tiles: 1m-9m, 1p-9p, 1s-9s, '
+               "5mr 5pr 5sr, E S W N P F C)")
+    elif rule == "bad_value":
+        msg = f'"{field_name}" has a value of the wrong shape ({_SHAPES.get(field_name, "")}): {_clip(text)}'
+    elif rule == "no_type":
+        msg = f'is a JSON object without "type": {_clip(text)}'
+    elif rule == "outside_game":
+        msg = f'has an event ("{event(v0)}") outside a game: before its start_game or after its end_game'
+    elif rule == "out_of_order":
+        msg = f'"{event(v0)}" cannot come here: {_PHASES[v1] if 0 <= v1 < len(_PHASES) else ""}'
+    elif rule == "wrong_player":
+        msg = f"seat {v0} acts (or is named) here, but the game expects seat {v1}: {_clip(text)}"
+    elif rule == "hand_inconsistent":
+        msg = f"seat {v0}'s hand holds no {kind(v1)} to give up here (tracked through draws, discards and calls)"
+    elif rule == "too_many_copies":
+        msg = (f"the round shows {kind(v0)} {v1} times (dealt, drawn or as a dora indicator), more than "
+               "the set holds")
+    elif rule == "missing_field":
+        msg = f'the event needs "{field_name}": {_clip(text)}'
+    elif rule == "scores_mismatch":
+        msg = (f"seat {v0}'s score is given as {v1}, but the round's starting scores, riichi sticks and "
+               f"deltas make it {v2}")
+    elif rule == "scores_do_not_add_up":
+        msg = (f"the scores plus 1000 per riichi stick on the table add up to {v0}, not the game's total "
+               f"{v1}: the deltas do not balance")
+    elif rule == "unended_game":
+        msg = "the file ends inside a game (no end_game after its last start_game)"
+    elif rule == "out_of_range":
+        msg = f'"{field_name}" is {v1}, outside what kanachan\'s layout holds ({_RANGES.get(field_name, "")})'
+    elif rule == "hidden_tile":
+        msg = (f'"{field_name}" holds a hidden tile "?": rewardlab needs full game records that show every '
+               "hand and draw (a player's own view hides the others')")
+    elif rule == "hand_size":
+        msg = f"seat {v0} holds {v1} concealed tiles here; it should hold {v2}"
+    elif rule == "deposits_mismatch":
+        msg = f"kyotaku is {v0}, but {v1} riichi sticks are left on the table from the rounds before"
+    elif rule == "wrong_tile":
+        msg = f"seat {v0}'s tile is {kind(v1)}, but the game says {kind(v2)}"
+    elif rule == "wrong_meld":
+        msg = f"seat {v0}'s consumed tiles do not make this call: {_clip(text)}"
+    else:
+        msg = f"breaks rule {rule}: {_clip(text)}"
+    return DataFormatError(path, number, column, rule, msg, hint=_HINT)
+
+
+_SHAPES = {"type": "a string", "actor": "a seat 0-3", "target": "a seat 0-3", "oya": "a seat 0-3",
+           "pai": "a tile name", "dora_marker": "a tile name", "consumed": "a list of up to 4 tile names",
+           "tsumogiri": "true or false", "bakaze": '"E", "S", "W" or "N"', "kyoku": "an integer >= 0",
+           "honba": "an integer >= 0", "kyotaku": "an integer >= 0", "scores": "4 integers",
+           "deltas": "4 integers", "tehais": "4 lists of tile names", "tenpais": "4 booleans"}
+_RANGES = {"bakaze": "East, South and West rounds", "kyoku": "1-4", "honba": "0-255",
+           "oya": "the dealer of kyoku k is seat k - 1", "pai": "70 draws per round",
+           "dora_marker": "5 indicators, one more per kan", "tehais": "255 rounds per game"}
+
+
+def _clip(text: str, width: int = 120) -> str:
+    return text if len(text) <= width else text[:width] + "..."
+
+
+# ----------------------------------------------------------------------------------------------
+# The load
+# ----------------------------------------------------------------------------------------------
+
+
+def _batches(files: list[Path]) -> list[list[Path]]:
+    out, cur, size = [], [], 0
+    for p in files:
+        try:
+            n = p.stat().st_size * (8 if p.name.lower().endswith(".gz") else 1)
+        except OSError:
+            n = 0
+        if cur and size + n > BATCH_BYTES:
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(p)
+        size += n
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _check_options(room, grades, game_length) -> tuple[int, tuple[int, ...], int]:
+    if isinstance(room, bool) or not isinstance(room, (int, np.integer)) or not 0 <= room < S.NUM_ROOMS:
+        raise ParameterError("room", f"should be an integer 0-{S.NUM_ROOMS - 1} (0 bronze .. 4 throne)", room)
+    if isinstance(grades, (int, np.integer)) and not isinstance(grades, bool):
+        grades = (int(grades),) * 4
+    grades = tuple(grades) if isinstance(grades, (list, tuple)) else grades
+    if (not isinstance(grades, tuple) or len(grades) != 4
+            or not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) and 0 <= g < S.NUM_GRADES
+                       for g in grades)):
+        raise ParameterError("grades", f"should be one grade 0-{S.NUM_GRADES - 1} or four (seats 0-3)", grades)
+    lengths = {None: -1, "auto": -1, 0: 0, 1: 1, "east": 0, "half": 1}
+    if isinstance(game_length, bool) or game_length not in lengths:
+        raise ParameterError("game_length", "should be None (from the log), 'east' (0) or 'half' (1)",
+                             game_length)
+    return int(room), tuple(int(g) for g in grades), lengths[game_length]
+
+
+def read_mjai(
+    paths,
+    *,
+    on_error: str = "raise",
+    skipped_path: str | Path | None = None,
+    overwrite: bool = False,
+    room: int = 0,
+    grades=0,
+    game_length: int | str | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> LoadResult:
+    """Load MJAI game logs (plain or ``.gz``, files or folders) into the kanachan frame.
+
+    One row per decision of a player (a discard, a riichi declaration, a chi
+    / pon / open kan, a closed or added kan, a win), with the state before it;
+    episodes per (game, seat), rounds keyed by (chang, ju, ben).  See
+    :mod:`rewardlab.sources.mjai` for what each column holds.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Log files (one game each, or several games one after the other) and
+        folders of logs, read in the order given (a folder's logs sorted).
+    on_error : {"raise", "skip"}
+        ``"raise"`` stops at the first broken rule with a
+        :class:`~rewardlab.core.errors.DataFormatError` naming file, line and
+        rule; ``"skip"`` quarantines each broken game whole (counted by rule,
+        its lines kept in ``result.skipped``).
+    skipped_path : path, optional
+        With ``on_error="skip"``, also write the quarantined lines verbatim
+        to this side file (atomic; refuses to overwrite unless ``overwrite``).
+    overwrite : bool
+        Replace an existing ``skipped_path``.
+    room : int
+        Room (0 bronze .. 4 throne) written in every row; a log has none.
+    grades : int or four ints
+        Grade (0-15) of each seat's player; a log has none.
+    game_length : None, "east" or "half"
+        None: half-length when the game plays a South round, else east-only
+        (an east-only game extended into South reads as half-length: say so).
+    workers : int, optional
+        Threads (default: the machine's cores).
+    progress : bool, optional
+        Show a tqdm bar over the files (default: when interactive).
+
+    Returns
+    -------
+    LoadResult
+        ``frame`` (schema :data:`rewardlab.sources.kanachan.schema.FRAME_SCHEMA`, kanachan spec),
+        ``skipped`` and ``skipped_path``.
+
+    Examples
+    --------
+    >>> from rewardlab import read_mjai
+    >>> result = read_mjai("data/mjai", progress=False)
+    >>> result.frame.select("seat").n_unique(), result.skip_counts
+    (4, {})
+    """
+    check_choice("on_error", on_error, ("raise", "skip"))
+    room, grades, length = _check_options(room, grades, game_length)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ParameterError("workers", "should be an integer >= 1", workers)
+    if skipped_path is not None and on_error != "skip":
+        raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
+    files = log_files(paths)
+    check_not_input(skipped_path, files, name="skipped_path")
+    if skipped_path is not None:
+        check_output(skipped_path, overwrite=overwrite)
+    skip = on_error == "skip"
+    batches = _batches(files)
+    offsets = np.cumsum([0] + [len(b) for b in batches])
+    from tqdm.auto import tqdm
+
+    results: list[_Batch] = []
+    with tqdm(total=len(files), unit="log", desc="loading MJAI logs", disable=not progress_enabled(progress),
+              leave=False) as bar, ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        futures = [pool.submit(_run_batch, b, skip=skip, room=room, grades=grades, game_length=length)
+                   for b in batches]
+        try:
+            for fut in futures:
+                batch = fut.result()
+                bar.update(len(batch.files))
+                if batch.bad and not skip:
+                    raise batch.bad[0]
+                results.append(batch)
+        finally:
+            for fut in futures:
+                fut.cancel()
+    frame = _assemble(results, files, offsets, room=room, grades=grades)
+    skipped = _skipped_frame(results)
+    result_path = None
+    if skip and skipped_path is not None:
+        result_path = Path(skipped_path)
+        with atomic_open(result_path, "wb", overwrite=overwrite) as f:
+            for line in skipped["raw"].to_list():
+                f.write(line + b"\n")
+    result = LoadResult(frame, skipped, result_path)
+    games = sum(len(b.skipped) for b in results)
+    if games:
+        counts = ", ".join(f"{k}: {v}" for k, v in _game_counts(results).items())
+        where = f"; kept in {result_path}" if result_path else "; see result.skipped"
+        warnings.warn(SkippedLinesWarning(
+            f"quarantined {games} game{'s' if games > 1 else ''} ({skipped.height} lines; {counts}){where}"),
+            stacklevel=2)
+    return result
+
+
+def _game_counts(results: list[_Batch]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for b in results:
+        for *_, err in b.skipped:
+            counts[err.rule] = counts.get(err.rule, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _skipped_frame(results: list[_Batch]) -> pl.DataFrame:
+    rows = {k: [] for k in SKIPPED_LINES_SCHEMA}
+    for b in results:
+        for path, first, raws, err in b.skipped:
+            for j, raw in enumerate(raws):
+                number = first + j
+                rows["file"].append(str(path))
+                rows["line"].append(number)
+                rows["column"].append(None)
+                rows["reason"].append(err.rule)
+                rows["message"].append(str(err) if number == err.line else
+                                       f"in the game quarantined for {err.path}:{err.line} ({err.rule})")
+                rows["text"].append(raw.decode("utf-8", "replace"))
+                rows["raw"].append(raw)
+            if not raws:  # an unreadable file
+                for k, v in (("file", str(path)), ("line", None), ("column", None), ("reason", err.rule),
+                             ("message", str(err)), ("text", None), ("raw", b"")):
+                    rows[k].append(v)
+    return pl.DataFrame(rows, schema=SKIPPED_LINES_SCHEMA)
+
+
+def _assemble(results: list[_Batch], files: list[Path], offsets, *, room: int, grades) -> pl.DataFrame:
+    """The kanachan frame of every batch's rows, games numbered in load order."""
+    ids = [i for b in results for i in b.game_ids]
+    game_files = np.concatenate([b.game_files + offsets[k] for k, b in enumerate(results) if b.game_ids]
+                                or [np.zeros(0, np.int64)])
+    game_lines = np.concatenate([b.game_lines for b in results if b.game_ids] or [np.zeros(0, np.int64)])
+    _check_unique(ids, game_files, game_lines, files)
+    base = np.cumsum([0] + [len(b.game_ids) for b in results])
+    parts = [b.rows for b in results if b.rows]
+    if parts:
+        cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        game = np.concatenate([p["game"] + base[k] for k, p in enumerate(r.rows for r in results) if p])
+        file_index = np.concatenate([p["file"] + offsets[k] for k, p in enumerate(r.rows for r in results) if p])
+    else:
+        cols = {S.SEAT: np.zeros(0, np.uint8), S.STEP: np.zeros(0, np.uint16), S.ROUND: np.zeros(0, np.uint8),
+                S.CHANG: np.zeros(0, np.uint8), S.JU: np.zeros(0, np.uint8), S.BEN: np.zeros(0, np.uint8),
+                S.SPARSE: np.zeros((0, S.MAX_NUM_ACTIVE_SPARSE_FEATURES), np.int16),
+                S.NUMERIC: np.zeros((0, S.NUM_NUMERIC_FEATURES), np.int32),
+                S.RESULTS: np.zeros((0, S.RL_NUM_RESULTS), np.int32),
+                S.ROUND_SUMMARY: np.zeros((0, S.MAX_NUM_ROUND_SUMMARY), np.int8),
+                S.END_OF_ROUND: np.zeros(0, bool), S.END_OF_GAME: np.zeros(0, bool), "line": np.zeros(0, np.uint32)}
+        game = file_index = np.zeros(0, np.int64)
+    n = game.size
+    lengths = np.concatenate([b.game_length for b in results if b.game_ids] or [np.zeros(0, np.uint8)])
+    names = [str(p) for p in files]
+    data = {
+        S.GAME_ID: pl.Series(S.GAME_ID, ids, dtype=pl.String).cast(pl.Categorical).gather(game),
+        S.GAME: pl.Series(S.GAME, game.astype(np.uint32)),
+        S.SEAT: cols[S.SEAT], S.STEP: cols[S.STEP], S.ROUND: cols[S.ROUND], S.CHANG: cols[S.CHANG],
+        S.JU: cols[S.JU], S.BEN: cols[S.BEN],
+        S.ROOM: np.full(n, room, dtype=np.uint8),
+        S.GAME_LENGTH: lengths[game] if n else np.zeros(0, np.uint8),
+        S.GRADES: np.broadcast_to(np.asarray(grades, dtype=np.uint8), (n, S.NUM_SEATS)),
+        S.SPARSE: cols[S.SPARSE], S.NUMERIC: cols[S.NUMERIC],
+        S.PROGRESSION: np.full((n, S.MAX_LENGTH_OF_PROGRESSION_FEATURES), S.NUM_TYPES_OF_PROGRESSION_FEATURES,
+                               dtype=np.int16),
+        S.CANDIDATES: np.full((n, S.MAX_NUM_ACTION_CANDIDATES), S.NUM_TYPES_OF_ACTIONS, dtype=np.int16),
+        S.ACTION: np.zeros(n, dtype=np.uint8),
+        S.ROUND_SUMMARY: cols[S.ROUND_SUMMARY], S.RESULTS: cols[S.RESULTS],
+        S.END_OF_ROUND: cols[S.END_OF_ROUND], S.END_OF_GAME: cols[S.END_OF_GAME],
+        S.SOURCE_FILE: pl.Series(S.SOURCE_FILE, names, dtype=pl.String).cast(pl.Categorical).gather(file_index),
+        S.SOURCE_LINE: cols["line"],
+    }
+    frame = pl.DataFrame({name: (value if isinstance(value, pl.Series) else pl.Series(name, value, dtype=dtype))
+                          for (name, dtype), value in zip(S.FRAME_SCHEMA.items(), data.values())})
+    return attach(frame, S.KANACHAN_SPEC)
+
+
+def _check_unique(ids: list[str], game_files: np.ndarray, game_lines: np.ndarray, files: list[Path]) -> None:
+    if len(set(ids)) == len(ids):
+        return
+    first: dict[str, int] = {}
+    for g, gid in enumerate(ids):
+        if gid in first:
+            a = first[gid]
+            raise DataFormatError(files[game_files[g]], int(game_lines[g]), None, "game_reappears",
+                                  f"this game is the same, byte for byte, as the one at "
+                                  f"{files[game_files[a]]}:{int(game_lines[a])}",
+                                  hint="Remove the duplicate log.")
+        first[gid] = g
+
+
+def load_mjai(
+    paths,
+    *,
+    on_error: str = "raise",
+    skipped_path: str | Path | None = None,
+    overwrite: bool = False,
+    room: int = 0,
+    grades=0,
+    game_length: int | str | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> pl.DataFrame:
+    """Load MJAI game logs into the kanachan frame (:func:`read_mjai`'s frame).
+
+    With ``on_error="skip"`` a ``skipped_path`` is required so the
+    quarantined games are kept somewhere (use :func:`read_mjai` to keep them
+    in memory instead).
+
+    Examples
+    --------
+    >>> import rewardlab
+    >>> frame = rewardlab.load_mjai("data/mjai", progress=False)
+    >>> frame.filter("end_of_game").height
+    24
+    """
+    if on_error == "skip" and skipped_path is None:
+        raise ParameterError("skipped_path", "is required with on_error='skip' so quarantined games are kept",
+                             None, hint="Name a side file, or call read_mjai() to get them in memory.")
+    return read_mjai(paths, on_error=on_error, skipped_path=skipped_path, overwrite=overwrite, room=room,
+                     grades=grades, game_length=game_length, workers=workers, progress=progress).frame

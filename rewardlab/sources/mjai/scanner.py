@@ -1,0 +1,534 @@
+"""The compiled scanner: MJAI JSON lines straight into arrays of event codes.
+
+One pass over a block of text reads each line as one JSON object and keeps
+only the fields the tracker needs (:data:`rewardlab.sources.mjai.tiles.FIELDS`),
+as small integers: the event type, seats, tiles as 37-kind codes, the
+integers of ``start_kyoku`` and the score lists.  Any other key is skipped
+whatever its value (strings with escapes, numbers, nested lists and objects).
+A line that is not one JSON object, names an unknown event type or a tile
+that does not exist, or gives a known field a value of the wrong shape gets
+an error code, the byte column and the field (:data:`CODES`); nothing here
+formats messages (:mod:`rewardlab.sources.mjai.reader` does, only for the
+lines it reports).
+
+The kernel is compiled by numba on first use (cached on disk afterwards,
+``make`` compiles it) and releases the GIL, so blocks are scanned in
+parallel threads.  ``tests/test_mjai.py`` checks it against ``json.loads``
+line by line.
+
+Examples
+--------
+>>> import numpy as np
+>>> from rewardlab.sources.mjai.scanner import scan
+>>> text = b'{"type":"dahai","actor":2,"pai":"5pr","tsumogiri":false}\\n'
+>>> ev = scan(np.frombuffer(text, dtype=np.uint8), np.array([0]), np.array([len(text) - 1]))
+>>> int(ev.type[0]), int(ev.actor[0]), int(ev.pai[0]), int(ev.tsumogiri[0]), int(ev.code[0])
+(4, 2, 10, 0, 0)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from rewardlab.sources.mjai import tiles as T
+
+__all__ = ["Events", "scan", "CODES", "compile_all"]
+
+#: Error codes of :func:`scan`, by rule name (0: the line passed).
+CODES = {
+    "not_json": 1,        # not one JSON object (detail: 0)
+    "unknown_event": 2,   # a "type" that is not an MJAI event (column: the value)
+    "bad_tile": 3,        # a tile name that is no tile (detail: the field)
+    "bad_value": 4,       # a known field with a value of the wrong shape (detail: the field)
+    "no_type": 5,         # an object without "type"
+}
+_NOT_JSON, _UNKNOWN, _BAD_TILE, _BAD_VALUE, _NO_TYPE = 1, 2, 3, 4, 5
+_ABSENT = -(2 ** 31)  # an absent integer field
+
+# --- byte-level tables --------------------------------------------------------------------------
+_SPACE = np.zeros(256, dtype=np.bool_)
+for _c in b" \t\r":
+    _SPACE[_c] = True
+
+#: Keys and event types as byte strings in one table each: (bytes, code).
+_KEY_BYTES = [(k.encode(), v) for k, v in T.FIELDS.items()]
+_TYPE_BYTES = [(k.encode(), v) for k, v in T.EVENT_TYPES.items()]
+
+
+def _table(pairs):
+    """Pack (bytes, code) pairs into a padded 2-D byte table, lengths and codes (numba reads them)."""
+    width = max(len(b) for b, _ in pairs)
+    table = np.zeros((len(pairs), width), dtype=np.uint8)
+    lengths = np.zeros(len(pairs), dtype=np.int64)
+    codes = np.zeros(len(pairs), dtype=np.int64)
+    for i, (b, code) in enumerate(pairs):
+        table[i, :len(b)] = np.frombuffer(b, dtype=np.uint8)
+        lengths[i] = len(b)
+        codes[i] = code
+    return table, lengths, codes
+
+
+_KEYS = _table(_KEY_BYTES)
+_TYPES = _table(_TYPE_BYTES)
+#: Tile names: "1m" .. "C", "5mr", "?" -> kind (as (bytes, kind)).
+_TILES = _table([(name.encode(), kind) for name, kind in T.KIND_OF_NAME.items()])
+_WIND_CODES = _table([(name.encode(), code) for name, code in T.WINDS.items()])
+
+
+class Events:
+    """The arrays one :func:`scan` call fills, one row per line.
+
+    Attributes
+    ----------
+    type : numpy.ndarray of int8, shape (n,)
+        :data:`rewardlab.sources.mjai.tiles.EVENT_TYPES` code; 0 for a blank line.
+    actor, target, pai, tsumogiri, bakaze, oya, dora : numpy.ndarray of int8, shape (n,)
+        Seats, tile kinds, 0/1, wind; -1 when the line has no such field.
+    kyoku, honba, kyotaku : numpy.ndarray of int32, shape (n,)
+        ``start_kyoku``'s integers; ``-2**31`` when absent.
+    consumed : numpy.ndarray of int8, shape (n, 4)
+        Tile kinds, -1 padded.
+    scores, deltas : numpy.ndarray of int64, shape (n, 4)
+        With ``has_scores`` / ``has_deltas`` (bool, shape (n,)).
+    tenpais : numpy.ndarray of int8, shape (n, 4)
+        0/1, -1 when absent.
+    tehais : numpy.ndarray of int8, shape (n, 4, 14)
+        Tile kinds of each seat's dealt hand, -1 padded (``start_kyoku`` only).
+    code, column, detail : numpy.ndarray, shape (n,)
+        First rule the line breaks (:data:`CODES`), the 0-based byte column,
+        and the field (a :data:`rewardlab.sources.mjai.tiles.FIELDS` code).
+    """
+
+    def __init__(self, n: int):
+        i8 = lambda *shape: np.full(shape, -1, dtype=np.int8)  # noqa: E731
+        self.n = n
+        self.type = np.zeros(n, dtype=np.int8)
+        self.actor, self.target, self.pai, self.tsumogiri = i8(n), i8(n), i8(n), i8(n)
+        self.bakaze, self.oya, self.dora = i8(n), i8(n), i8(n)
+        self.kyoku = np.full(n, _ABSENT, dtype=np.int32)
+        self.honba = np.full(n, _ABSENT, dtype=np.int32)
+        self.kyotaku = np.full(n, _ABSENT, dtype=np.int32)
+        self.consumed = i8(n, 4)
+        self.scores = np.zeros((n, 4), dtype=np.int64)
+        self.deltas = np.zeros((n, 4), dtype=np.int64)
+        self.has_scores = np.zeros(n, dtype=np.bool_)
+        self.has_deltas = np.zeros(n, dtype=np.bool_)
+        self.tenpais = i8(n, 4)
+        self.tehais = i8(n, 4, 14)
+        self.code = np.zeros(n, dtype=np.int8)
+        self.column = np.zeros(n, dtype=np.int32)
+        self.detail = np.zeros(n, dtype=np.int32)
+
+
+def scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Events:
+    """Scan lines ``buf[starts[i]:ends[i]]`` (no ``\\n``) into :class:`Events`.
+
+    Parameters
+    ----------
+    buf : numpy.ndarray of uint8
+        The text.
+    starts, ends : numpy.ndarray of int64, shape (n,)
+        Byte offsets of each line's first byte and of its end.
+
+    Examples
+    --------
+    >>> text = b'{"type":"nukidora","actor":0}\\n'
+    >>> ev = scan(np.frombuffer(text, dtype=np.uint8), np.array([0]), np.array([len(text) - 1]))
+    >>> int(ev.code[0]) == CODES["unknown_event"], int(ev.column[0])
+    (True, 8)
+    """
+    n = len(starts)
+    ev = Events(n)
+    _scan_kernel(buf, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(ends, dtype=np.int64),
+                 _KEYS[0], _KEYS[1], _KEYS[2], _TYPES[0], _TYPES[1], _TYPES[2], _TILES[0], _TILES[1], _TILES[2],
+                 _WIND_CODES[0], _WIND_CODES[1], _WIND_CODES[2],
+                 ev.type, ev.actor, ev.target, ev.pai, ev.tsumogiri, ev.bakaze, ev.oya, ev.dora, ev.kyoku,
+                 ev.honba, ev.kyotaku, ev.consumed, ev.scores, ev.deltas, ev.has_scores, ev.has_deltas,
+                 ev.tenpais, ev.tehais, ev.code, ev.column, ev.detail)
+    return ev
+
+
+# --- the kernel -----------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _ws(buf, i, e):
+    while i < e and _SPACE[buf[i]]:
+        i += 1
+    return i
+
+
+
+@njit(cache=True, nogil=True)
+def _lookup(buf, a, b, table, lengths, codes):
+    """Code of the bytes ``buf[a:b]`` in ``table``, or -1."""
+    size = b - a
+    for r in range(table.shape[0]):
+        if lengths[r] != size:
+            continue
+        same = True
+        for j in range(size):
+            if buf[a + j] != table[r, j]:
+                same = False
+                break
+        if same:
+            return codes[r]
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _string_end(buf, i, e):
+    """``buf[i]`` is an opening quote: the index of the closing one, or -1."""
+    i += 1
+    while i < e:
+        c = buf[i]
+        if c == 34:  # "
+            return i
+        if c == 92:  # backslash: skip the escaped byte
+            i += 2
+            continue
+        if c < 32:
+            return -1
+        i += 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _skip_value(buf, i, e):
+    """Skip any JSON value starting at ``i``; return the index after it, or -1."""
+    if i >= e:
+        return -1
+    c = buf[i]
+    if c == 34:
+        j = _string_end(buf, i, e)
+        return -1 if j < 0 else j + 1
+    if c == 123 or c == 91:  # { [ : skip to the matching bracket, strings respected
+        depth = 0
+        while i < e:
+            c = buf[i]
+            if c == 34:
+                j = _string_end(buf, i, e)
+                if j < 0:
+                    return -1
+                i = j + 1
+                continue
+            if c == 123 or c == 91:
+                depth += 1
+            elif c == 125 or c == 93:
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        return -1
+    j = i
+    while j < e:
+        c = buf[j]
+        if c == 44 or c == 125 or c == 93 or _SPACE[c]:  # , } ]
+            break
+        if not ((48 <= c <= 57) or c == 45 or c == 43 or c == 46 or (97 <= c <= 122) or (65 <= c <= 90)):
+            return -1
+        j += 1
+    return j if j > i else -1
+
+
+@njit(cache=True, nogil=True)
+def _integer(buf, i, e):
+    """An integer at ``i``: (value, index after it); index -1 when it is not one (floats included)."""
+    neg = False
+    if i < e and buf[i] == 45:
+        neg = True
+        i += 1
+    v = 0
+    digits = 0
+    while i < e and 48 <= buf[i] <= 57:
+        v = v * 10 + (buf[i] - 48)
+        digits += 1
+        i += 1
+    if digits == 0 or digits > 15:
+        return 0, -1
+    if i < e and (buf[i] == 46 or buf[i] == 101 or buf[i] == 69):  # . e E: not an integer
+        return 0, -1
+    return (-v if neg else v), i
+
+
+@njit(cache=True, nogil=True)
+def _tile(buf, i, e, ttable, tlengths, tcodes):
+    """A tile name string at ``i``: (kind, index after it); kind -1: not a tile; index -1: not a string."""
+    if i >= e or buf[i] != 34:
+        return -1, -1
+    j = _string_end(buf, i, e)
+    if j < 0:
+        return -1, -1
+    return _lookup(buf, i + 1, j, ttable, tlengths, tcodes), j + 1
+
+
+@njit(cache=True, nogil=True)
+def _int_list(buf, i, e, out, row):
+    """``[a, b, c, d]`` of integers into ``out[row]``; the index after it, or -1 (-2: wrong length)."""
+    if i >= e or buf[i] != 91:
+        return -1
+    i = _ws(buf, i + 1, e)
+    k = 0
+    if i < e and buf[i] == 93:
+        return -2
+    while True:
+        v, j = _integer(buf, i, e)
+        if j < 0:
+            return -1
+        if k >= 4:
+            return -2
+        out[row, k] = v
+        k += 1
+        i = _ws(buf, j, e)
+        if i < e and buf[i] == 44:
+            i = _ws(buf, i + 1, e)
+            continue
+        if i < e and buf[i] == 93:
+            return i + 1 if k == 4 else -2
+        return -1
+
+
+@njit(cache=True, nogil=True)
+def _bool_list(buf, i, e, out, row):
+    """``[true, false, ...]`` (4 values) into ``out[row]`` as 1/0; the index after it, or -1."""
+    if i >= e or buf[i] != 91:
+        return -1
+    i = _ws(buf, i + 1, e)
+    k = 0
+    while True:
+        if i + 4 <= e and buf[i] == 116 and buf[i + 1] == 114 and buf[i + 2] == 117 and buf[i + 3] == 101:
+            v, i = 1, i + 4
+        elif i + 5 <= e and buf[i] == 102 and buf[i + 1] == 97 and buf[i + 2] == 108 and buf[i + 3] == 115 \
+                and buf[i + 4] == 101:
+            v, i = 0, i + 5
+        else:
+            return -1
+        if k >= 4:
+            return -1
+        out[row, k] = v
+        k += 1
+        i = _ws(buf, i, e)
+        if i < e and buf[i] == 44:
+            i = _ws(buf, i + 1, e)
+            continue
+        if i < e and buf[i] == 93:
+            return i + 1 if k == 4 else -1
+        return -1
+
+
+@njit(cache=True, nogil=True)
+def _tile_list(buf, i, e, out, limit, ttable, tlengths, tcodes):
+    """``["1m", ...]`` (at most ``limit`` tiles) into ``out``; (index after it, bad tile flag), index -1: shape."""
+    if i >= e or buf[i] != 91:
+        return -1, False
+    i = _ws(buf, i + 1, e)
+    if i < e and buf[i] == 93:
+        return i + 1, False
+    k = 0
+    bad = False
+    while True:
+        kind, j = _tile(buf, i, e, ttable, tlengths, tcodes)
+        if j < 0 or k >= limit:
+            return -1, False
+        if kind < 0:
+            bad = True
+        out[k] = kind
+        k += 1
+        i = _ws(buf, j, e)
+        if i < e and buf[i] == 44:
+            i = _ws(buf, i + 1, e)
+            continue
+        if i < e and buf[i] == 93:
+            return i + 1, bad
+        return -1, False
+
+
+@njit(cache=True, nogil=True)
+def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, ecodes, ttable, tlengths,
+                 tcodes, wtable, wlengths, wcodes, etype, actor, target, pai, tsumogiri, bakaze, oya, dora,
+                 kyoku, honba, kyotaku, consumed, scores, deltas, has_scores, has_deltas, tenpais, tehais,
+                 code, column, detail):
+    for row in range(starts.shape[0]):
+        s = starts[row]
+        e = ends[row]
+        i = _ws(buf, s, e)
+        if i == e:
+            continue  # a blank line: type 0, no error
+        err = 0
+        err_at = i
+        field = 0
+        if buf[i] != 123:
+            code[row] = _NOT_JSON
+            column[row] = i - s
+            continue
+        i = _ws(buf, i + 1, e)
+        seen_type = False
+        if i < e and buf[i] == 125:
+            i += 1
+        else:
+            while True:
+                if i >= e or buf[i] != 34:
+                    err, err_at = _NOT_JSON, i
+                    break
+                kend = _string_end(buf, i, e)
+                if kend < 0:
+                    err, err_at = _NOT_JSON, i
+                    break
+                key = _lookup(buf, i + 1, kend, ktable, klengths, kcodes)
+                i = _ws(buf, kend + 1, e)
+                if i >= e or buf[i] != 58:  # :
+                    err, err_at = _NOT_JSON, i
+                    break
+                i = _ws(buf, i + 1, e)
+                v_at = i
+                j = -1
+                if key == 1:  # type
+                    if i < e and buf[i] == 34:
+                        j = _string_end(buf, i, e)
+                        if j >= 0:
+                            t = _lookup(buf, i + 1, j, etable, elengths, ecodes)
+                            if t < 0:
+                                err, err_at, field = _UNKNOWN, i, key
+                            else:
+                                etype[row] = t
+                                seen_type = True
+                            j += 1
+                    if j < 0 and err == 0:
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                elif key == 2 or key == 3 or key == 11:  # actor target oya
+                    v, j = _integer(buf, i, e)
+                    if j >= 0 and 0 <= v <= 3:
+                        if key == 2:
+                            actor[row] = v
+                        elif key == 3:
+                            target[row] = v
+                        else:
+                            oya[row] = v
+                    else:
+                        j = -1
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                elif key == 4 or key == 14:  # pai dora_marker
+                    kind, j = _tile(buf, i, e, ttable, tlengths, tcodes)
+                    if j < 0:
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                    elif kind < 0:
+                        err, err_at, field = _BAD_TILE, v_at, key
+                        j = -1
+                    elif key == 4:
+                        pai[row] = kind
+                    else:
+                        dora[row] = kind
+                elif key == 5:  # consumed
+                    j, bad = _tile_list(buf, i, e, consumed[row], 4, ttable, tlengths, tcodes)
+                    if j < 0:
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                    elif bad:
+                        err, err_at, field = _BAD_TILE, v_at, key
+                        j = -1
+                elif key == 6:  # tsumogiri
+                    if i + 4 <= e and buf[i] == 116 and buf[i + 1] == 114 and buf[i + 2] == 117 \
+                            and buf[i + 3] == 101:
+                        tsumogiri[row] = 1
+                        j = i + 4
+                    elif i + 5 <= e and buf[i] == 102 and buf[i + 1] == 97 and buf[i + 2] == 108 \
+                            and buf[i + 3] == 115 and buf[i + 4] == 101:
+                        tsumogiri[row] = 0
+                        j = i + 5
+                    else:
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                elif key == 7:  # bakaze
+                    if i < e and buf[i] == 34:
+                        j = _string_end(buf, i, e)
+                        if j >= 0:
+                            w = _lookup(buf, i + 1, j, wtable, wlengths, wcodes)
+                            if w < 0:
+                                j = -1
+                            else:
+                                bakaze[row] = w
+                                j += 1
+                    if j < 0:
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                elif key == 8 or key == 9 or key == 10:  # kyoku honba kyotaku
+                    v, j = _integer(buf, i, e)
+                    if j >= 0 and 0 <= v < 2 ** 31:
+                        if key == 8:
+                            kyoku[row] = v
+                        elif key == 9:
+                            honba[row] = v
+                        else:
+                            kyotaku[row] = v
+                    else:
+                        j = -1
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                elif key == 12 or key == 15:  # scores deltas
+                    if i + 4 <= e and buf[i] == 110 and buf[i + 1] == 117 and buf[i + 2] == 108 \
+                            and buf[i + 3] == 108:  # null: treated as absent
+                        j = i + 4
+                    else:
+                        j = _int_list(buf, i, e, scores if key == 12 else deltas, row)
+                        if j < 0:
+                            err, err_at, field = _BAD_VALUE, v_at, key
+                        elif key == 12:
+                            has_scores[row] = True
+                        else:
+                            has_deltas[row] = True
+                elif key == 13:  # tehais: four lists of tiles
+                    if i < e and buf[i] == 91:
+                        i = _ws(buf, i + 1, e)
+                        p = 0
+                        while p < 4:
+                            j, bad = _tile_list(buf, i, e, tehais[row, p], 14, ttable, tlengths, tcodes)
+                            if j < 0:
+                                break
+                            if bad and err == 0:
+                                err, err_at, field = _BAD_TILE, i, key
+                            p += 1
+                            i = _ws(buf, j, e)
+                            if i < e and buf[i] == 44:
+                                i = _ws(buf, i + 1, e)
+                                continue
+                            break
+                        if j >= 0 and p == 4 and i < e and buf[i] == 93:
+                            j = i + 1
+                        else:
+                            j = -1
+                    if j < 0:
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                    elif err != 0:
+                        j = -1
+                elif key == 16:  # tenpais
+                    j = _bool_list(buf, i, e, tenpais, row)
+                    if j < 0:
+                        err, err_at, field = _BAD_VALUE, v_at, key
+                else:
+                    j = _skip_value(buf, i, e)
+                    if j < 0:
+                        err, err_at = _NOT_JSON, v_at
+                if err != 0:
+                    break
+                i = _ws(buf, j, e)
+                if i < e and buf[i] == 44:
+                    i = _ws(buf, i + 1, e)
+                    continue
+                if i < e and buf[i] == 125:
+                    i += 1
+                    break
+                err, err_at = _NOT_JSON, i
+                break
+        if err == 0:
+            i = _ws(buf, i, e)
+            if i != e:
+                err, err_at = _NOT_JSON, i
+            elif not seen_type:
+                err, err_at = _NO_TYPE, s
+        if err != 0:
+            code[row] = err
+            column[row] = err_at - s
+            detail[row] = field
+
+
+def compile_all() -> None:
+    """Compile (or load from numba's cache) the kernel."""
+    text = b'{"type":"start_kyoku","tehais":[["1m"],[],[],[]],"scores":[1,2,3,4],"x":[{"a":"\\""}]}\n'
+    scan(np.frombuffer(text, dtype=np.uint8), np.array([0]), np.array([len(text) - 1]))

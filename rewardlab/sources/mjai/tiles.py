@@ -1,0 +1,104 @@
+"""MJAI's vocabulary as small integers: event types, fields, tiles, winds.
+
+The compiled scanner (:mod:`rewardlab.sources.mjai.scanner`) turns each JSON
+line into these codes, and the game tracker (:mod:`rewardlab.sources.mjai.tracker`)
+works on them; this module holds the tables both read, and the names error
+messages print.
+
+Tiles
+-----
+A tile name is MJAI's: ``1m``-``9m``, ``1p``-``9p``, ``1s``-``9s``, the red
+fives ``5mr`` ``5pr`` ``5sr``, and the honors ``E S W N`` (winds) ``P F C``
+(white, green, red dragon).  Its *kind* is rewardlab's 37-kind id, the one of
+the kanachan layout (:mod:`rewardlab.domains.mahjong.simulate`): ``10 * suit
++ number`` for number tiles (suit 0 m, 1 p, 2 s), ``10 * suit`` for a red
+five, ``30``-``36`` for ``E S W N P F C``.  ``?`` (a hidden tile) is
+:data:`HIDDEN`.
+
+Examples
+--------
+>>> from rewardlab.sources.mjai import tiles
+>>> [tiles.KIND_OF_NAME[n] for n in ("1m", "5pr", "9s", "C")]
+[1, 10, 29, 36]
+>>> tiles.tile_ids([1, 5, 5, 0, 36])
+[0, 16, 17, 18, 132]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["EVENT_TYPES", "EVENT_NAMES", "FIELDS", "FIELD_NAMES", "KIND_OF_NAME", "NAME_OF_KIND", "HIDDEN",
+           "WINDS", "tile_ids", "BASE_OF_KIND", "COPIES"]
+
+#: Event type codes (0: the line has no ``type``).
+EVENT_TYPES = {
+    "start_game": 1, "start_kyoku": 2, "tsumo": 3, "dahai": 4, "reach": 5, "reach_accepted": 6,
+    "chi": 7, "pon": 8, "daiminkan": 9, "ankan": 10, "kakan": 11, "dora": 12, "hora": 13,
+    "ryukyoku": 14, "end_kyoku": 15, "end_game": 16,
+}
+EVENT_NAMES = {code: name for name, code in EVENT_TYPES.items()}
+
+#: Fields the scanner reads (any other key is skipped, whatever its value).
+FIELDS = {
+    "type": 1, "actor": 2, "target": 3, "pai": 4, "consumed": 5, "tsumogiri": 6, "bakaze": 7,
+    "kyoku": 8, "honba": 9, "kyotaku": 10, "oya": 11, "scores": 12, "tehais": 13, "dora_marker": 14,
+    "deltas": 15, "tenpais": 16,
+}
+FIELD_NAMES = {code: name for name, code in FIELDS.items()}
+
+#: Winds by ``bakaze`` letter: the prevailing wind is kanachan's ``chang``.
+WINDS = {"E": 0, "S": 1, "W": 2, "N": 3}
+
+HIDDEN = 37  #: the kind code of ``?``
+
+KIND_OF_NAME: dict[str, int] = {"?": HIDDEN}
+for _suit, _letter in enumerate("mps"):
+    for _n in range(1, 10):
+        KIND_OF_NAME[f"{_n}{_letter}"] = 10 * _suit + _n
+    KIND_OF_NAME[f"5{_letter}r"] = 10 * _suit
+for _h, _letter in enumerate("ESWNPFC"):
+    KIND_OF_NAME[_letter] = 30 + _h
+NAME_OF_KIND = {kind: name for name, kind in KIND_OF_NAME.items()}
+
+#: The 34-base (``tile id // 4``) of each kind; -1 for codes that are no tile (7, 8, 9, ...).
+BASE_OF_KIND = np.full(38, -1, dtype=np.int8)
+for _kind in range(37):
+    if _kind >= 30:
+        BASE_OF_KIND[_kind] = 27 + _kind - 30
+    elif _kind % 10 == 0:
+        BASE_OF_KIND[_kind] = 9 * (_kind // 10) + 4  # a red five
+    else:
+        BASE_OF_KIND[_kind] = 9 * (_kind // 10) + _kind % 10 - 1
+
+#: Copies of each kind in the 136 tiles: 1 red five and 3 plain fives per suit, 4 of the rest
+#: (a set without red fives has 4 plain fives: the plain limit allows it, the base limit holds).
+COPIES = np.array([1 if k % 10 == 0 and k < 30 else 4 for k in range(37)], dtype=np.int8)
+
+
+def tile_ids(kinds) -> list[int]:
+    """The kanachan tile ids (0-135, sorted) a hand of these kinds is written as.
+
+    Copy 0 of each five is the red five; the plain fives take copies 1-3 (and
+    copy 0 as well when a hand holds four plain fives, which only a set
+    without red fives has).  The compiled tracker writes hands the same way.
+
+    Examples
+    --------
+    >>> tile_ids([35, 35, 20, 25])
+    [88, 89, 128, 129]
+    """
+    counts = np.bincount(np.asarray(kinds, dtype=np.int64), minlength=37)
+    out = []
+    for base in range(34):
+        if base < 27 and base % 9 == 4:
+            red = 10 * (base // 9)
+            plain = red + 5
+            if counts[red]:
+                out.append(4 * base)
+            first = 1 if counts[plain] < 4 else 0
+            out.extend(4 * base + first + j for j in range(counts[plain]))
+        else:
+            kind = 30 + base - 27 if base >= 27 else 10 * (base // 9) + base % 9 + 1
+            out.extend(4 * base + j for j in range(counts[kind]))
+    return out

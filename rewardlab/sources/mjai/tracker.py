@@ -1,0 +1,877 @@
+"""The compiled game tracker: MJAI events into kanachan rows, every rule checked.
+
+One pass over the scanned events of a block (:class:`rewardlab.sources.mjai.scanner.Events`)
+plays each game along: whose turn it is, each player's concealed hand (by
+37-kind counts, the drawn tile apart), melds, the tiles seen (no kind more
+often than the set holds), dora indicators, riichi sticks, scores and the
+table's deposits.  Every decision of a player (a discard, a riichi
+declaration, a chi / pon / open kan, a closed or added kan, a win) becomes
+one row with the state before it, in the kanachan layout
+(:mod:`rewardlab.sources.kanachan.schema`); a round's results and summary are
+written on each player's last row of the round once the round is settled
+(at the next ``start_kyoku`` or at ``end_game``).
+
+A game that breaks a rule stops being tracked at that line: its rows are
+taken back, and the game record keeps the rule (:data:`CODES`), the line and
+up to three values (seat, given, expected) for the reader's message.  The
+reader quarantines such a game whole in skip mode.
+
+Everything here is numba-compiled (cached on disk, ``make`` compiles it) and
+releases the GIL.  ``tests/test_mjai.py`` checks the hands it tracks against
+riichienv replaying the same logs.
+
+Examples
+--------
+>>> CODES["hand_inconsistent"]
+13
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.sources.mjai import tiles as T
+from rewardlab.sources.mjai.scanner import CODES as SCAN_CODES
+
+__all__ = ["CODES", "Tracked", "track", "SUMMARY_IDS", "compile_all"]
+
+#: Rule codes of a game record (the scanner's codes pass through unchanged).
+CODES = dict(SCAN_CODES) | {
+    "outside_game": 10,       # an event before start_game or after end_game
+    "out_of_order": 11,       # an event the game's state does not allow now (values: event, phase)
+    "wrong_player": 12,       # the actor (or target) is not the seat whose turn it is (values: seat, expected)
+    "hand_inconsistent": 13,  # a tile the player's hand does not hold (values: seat, kind)
+    "too_many_copies": 14,    # a tile seen more often in a round than the set holds (values: kind, seen)
+    "missing_field": 15,      # a field the event needs (values: field)
+    "scores_mismatch": 16,    # given scores differ from the computed ones (values: seat, given, computed)
+    "scores_do_not_add_up": 17,  # points plus deposits differ from the game's total (values: sum, total)
+    "unended_game": 18,       # the file ends inside a game
+    "out_of_range": 19,       # a value outside kanachan's layout (values: field, value)
+    "hidden_tile": 20,        # a "?" tile: the log hides a hand
+    "hand_size": 21,          # a concealed hand of the wrong size after a discard (values: seat, size, expected)
+    "deposits_mismatch": 22,  # start_kyoku's kyotaku differs from the sticks left on the table (values: given, left)
+    "wrong_tile": 23,         # a tile other than the one the game says (values: seat, given, expected)
+    "wrong_meld": 24,         # consumed tiles that do not make the meld (values: seat)
+}
+_E_DEPOSITS_MISMATCH = CODES["deposits_mismatch"]
+_E_HAND_INCONSISTENT = CODES["hand_inconsistent"]
+_E_HAND_SIZE = CODES["hand_size"]
+_E_HIDDEN_TILE = CODES["hidden_tile"]
+_E_MISSING_FIELD = CODES["missing_field"]
+_E_OUT_OF_ORDER = CODES["out_of_order"]
+_E_OUT_OF_RANGE = CODES["out_of_range"]
+_E_OUTSIDE_GAME = CODES["outside_game"]
+_E_SCORES_DO_NOT_ADD_UP = CODES["scores_do_not_add_up"]
+_E_SCORES_MISMATCH = CODES["scores_mismatch"]
+_E_UNENDED_GAME = CODES["unended_game"]
+_E_WRONG_MELD = CODES["wrong_meld"]
+_E_WRONG_PLAYER = CODES["wrong_player"]
+_E_WRONG_TILE = CODES["wrong_tile"]
+# event codes
+_START_GAME, _START_KYOKU, _TSUMO, _DAHAI, _REACH, _REACH_ACC, _CHI, _PON, _DMK, _ANKAN, _KAKAN, _DORA, _HORA, \
+    _RYUKYOKU, _END_KYOKU, _END_GAME = range(1, 17)
+# phases
+_P_NONE, _P_GAME, _P_DRAW, _P_ACT, _P_REACH, _P_DISCARDED, _P_KAN, _P_KAKAN, _P_OVER, _P_BAD = range(10)
+_STICK = 1000
+_ABSENT = -(2 ** 31)
+
+#: Round summary ids written on round-end rows (the layout of rewardlab's simulator,
+#: :mod:`rewardlab.domains.mahjong.simulate`): kind, winners, the ron's discarder,
+#: tenpai seats at a draw (when the log gives ``tenpais``), dealer kept, game over, bust.
+SUMMARY_IDS = {"tsumo": 0, "ron": 1, "draw": 2, "winner": 3, "discarder": 7, "tenpai": 11,
+               "dealer_kept": 24, "game_over": 25, "bust": 26}
+
+_BASE = T.BASE_OF_KIND
+_COPIES = T.COPIES
+
+
+class Tracked:
+    """What :func:`track` returns for a block.
+
+    Attributes
+    ----------
+    rows : int
+        Rows written (decisions of games that passed).
+    line, game, seat, step, round, chang, ju, ben : numpy.ndarray, shape (rows,)
+        Each row's line (index into the block), game (index into the game
+        records), seat, step within the player's game, round index, wind,
+        round number, honba.
+    sparse, numeric, results, summary : numpy.ndarray, shape (rows, 29 / 6 / 8 / 7)
+        kanachan's features (padded).
+    end_of_round, end_of_game : numpy.ndarray of bool, shape (rows,)
+    games : int
+        Game records (a game, or a run of lines outside any game).
+    g_first, g_last : numpy.ndarray of int64, shape (games,)
+        First and last line (inclusive) of each record.
+    g_code, g_line : numpy.ndarray, shape (games,)
+        The rule a record broke (0: none) and its line; ``g_values`` (games, 3) its values.
+    g_length : numpy.ndarray of int8, shape (games,)
+        0 east-only, 1 half-length.
+    g_final : numpy.ndarray of int64, shape (games, 4)
+        Final scores.
+    """
+
+
+def track(ev, file_starts: np.ndarray, *, room: int, grades, game_length: int) -> Tracked:
+    """Track every game of a scanned block; see the module docstring.
+
+    Parameters
+    ----------
+    ev : Events
+        The scanned lines of the block.
+    file_starts : numpy.ndarray of int64
+        Index of each file's first line, and the number of lines last: a game
+        must end inside its file.
+    room : int
+        Room id (0-4) written in every row.
+    grades : sequence of 4 int
+        Grade (0-15) of the player in each seat.
+    game_length : int
+        0 east-only, 1 half-length, -1: from the log (half-length when a
+        South round is played).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rewardlab.sources.mjai.scanner import scan
+    >>> text = b'{"type":"start_game"}\\n{"type":"end_game"}\\n'
+    >>> buf = np.frombuffer(text, dtype=np.uint8)
+    >>> ends = np.flatnonzero(buf == 10); starts = np.r_[0, ends[:-1] + 1]
+    >>> out = track(scan(buf, starts, ends), np.array([0, 2]), room=0, grades=(0, 0, 0, 0), game_length=-1)
+    >>> out.games, out.rows, int(out.g_code[0]) == CODES["out_of_order"]
+    (1, 0, True)
+    """
+    n = ev.n
+    out = Tracked()
+    out.line = np.empty(n, dtype=np.int64)
+    out.game = np.empty(n, dtype=np.int32)
+    out.seat = np.empty(n, dtype=np.uint8)
+    out.step = np.empty(n, dtype=np.uint16)
+    out.round = np.empty(n, dtype=np.uint8)
+    out.chang = np.empty(n, dtype=np.uint8)
+    out.ju = np.empty(n, dtype=np.uint8)
+    out.ben = np.empty(n, dtype=np.uint8)
+    out.sparse = np.empty((n, S.MAX_NUM_ACTIVE_SPARSE_FEATURES), dtype=np.int16)
+    out.numeric = np.empty((n, S.NUM_NUMERIC_FEATURES), dtype=np.int32)
+    out.results = np.empty((n, S.RL_NUM_RESULTS), dtype=np.int32)
+    out.summary = np.empty((n, S.MAX_NUM_ROUND_SUMMARY), dtype=np.int8)
+    out.end_of_round = np.empty(n, dtype=np.bool_)
+    out.end_of_game = np.empty(n, dtype=np.bool_)
+    cap = n + 1
+    out.g_first = np.zeros(cap, dtype=np.int64)
+    out.g_last = np.zeros(cap, dtype=np.int64)
+    out.g_code = np.zeros(cap, dtype=np.int8)
+    out.g_line = np.zeros(cap, dtype=np.int64)
+    out.g_values = np.zeros((cap, 3), dtype=np.int64)
+    out.g_length = np.zeros(cap, dtype=np.int8)
+    out.g_final = np.zeros((cap, 4), dtype=np.int64)
+    prefix = np.array([S.ROOM_OFFSET + room, S.GAME_LENGTH_OFFSET, *(S.GRADE_OFFSET + S.NUM_GRADES * s + g
+                                                                     for s, g in enumerate(grades))],
+                      dtype=np.int16)
+    rows, games = _track_kernel(
+        ev.type, ev.actor, ev.target, ev.pai, ev.tsumogiri, ev.bakaze, ev.oya, ev.dora, ev.kyoku, ev.honba,
+        ev.kyotaku, ev.consumed, ev.scores, ev.deltas, ev.has_scores, ev.has_deltas, ev.tenpais, ev.tehais,
+        ev.code, ev.detail, np.ascontiguousarray(file_starts, dtype=np.int64), prefix, np.int64(game_length),
+        _BASE, _COPIES,
+        out.line, out.game, out.seat, out.step, out.round, out.chang, out.ju, out.ben, out.sparse, out.numeric,
+        out.results, out.summary, out.end_of_round, out.end_of_game,
+        out.g_first, out.g_last, out.g_code, out.g_line, out.g_values, out.g_length, out.g_final)
+    out.rows, out.games = int(rows), int(games)
+    for name in ("line", "game", "seat", "step", "round", "chang", "ju", "ben", "sparse", "numeric", "results",
+                 "summary", "end_of_round", "end_of_game"):
+        setattr(out, name, getattr(out, name)[:rows])
+    for name in ("g_first", "g_last", "g_code", "g_line", "g_values", "g_length", "g_final"):
+        setattr(out, name, getattr(out, name)[:games])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _write_sparse(sp, prefix, seat, chang, ju, drawn_so_far, dora, n_dora, hand, drawn):
+    """kanachan's sparse features of a decision: prefix, seat, round, draws, dora, hand, drawn tile."""
+    k = 0
+    for j in range(prefix.shape[0]):
+        sp[k] = prefix[j]
+        k += 1
+    sp[k] = S.SEAT_OFFSET + seat
+    sp[k + 1] = S.CHANG_OFFSET + chang
+    sp[k + 2] = S.JU_OFFSET + ju
+    sp[k + 3] = S.DRAWS_OFFSET + (drawn_so_far - 1 if drawn_so_far > 0 else 0)
+    k += 4
+    for slot in range(n_dora):
+        sp[k] = S.DORA_OFFSET + S.NUM_TILE_KINDS * slot + dora[slot]
+        k += 1
+    for base in range(34):
+        if base < 27 and base % 9 == 4:
+            red = 10 * (base // 9)
+            plain = red + 5
+            if hand[red] > 0:
+                sp[k] = S.HAND_OFFSET + 4 * base
+                k += 1
+            first = 1 if hand[plain] < 4 else 0
+            for j in range(hand[plain]):
+                sp[k] = S.HAND_OFFSET + 4 * base + first + j
+                k += 1
+        else:
+            kind = 30 + base - 27 if base >= 27 else 10 * (base // 9) + base % 9 + 1
+            for j in range(hand[kind]):
+                sp[k] = S.HAND_OFFSET + 4 * base + j
+                k += 1
+    if drawn >= 0:
+        sp[k] = S.DRAWN_OFFSET + drawn
+        k += 1
+    while k < sp.shape[0]:
+        sp[k] = S.NUM_TYPES_OF_SPARSE_FEATURES
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def _rank_top(scores):
+    """The seat ranked first (highest score, the lower seat among equals)."""
+    top = 0
+    for s in range(1, 4):
+        if scores[s] > scores[top]:
+            top = s
+    return top
+
+
+@njit(cache=True, nogil=True)
+def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, kyoku, honba, kyotaku, consumed,
+                  scores_ev, deltas_ev, has_scores, has_deltas, tenpais, tehais, scan_code, scan_detail,
+                  file_starts, prefix, game_length_opt, base_of, copies,
+                  r_line, r_game, r_seat, r_step, r_round, r_chang, r_ju, r_ben, r_sparse, r_numeric, r_results,
+                  r_summary, r_eor, r_eog, g_first, g_last, g_code, g_line, g_values, g_length, g_final):
+    n_rows = 0
+    n_games = 0
+    hand = np.zeros((4, 37), dtype=np.int8)
+    drawn = np.full(4, -1, dtype=np.int8)
+    melds = np.zeros(4, dtype=np.int8)
+    pons = np.zeros((4, 34), dtype=np.bool_)
+    riichi = np.zeros(4, dtype=np.int8)  # 0 none, 1 declared, 2 declaring tile discarded
+    step = np.zeros(4, dtype=np.int64)
+    last_round_row = np.full(4, -1, dtype=np.int64)
+    last_game_row = np.full(4, -1, dtype=np.int64)
+    seen = np.zeros(37, dtype=np.int8)
+    dora = np.zeros(5, dtype=np.int8)
+    scores = np.zeros(4, dtype=np.int64)
+    start_scores = np.zeros(4, dtype=np.int64)
+    round_deltas = np.zeros(4, dtype=np.int64)
+    summary = np.full(7, S.NUM_TYPES_OF_ROUND_SUMMARY, dtype=np.int8)
+    tenpai = np.full(4, -1, dtype=np.int8)
+    winners = np.zeros(4, dtype=np.bool_)
+    # game and round state (set at start_game / start_kyoku)
+    first_row = 0
+    total = _ABSENT
+    round_index = -1
+    pending = False
+    deposits = 0
+    start_deposits = 0
+    south = False
+    round_oya = -1
+    chang = 0
+    ju = 0
+    ben = 0
+    n_dora = 0
+    kans = 0
+    draws = 0
+    turn = 0
+    last_discard = -1
+    won = False
+    ron_target = -1
+    result_line = 0
+
+    for f in range(file_starts.shape[0] - 1):
+        phase = _P_NONE
+        g = -1
+        last_nonblank = file_starts[f] - 1
+        for i in range(file_starts[f], file_starts[f + 1]):
+            t = etype[i]
+            if t == 0 and scan_code[i] == 0:
+                continue  # a blank line
+            last_nonblank = i
+            if phase == _P_BAD:
+                # a broken game: its lines run to its end_game (or to the next start_game)
+                if t == _START_GAME:
+                    g_last[g] = i - 1
+                    phase = _P_NONE
+                else:
+                    g_last[g] = i
+                    if t == _END_GAME:
+                        phase = _P_NONE
+                    continue
+            if phase == _P_NONE:
+                if t == _START_GAME and scan_code[i] == 0:
+                    g = n_games
+                    n_games += 1
+                    g_first[g] = i
+                    g_last[g] = i
+                    g_code[g] = 0
+                    g_length[g] = 0
+                    first_row = n_rows
+                    phase = _P_GAME
+                    total = _ABSENT
+                    round_index = -1
+                    pending = False
+                    scores[:] = 0
+                    deposits = 0
+                    south = False
+                    step[:] = 0
+                    last_game_row[:] = -1
+                    round_oya = -1
+                    continue
+                # a line outside any game: a record of its own (extended over the stray lines after it)
+                if g >= 0 and g_code[g] == _E_OUTSIDE_GAME and g_last[g] == i - 1:
+                    g_last[g] = i
+                    continue
+                g = n_games
+                n_games += 1
+                g_first[g] = i
+                g_last[g] = i
+                g_code[g] = scan_code[i] if scan_code[i] != 0 else _E_OUTSIDE_GAME
+                g_line[g] = i
+                g_values[g, 0] = scan_detail[i] if scan_code[i] != 0 else t
+                continue
+            g_last[g] = i
+            # ---------------------------------------------------------------- inside a game
+            err = 0
+            err_line = i
+            v0 = 0
+            v1 = 0
+            v2 = 0
+            a = actor[i]
+            if scan_code[i] != 0:
+                err = scan_code[i]
+                v0 = scan_detail[i]
+            elif t == _START_GAME:
+                err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+            elif t == _START_KYOKU:
+                if phase != _P_GAME:
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                elif bakaze[i] < 0:
+                    err, v0 = _E_MISSING_FIELD, 7
+                elif kyoku[i] == _ABSENT:
+                    err, v0 = _E_MISSING_FIELD, 8
+                elif honba[i] == _ABSENT:
+                    err, v0 = _E_MISSING_FIELD, 9
+                elif kyotaku[i] == _ABSENT:
+                    err, v0 = _E_MISSING_FIELD, 10
+                elif oya[i] < 0:
+                    err, v0 = _E_MISSING_FIELD, 11
+                elif dora_ev[i] < 0:
+                    err, v0 = _E_MISSING_FIELD, 14
+                elif tehais[i, 0, 0] == -1 and tehais[i, 1, 0] == -1:
+                    err, v0 = _E_MISSING_FIELD, 13
+                elif not has_scores[i] and round_index < 0:
+                    err, v0 = _E_MISSING_FIELD, 12
+                elif bakaze[i] > 2:
+                    err, v0, v1 = _E_OUT_OF_RANGE, 7, bakaze[i]
+                elif kyoku[i] < 1 or kyoku[i] > 4:
+                    err, v0, v1 = _E_OUT_OF_RANGE, 8, kyoku[i]
+                elif honba[i] > 255:
+                    err, v0, v1 = _E_OUT_OF_RANGE, 9, honba[i]
+                elif oya[i] != kyoku[i] - 1:
+                    err, v0, v1 = _E_OUT_OF_RANGE, 11, oya[i]
+                if err == 0 and round_index >= 0:
+                    # the previous round is settled now: dealer kept?
+                    if pending:
+                        if oya[i] == round_oya:
+                            _summary_add(summary, SUMMARY_DEALER_KEPT)
+                        _close_round(r_eor, r_results, r_summary, last_round_row, round_deltas, scores, summary)
+                        pending = False
+                    if has_scores[i]:
+                        for s in range(4):
+                            if scores_ev[i, s] != scores[s] and err == 0:
+                                err, v0, v1, v2 = _E_SCORES_MISMATCH, s, scores_ev[i, s], scores[s]
+                    if err == 0 and kyotaku[i] != deposits:
+                        err, v0, v1 = _E_DEPOSITS_MISMATCH, kyotaku[i], deposits
+                if err == 0:
+                    # deal
+                    hand[:, :] = 0
+                    seen[:] = 0
+                    for s in range(4):
+                        cnt = 0
+                        for j in range(14):
+                            k = tehais[i, s, j]
+                            if k < 0:
+                                break
+                            if k == T.HIDDEN:
+                                err, v0 = _E_HIDDEN_TILE, 13
+                                break
+                            hand[s, k] += 1
+                            seen[k] += 1
+                            cnt += 1
+                        if err == 0 and cnt != 13:
+                            err, v0, v1, v2 = _E_HAND_SIZE, s, cnt, 13
+                        if err != 0:
+                            break
+                    if err == 0:
+                        if dora_ev[i] == T.HIDDEN:
+                            err, v0 = _E_HIDDEN_TILE, 14
+                        else:
+                            seen[dora_ev[i]] += 1
+                            err, v0, v1 = _seen_check(seen, copies, base_of)
+                if err == 0:
+                    round_index += 1
+                    if round_index > 255:
+                        err, v0, v1 = _E_OUT_OF_RANGE, 8, round_index
+                if err == 0:
+                    if has_scores[i]:
+                        for s in range(4):
+                            scores[s] = scores_ev[i, s]
+                    if total == _ABSENT:
+                        deposits = kyotaku[i]
+                        total = scores[0] + scores[1] + scores[2] + scores[3] + _STICK * deposits
+                    start_scores[:] = scores
+                    chang = bakaze[i]
+                    ju = kyoku[i] - 1
+                    ben = honba[i]
+                    start_deposits = deposits
+                    round_oya = oya[i]
+                    if chang > 0:
+                        south = True
+                    drawn[:] = -1
+                    melds[:] = 0
+                    pons[:, :] = False
+                    riichi[:] = 0
+                    last_round_row[:] = -1
+                    round_deltas[:] = 0
+                    summary[:] = S.NUM_TYPES_OF_ROUND_SUMMARY
+                    tenpai[:] = -1
+                    winners[:] = False
+                    dora[0] = dora_ev[i]
+                    n_dora = 1
+                    kans = 0
+                    draws = 0
+                    turn = oya[i]
+                    last_discard = -1
+                    won = False
+                    ron_target = -1
+                    result_line = i
+                    phase = _P_DRAW
+            elif t == _END_GAME:
+                if phase != _P_GAME or round_index < 0:
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                else:
+                    final = scores.copy()
+                    if deposits > 0:
+                        # sticks left on the table go to the top player (ties: the lower seat)
+                        final[_rank_top(scores)] += _STICK * deposits
+                    if has_scores[i]:
+                        for s in range(4):
+                            if scores_ev[i, s] != final[s]:
+                                err, v0, v1, v2 = _E_SCORES_MISMATCH, s, scores_ev[i, s], final[s]
+                                break
+                    if err == 0:
+                        bust = False
+                        for s in range(4):
+                            if final[s] < 0:
+                                bust = True
+                        if pending:
+                            _summary_add(summary, SUMMARY_GAME_OVER)
+                            if bust:
+                                _summary_add(summary, SUMMARY_BUST)
+                            _close_round(r_eor, r_results, r_summary, last_round_row, round_deltas, final,
+                                         summary)
+                            pending = False
+                        for s in range(4):
+                            r = last_game_row[s]
+                            if r >= 0:
+                                r_eor[r] = False
+                                r_eog[r] = True
+                                for j in range(4):
+                                    r_results[r, j] = round_deltas[j]
+                                    r_results[r, 4 + j] = final[j]
+                                for j in range(7):
+                                    r_summary[r, j] = summary[j]
+                        g_length[g] = game_length_opt if game_length_opt >= 0 else (1 if south else 0)
+                        for r in range(first_row, n_rows):
+                            r_sparse[r, 1] = S.GAME_LENGTH_OFFSET + g_length[g]
+                        for s in range(4):
+                            g_final[g, s] = final[s]
+                        phase = _P_NONE
+                        continue
+            elif phase == _P_GAME:
+                err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+            elif t == _END_KYOKU:
+                if phase != _P_OVER:
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                else:
+                    sticks = scores[0] + scores[1] + scores[2] + scores[3] + _STICK * deposits
+                    if sticks != total:
+                        err, v0, v1 = _E_SCORES_DO_NOT_ADD_UP, sticks, total
+                        err_line = result_line
+                    else:
+                        pending = True
+                        phase = _P_GAME
+            elif t == _DORA:
+                k = dora_ev[i]
+                if phase == _P_OVER:
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                elif k < 0:
+                    err, v0 = _E_MISSING_FIELD, 14
+                elif k == T.HIDDEN:
+                    err, v0 = _E_HIDDEN_TILE, 14
+                elif n_dora >= 5 or n_dora > kans:
+                    err, v0, v1 = _E_OUT_OF_RANGE, 14, n_dora + 1
+                else:
+                    dora[n_dora] = k
+                    n_dora += 1
+                    seen[k] += 1
+                    err, v0, v1 = _seen_check(seen, copies, base_of)
+            elif t == _HORA or t == _RYUKYOKU:
+                if t == _HORA:
+                    tg = target[i]
+                    if a < 0:
+                        err, v0 = _E_MISSING_FIELD, 2
+                    elif tg < 0:
+                        err, v0 = _E_MISSING_FIELD, 3
+                    elif a == tg:  # tsumo
+                        if phase != _P_ACT or drawn[a] < 0:
+                            err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                        elif a != turn:
+                            err, v0, v1 = _E_WRONG_PLAYER, a, turn
+                        elif pai[i] >= 0 and pai[i] != drawn[a]:
+                            err, v0, v1, v2 = _E_WRONG_TILE, a, pai[i], drawn[a]
+                    else:  # ron (on a discard, an added kan, or a second ron on the same tile)
+                        if not (phase == _P_DISCARDED or phase == _P_KAKAN or (phase == _P_OVER and ron_target >= 0)):
+                            err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                        elif tg != turn:
+                            err, v0, v1 = _E_WRONG_PLAYER, tg, turn
+                        elif winners[a]:
+                            err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                        elif pai[i] >= 0 and pai[i] != last_discard:
+                            err, v0, v1, v2 = _E_WRONG_TILE, a, pai[i], last_discard
+                    if err == 0:
+                        shown = drawn[a] if a == tg else -1
+                        n_rows, last_round_row, last_game_row = _emit(
+                            n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
+                            prefix, draws, dora, n_dora, hand[a], shown,
+                            last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
+                            r_ju, r_ben, r_sparse, r_numeric, r_results, r_summary, r_eor, r_eog)
+                        winners[a] = True
+                        if a == tg:
+                            _summary_add(summary, SUMMARY_TSUMO)
+                        else:
+                            _summary_add(summary, SUMMARY_RON)
+                            _summary_add(summary, SUMMARY_DISCARDER + tg)
+                            ron_target = tg
+                        _summary_add(summary, SUMMARY_WINNER + a)
+                        won = True
+                else:
+                    if phase == _P_OVER:
+                        err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                    else:
+                        _summary_add(summary, SUMMARY_DRAW)
+                        for s in range(4):
+                            if tenpais[i, s] == 1:
+                                _summary_add(summary, SUMMARY_TENPAI + s)
+                if err == 0:
+                    # the points: deltas as given, or scores minus the current ones
+                    if has_deltas[i]:
+                        if has_scores[i]:
+                            for s in range(4):
+                                if scores_ev[i, s] != scores[s] + deltas_ev[i, s] and err == 0:
+                                    err, v0, v1, v2 = (_E_SCORES_MISMATCH, s, scores_ev[i, s],
+                                                       scores[s] + deltas_ev[i, s])
+                        if err == 0:
+                            for s in range(4):
+                                scores[s] += deltas_ev[i, s]
+                                round_deltas[s] += deltas_ev[i, s]
+                    elif has_scores[i]:
+                        for s in range(4):
+                            round_deltas[s] += scores_ev[i, s] - scores[s]
+                            scores[s] = scores_ev[i, s]
+                    else:
+                        err, v0 = _E_MISSING_FIELD, 15
+                if err == 0:
+                    if t == _HORA:
+                        deposits = 0  # the sticks go to the (first) winner, in its deltas
+                    result_line = i
+                    phase = _P_OVER
+            elif phase == _P_OVER:
+                err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+            elif t == _REACH_ACC:
+                if a < 0:
+                    err, v0 = _E_MISSING_FIELD, 2
+                elif riichi[a] != 2:
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                else:
+                    riichi[a] = 0
+                    scores[a] -= _STICK
+                    deposits += 1
+                    if has_scores[i]:
+                        for s in range(4):
+                            if scores_ev[i, s] != scores[s] and err == 0:
+                                err, v0, v1, v2 = _E_SCORES_MISMATCH, s, scores_ev[i, s], scores[s]
+                    if has_deltas[i] and err == 0:
+                        for s in range(4):
+                            want = -_STICK if s == a else 0
+                            if deltas_ev[i, s] != want and err == 0:
+                                err, v0, v1, v2 = _E_SCORES_MISMATCH, s, deltas_ev[i, s], want
+            elif t == _TSUMO:
+                k = pai[i]
+                if a < 0:
+                    err, v0 = _E_MISSING_FIELD, 2
+                elif k < 0:
+                    err, v0 = _E_MISSING_FIELD, 4
+                elif k == T.HIDDEN:
+                    err, v0 = _E_HIDDEN_TILE, 4
+                elif phase == _P_DRAW or phase == _P_KAN or phase == _P_KAKAN:
+                    if a != turn:
+                        err, v0, v1 = _E_WRONG_PLAYER, a, turn
+                elif phase == _P_DISCARDED:
+                    if a != (turn + 1) % 4:
+                        err, v0, v1 = _E_WRONG_PLAYER, a, (turn + 1) % 4
+                else:
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                if err == 0:
+                    draws += 1
+                    if draws > S.NUM_DRAWS:
+                        err, v0, v1 = _E_OUT_OF_RANGE, 4, draws
+                    else:
+                        seen[k] += 1
+                        err, v0, v1 = _seen_check(seen, copies, base_of)
+                if err == 0:
+                    drawn[a] = k
+                    turn = a
+                    phase = _P_ACT
+            elif t == _DAHAI or t == _REACH or t == _ANKAN or t == _KAKAN:
+                k = pai[i]
+                if a < 0:
+                    err, v0 = _E_MISSING_FIELD, 2
+                elif not (phase == _P_ACT or (phase == _P_REACH and t == _DAHAI)):
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                elif a != turn:
+                    err, v0, v1 = _E_WRONG_PLAYER, a, turn
+                elif (t == _DAHAI or t == _KAKAN) and k < 0:
+                    err, v0 = _E_MISSING_FIELD, 4
+                elif (t == _REACH or t == _ANKAN or t == _KAKAN) and drawn[a] < 0:
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                if err == 0:
+                    n_rows, last_round_row, last_game_row = _emit(
+                        n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
+                        prefix, draws, dora, n_dora, hand[a], drawn[a],
+                        last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
+                        r_ju, r_ben, r_sparse, r_numeric, r_results, r_summary, r_eor, r_eog)
+                    had = drawn[a]
+                    if t == _REACH:
+                        if riichi[a] != 0:
+                            err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                        else:
+                            riichi[a] = 1
+                            phase = _P_REACH
+                    else:
+                        if had >= 0:
+                            hand[a, had] += 1
+                            drawn[a] = -1
+                        if t == _DAHAI:
+                            if tsumogiri[i] == 1 and k != had:
+                                err, v0, v1, v2 = _E_WRONG_TILE, a, k, had
+                            elif hand[a, k] <= 0:
+                                err, v0, v1 = _E_HAND_INCONSISTENT, a, k
+                            else:
+                                hand[a, k] -= 1
+                                size = 0
+                                for j in range(37):
+                                    size += hand[a, j]
+                                if size != 13 - 3 * melds[a]:
+                                    err, v0, v1, v2 = _E_HAND_SIZE, a, size, 13 - 3 * melds[a]
+                                if riichi[a] == 1:
+                                    riichi[a] = 2
+                                last_discard = k
+                                phase = _P_DISCARDED
+                        elif t == _ANKAN:
+                            b = -1
+                            for j in range(4):
+                                c = consumed[i, j]
+                                if c < 0 or (b >= 0 and base_of[c] != b):
+                                    err, v0 = _E_WRONG_MELD, a
+                                    break
+                                b = base_of[c]
+                                if hand[a, c] <= 0:
+                                    err, v0, v1 = _E_HAND_INCONSISTENT, a, c
+                                    break
+                                hand[a, c] -= 1
+                            if err == 0:
+                                melds[a] += 1
+                                kans += 1
+                                phase = _P_KAN
+                        else:  # kakan
+                            b = base_of[k]
+                            if not pons[a, b]:
+                                err, v0 = _E_WRONG_MELD, a
+                            elif hand[a, k] <= 0:
+                                err, v0, v1 = _E_HAND_INCONSISTENT, a, k
+                            else:
+                                hand[a, k] -= 1
+                                pons[a, b] = False
+                                kans += 1
+                                last_discard = k
+                                phase = _P_KAKAN
+            elif t == _CHI or t == _PON or t == _DMK:
+                k = pai[i]
+                tg = target[i]
+                need = 3 if t == _DMK else 2
+                if a < 0:
+                    err, v0 = _E_MISSING_FIELD, 2
+                elif tg < 0:
+                    err, v0 = _E_MISSING_FIELD, 3
+                elif k < 0:
+                    err, v0 = _E_MISSING_FIELD, 4
+                elif phase != _P_DISCARDED:
+                    err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+                elif tg != turn:
+                    err, v0, v1 = _E_WRONG_PLAYER, tg, turn
+                elif a == tg or (t == _CHI and a != (tg + 1) % 4):
+                    err, v0, v1 = _E_WRONG_PLAYER, a, (tg + 1) % 4
+                elif k != last_discard:
+                    err, v0, v1, v2 = _E_WRONG_TILE, a, k, last_discard
+                else:
+                    cnt = 0
+                    for j in range(4):
+                        if consumed[i, j] >= 0:
+                            cnt += 1
+                    if cnt != need:
+                        err, v0 = _E_WRONG_MELD, a
+                    elif t == _CHI:
+                        b0 = base_of[k]
+                        b1 = base_of[consumed[i, 0]]
+                        b2 = base_of[consumed[i, 1]]
+                        lo = min(b0, min(b1, b2))
+                        hi = max(b0, max(b1, b2))
+                        if lo >= 27 or hi - lo != 2 or lo // 9 != hi // 9 or b0 == b1 or b0 == b2 or b1 == b2:
+                            err, v0 = _E_WRONG_MELD, a
+                    else:
+                        for j in range(need):
+                            if base_of[consumed[i, j]] != base_of[k]:
+                                err, v0 = _E_WRONG_MELD, a
+                if err == 0:
+                    n_rows, last_round_row, last_game_row = _emit(
+                        n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
+                        prefix, draws, dora, n_dora, hand[a], -1,
+                        last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
+                        r_ju, r_ben, r_sparse, r_numeric, r_results, r_summary, r_eor, r_eog)
+                    for j in range(need):
+                        c = consumed[i, j]
+                        if hand[a, c] <= 0:
+                            err, v0, v1 = _E_HAND_INCONSISTENT, a, c
+                            break
+                        hand[a, c] -= 1
+                    if err == 0:
+                        melds[a] += 1
+                        turn = a
+                        if t == _PON:
+                            pons[a, base_of[k]] = True
+                        if t == _DMK:
+                            kans += 1
+                            phase = _P_KAN
+                        else:
+                            phase = _P_ACT
+            else:
+                err, v0, v1 = _E_OUT_OF_ORDER, t, phase
+            if err != 0:
+                g_code[g] = err
+                g_line[g] = err_line
+                g_values[g, 0] = v0
+                g_values[g, 1] = v1
+                g_values[g, 2] = v2
+                n_rows = first_row  # take the game's rows back
+                phase = _P_BAD if t != _END_GAME else _P_NONE
+        if phase != _P_NONE and phase != _P_BAD and g >= 0:
+            g_code[g] = _E_UNENDED_GAME
+            g_line[g] = last_nonblank
+            g_last[g] = last_nonblank
+            n_rows = first_row
+    return n_rows, n_games
+
+
+SUMMARY_TSUMO, SUMMARY_RON, SUMMARY_DRAW = 0, 1, 2
+SUMMARY_WINNER, SUMMARY_DISCARDER, SUMMARY_TENPAI = 3, 7, 11
+SUMMARY_DEALER_KEPT, SUMMARY_GAME_OVER, SUMMARY_BUST = 24, 25, 26
+
+
+@njit(cache=True, nogil=True)
+def _summary_add(summary, value):
+    """Insert ``value`` into the sorted, padded summary (once; at most 7 ids are kept)."""
+    for j in range(summary.shape[0]):
+        if summary[j] == value:
+            return
+        if summary[j] > value:
+            for m in range(summary.shape[0] - 1, j, -1):
+                summary[m] = summary[m - 1]
+            summary[j] = value
+            return
+
+
+@njit(cache=True, nogil=True)
+def _seen_check(seen, copies, base_of):
+    """(rule, kind, count) for a kind seen more often than the set holds, else (0, 0, 0)."""
+    for k in range(37):
+        if seen[k] > copies[k]:
+            return _C_TOO_MANY, k, seen[k]
+    for b in range(3):
+        red = 10 * b
+        if seen[red] + seen[red + 5] > 4:
+            return _C_TOO_MANY, red + 5, seen[red] + seen[red + 5]
+    return 0, 0, 0
+
+
+_C_TOO_MANY = CODES["too_many_copies"]
+
+
+@njit(cache=True, nogil=True)
+def _close_round(r_eor, r_results, r_summary, last_round_row, deltas, scores, summary):
+    """Write the round's results and summary on each player's last row of the round."""
+    for s in range(4):
+        r = last_round_row[s]
+        if r >= 0:
+            r_eor[r] = True
+            for j in range(4):
+                r_results[r, j] = deltas[j]
+                r_results[r, 4 + j] = scores[j]
+            for j in range(7):
+                r_summary[r, j] = summary[j]
+
+
+@njit(cache=True, nogil=True)
+def _emit(n_rows, seat, line, g, step, round_index, chang, ju, ben, deposits, start_scores, prefix, draws, dora,
+          n_dora, hand, drawn, last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
+          r_ju, r_ben, r_sparse, r_numeric, r_results, r_summary, r_eor, r_eog):
+    """Write one decision row (the state before it); return the new row count and last-row tables."""
+    r = n_rows
+    r_line[r] = line
+    r_game[r] = g
+    r_seat[r] = seat
+    r_step[r] = step[seat]
+    step[seat] += 1
+    r_round[r] = round_index
+    r_chang[r] = chang
+    r_ju[r] = ju
+    r_ben[r] = ben
+    _write_sparse(r_sparse[r], prefix, seat, chang, ju, draws, dora, n_dora, hand, drawn)
+    r_numeric[r, 0] = ben
+    r_numeric[r, 1] = deposits
+    for s in range(4):
+        r_numeric[r, 2 + s] = start_scores[s]
+    r_results[r, :] = 0
+    r_summary[r, :] = S.NUM_TYPES_OF_ROUND_SUMMARY
+    r_eor[r] = False
+    r_eog[r] = False
+    last_round_row[seat] = r
+    last_game_row[seat] = r
+    return n_rows + 1, last_round_row, last_game_row
+
+
+def compile_all() -> None:
+    """Compile (or load from numba's cache) the tracker on a one-round game."""
+    from rewardlab.sources.mjai.scanner import scan
+
+    text = (b'{"type":"start_game"}\n{"type":"start_kyoku","bakaze":"E","kyoku":1,"honba":0,"kyotaku":0,'
+            b'"oya":0,"dora_marker":"1m","scores":[25000,25000,25000,25000],"tehais":[' +
+            b",".join([b'["2m","3m","4m","5m","6m","7m","8m","9m","1p","2p","3p","4p","5p"]'] * 4) +
+            b']}\n{"type":"end_game"}\n')
+    buf = np.frombuffer(text, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    starts = np.r_[0, ends[:-1] + 1]
+    track(scan(buf, starts, ends), np.array([0, len(ends)]), room=0, grades=(0, 0, 0, 0), game_length=-1)
