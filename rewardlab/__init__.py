@@ -42,6 +42,7 @@ _EXPORTS = {
     "rewardlab.dataset": ("DatasetSummary", "convert", "summarize"),
     "rewardlab.domains.mahjong.rules": ("episode_outcomes", "ranks_from_scores"),
     "rewardlab.sources.kanachan.reader": ("load_kanachan", "read_kanachan", "scan_kanachan"),
+    "rewardlab.sources.mjai.reader": ("load_mjai", "read_mjai"),
     "rewardlab.sources.results": ("LoadResult",),
     "rewardlab.plugins": (
         "CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin", "split_shards",

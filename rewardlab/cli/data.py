@@ -193,8 +193,9 @@ def _summary(data, format_name: str, as_json: bool, *, roles: dict | None = None
     names = lf.collect_schema().names()
     if set(S.KANACHAN_SPEC.required) <= set(names):
         summary = summarize(data)  # its JSON keeps summarize's keys; the text adds the episode lengths
-        return json.dumps(summary.to_dict(), indent=2) if as_json else \
-            "\n".join([str(summary), *_digest_lines(_episode_digest(data))])
+        if as_json:
+            return json.dumps(summary.to_dict() | ({"roles": roles} if roles is not None else {}), indent=2)
+        return "\n".join([str(summary), *_roles_lines(roles), *_digest_lines(_episode_digest(data))])
     spec = spec_of(data)
     counts = lf.select(transitions=pl.len(), episodes=spec.episode_end(names).sum()).collect().row(0, named=True)
     out = {"format": format_name, "spec": spec.name, "transitions": int(counts["transitions"]),
@@ -209,10 +210,18 @@ def _summary(data, format_name: str, as_json: bool, *, roles: dict | None = None
              f"episodes     {out['episodes']:>12,}",
              f"transitions  {out['transitions']:>12,}",
              "columns      " + ", ".join(names)]
-    if roles is not None:
-        lines.append("roles")
-        lines += [f"  {role:<11}{', '.join(v) if isinstance(v, list) else v}" for role, v in roles.items()]
-    return "\n".join(lines + _digest_lines(digest))
+    return "\n".join(lines + _roles_lines(roles) + _digest_lines(digest))
+
+
+def _roles_lines(roles: dict | None) -> list[str]:
+    """``rewardlab info``'s lines for a source's roles report (a list value: one item per line)."""
+    if roles is None:
+        return []
+    lines = ["roles"]
+    for role, v in roles.items():
+        items = v if isinstance(v, list) else [v]
+        lines += [f"  {role if k == 0 else '':<12} {item}" for k, item in enumerate(items)]
+    return lines
 
 
 def _episode_digest(data) -> dict:

@@ -41,6 +41,7 @@ BUILTIN_SOURCES: dict[str, str] = {
     "dataset": "rewardlab.sources.datasets",
     "kanachan": "rewardlab.sources.kanachan.reader",
     "rllib": "rewardlab.sources.rllib",
+    "mjai": "rewardlab.sources.mjai.source",
     "steps": "rewardlab.sources.steps",
 }
 

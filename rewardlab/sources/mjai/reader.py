@@ -305,7 +305,18 @@ def _batches(files: list[Path]) -> list[list[Path]]:
     return out
 
 
+def _as_int(value):
+    """A command line hands options as text: ``"3"`` is 3, ``"1,2,3,4"`` four ints; anything else as given."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if isinstance(value, str) and "," in value:
+        parts = [p.strip() for p in value.split(",")]
+        return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else value
+    return value
+
+
 def _check_options(room, grades, game_length) -> tuple[int, tuple[int, ...], int]:
+    room, grades, game_length = _as_int(room), _as_int(grades), _as_int(game_length)
     if isinstance(room, bool) or not isinstance(room, (int, np.integer)) or not 0 <= room < S.NUM_ROOMS:
         raise ParameterError("room", f"should be an integer 0-{S.NUM_ROOMS - 1} (0 bronze .. 4 throne)", room)
     if isinstance(grades, (int, np.integer)) and not isinstance(grades, bool):
