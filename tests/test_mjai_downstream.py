@@ -92,7 +92,8 @@ def test_ranking_tuner_and_export_work_on_logs(frame, tmp_path):
 def test_cli_info_shows_padding_and_convert_keeps_the_frame(frame, tmp_path, capsys):
     assert main(["info", str(DATA)]) == 0
     text = capsys.readouterr().out
-    assert "padding" in text and "progression: all 2165" in text and "candidates: all 546" in text
+    assert "  progression padding, all 2165: an MJAI log has no kanachan progression encoding" in text.splitlines()
+    assert "  candidates padding, all 546: a log records the choice, not the legal options" in text.splitlines()
     assert text.splitlines()[0].split() == ["games", str(len(LOGS))]
     out = tmp_path / "logs.parquet"
     assert main(["convert", str(DATA), "--format", "mjai", "--out", str(out), "--option", "room=3",
@@ -104,7 +105,7 @@ def test_cli_info_shows_padding_and_convert_keeps_the_frame(frame, tmp_path, cap
     assert converted.drop("room", "grades", "sparse").equals(frame.drop("room", "grades", "sparse"))
     assert main(["info", str(DATA), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["games"] == len(LOGS) and "padding" in info["roles"]
+    assert info["games"] == len(LOGS) and info["roles"]["action"].startswith("padding")
 
 
 def test_cli_skip_quarantines_a_game_and_keeps_its_bytes(tmp_path, capsys):

@@ -214,14 +214,10 @@ def _summary(data, format_name: str, as_json: bool, *, roles: dict | None = None
 
 
 def _roles_lines(roles: dict | None) -> list[str]:
-    """``rewardlab info``'s lines for a source's roles report (a list value: one item per line)."""
+    """``rewardlab info``'s lines for a source's roles report (a list value: its items joined)."""
     if roles is None:
         return []
-    lines = ["roles"]
-    for role, v in roles.items():
-        items = v if isinstance(v, list) else [v]
-        lines += [f"  {role if k == 0 else '':<12} {item}" for k, item in enumerate(items)]
-    return lines
+    return ["roles"] + [f"  {role:<10} {', '.join(v) if isinstance(v, list) else v}" for role, v in roles.items()]
 
 
 def _episode_digest(data) -> dict:

@@ -57,10 +57,9 @@ MJAI_SUFFIXES = (".json", ".jsonl", ".mjson", ".log")
 BATCH_BYTES = 8 << 20
 #: Columns a log cannot fill, and the value every row gets.
 PADDED_COLUMNS = {
-    S.PROGRESSION: f"all {S.NUM_TYPES_OF_PROGRESSION_FEATURES} (padding): an MJAI log has no kanachan "
-                   "progression encoding",
-    S.CANDIDATES: f"all {S.NUM_TYPES_OF_ACTIONS} (padding): a log records the choice, not the legal options",
-    S.ACTION: "0 (an index into padding candidates)",
+    S.PROGRESSION: f"all {S.NUM_TYPES_OF_PROGRESSION_FEATURES}: an MJAI log has no kanachan progression encoding",
+    S.CANDIDATES: f"all {S.NUM_TYPES_OF_ACTIONS}: a log records the choice, not the legal options",
+    S.ACTION: "0: an index into padding candidates",
 }
 #: What rows get for what a log does not say (options of :func:`read_mjai`).
 DEFAULTS = {"room": 0, "grades": (0, 0, 0, 0), "game_length": "from the log: half-length when a South "
@@ -172,8 +171,7 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
         path, number, _ = where(int(tr.g_line[g]))
         first_path, first_number, _ = where(int(tr.g_first[g]))
         line = buf[starts[tr.g_line[g]]:ends[tr.g_line[g]]].tobytes()
-        err = _error(path, number, int(tr.g_code[g]), tr.g_values[g], line, int(starts[tr.g_line[g]]),
-                     int(tr.g_line[g]), ends, starts, buf)
+        err = _error(path, number, int(tr.g_code[g]), tr.g_values[g], line)
         out.bad.append(err)
         if skip:
             raws = [buf[starts[i]:ends[i]].tobytes() for i in range(int(tr.g_first[g]), int(tr.g_last[g]) + 1)]
@@ -194,8 +192,6 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
     new_game[games] = np.arange(games.size)
     row_game = new_game[tr.game]
     order = np.argsort(row_game * 4 + tr.seat, kind="stable")
-    k = int(np.searchsorted(file_starts, tr.line[order], side="right").max(initial=1)) if tr.rows else 0
-    del k
     line_file = np.searchsorted(file_starts, tr.line, side="right") - 1
     out.rows = {
         "game": row_game[order].astype(np.int64),
@@ -209,8 +205,7 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
     return out
 
 
-def _error(path: Path, number: int, code: int, values, line: bytes, line_start: int, line_index: int, ends, starts,
-           buf) -> DataFormatError:
+def _error(path: Path, number: int, code: int, values, line: bytes) -> DataFormatError:
     """The message of a game's broken rule (only formatted for games that are reported)."""
     rule = _CODE_NAMES.get(code, "invalid")
     v0, v1, v2 = (int(x) for x in values)
@@ -218,7 +213,6 @@ def _error(path: Path, number: int, code: int, values, line: bytes, line_start: 
     field_name = T.FIELD_NAMES.get(v0, "?")
     kind = lambda k: T.NAME_OF_KIND.get(k, str(k))  # noqa: E731
     event = lambda t: T.EVENT_NAMES.get(t, "?")  # noqa: E731
-    column = None
     if rule == "not_json":
         msg = f"is not one JSON object: {_clip(text)}"
     elif rule == "unknown_event":
@@ -266,7 +260,7 @@ def _error(path: Path, number: int, code: int, values, line: bytes, line_start: 
         msg = f"seat {v0}'s consumed tiles do not make this call: {_clip(text)}"
     else:
         msg = f"breaks rule {rule}: {_clip(text)}"
-    return DataFormatError(path, number, column, rule, msg, hint=_HINT)
+    return DataFormatError(path, number, None, rule, msg, hint=_HINT)
 
 
 _SHAPES = {"type": "a string", "actor": "a seat 0-3", "target": "a seat 0-3", "oya": "a seat 0-3",

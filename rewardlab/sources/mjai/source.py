@@ -17,7 +17,7 @@ import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.mjai import tiles as T
-from rewardlab.sources.mjai.reader import DEFAULTS, MJAI_SUFFIXES, PADDED_COLUMNS, load_mjai, read_mjai
+from rewardlab.sources.mjai.reader import DEFAULTS, PADDED_COLUMNS, load_mjai, read_mjai
 from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.results import LoadResult
 
@@ -55,10 +55,10 @@ def mjai_roles(paths, *, room: int = 0, grades=0, game_length=None) -> dict:
     Examples
     --------
     >>> sorted(mjai_roles([]))
-    ['game_length', 'grades', 'padding', 'room']
+    ['action', 'candidates', 'game_length', 'grades', 'progression', 'room']
     """
     return {
-        "padding": [f"{name}: {what}" for name, what in PADDED_COLUMNS.items()],
+        **{name: f"padding, {what}" for name, what in PADDED_COLUMNS.items()},
         "room": f"{room} (option room; a log has none; default {DEFAULTS['room']})",
         "grades": f"{grades} (option grades; a log has none; default 0 for every seat)",
         "game_length": DEFAULTS["game_length"] if game_length is None else f"{game_length} (option game_length)",
