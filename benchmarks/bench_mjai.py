@@ -17,9 +17,10 @@ with the default threads, and with ``workers=1``.  Target (issue 14): the
 whole load within 3x of the orjson time, measured in the same run.
 
 Memory: a fresh process loads the folder after a warm-up load; its peak
-resident growth (``ru_maxrss``) and what it keeps are given per transition
-next to the frame's ``estimated_size()`` and the JSON text's size, to show
-that memory grows with the frame, not with the text.
+resident growth (``ru_maxrss``) and what it keeps (before and after glibc's
+``malloc_trim`` hands back the freed memory its arenas cache) are given per
+transition next to the frame's ``estimated_size()`` and the JSON text's size,
+to show that memory grows with the frame, not with the text.
 """
 
 from __future__ import annotations
@@ -99,17 +100,25 @@ base = rss()
 frame = read_mjai(sys.argv[1], progress=False).frame
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 gc.collect()
-print(peak - base, rss() - base, frame.height, frame.estimated_size())
+kept = rss() - base
+try:  # glibc keeps freed memory in its arenas; give it back to see what the frame itself holds
+    import ctypes
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    trimmed = rss() - base
+except (OSError, AttributeError):
+    trimmed = -1
+print(peak - base, kept, trimmed, frame.height, frame.estimated_size())
 """
 
 
-def _memory_in_subprocess(folder: Path) -> tuple[int, int, int, int]:
-    """(peak RSS growth, RSS kept, rows, frame.estimated_size()) of loading ``folder`` in a fresh process."""
+def _memory_in_subprocess(folder: Path) -> tuple[int, int, int, int, int]:
+    """(peak RSS growth, RSS kept, RSS kept after ``malloc_trim`` (-1 without glibc), rows,
+    frame.estimated_size()) of loading ``folder`` in a fresh process after a warm-up load."""
     env = {**os.environ, "REWARDLAB_PROGRESS": "0"}
     out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(folder), str(DATA)], capture_output=True,
                          text=True, check=True, cwd=ROOT, env=env).stdout.split()
-    peak, kept, rows, size = (int(x) for x in out)
-    return peak, kept, rows, size
+    peak, kept, trimmed, rows, size = (int(x) for x in out)
+    return peak, kept, trimmed, rows, size
 
 
 def _measure(report, label: str, folder: Path, games: int, text_bytes: int) -> None:
@@ -135,10 +144,12 @@ def run(report) -> None:
         plain, gz = tmp / "plain", tmp / "gz"
         text_bytes = _write_copies(plain, GAMES, gz=False)
         _measure(report, "json", plain, GAMES, text_bytes)
-        peak, kept, rows, size = _memory_in_subprocess(plain)
+        peak, kept, trimmed, rows, size = _memory_in_subprocess(plain)
         report(f"json: frame.estimated_size() per transition ({size / 2**20:.0f} MiB)", size / rows, "B")
         report(f"json: JSON text per transition ({text_bytes / 2**20:.0f} MiB)", text_bytes / rows, "B")
         report("json: peak RSS growth per transition (fresh process)", peak / rows, "B")
         report("json: RSS kept per transition after the load", kept / rows, "B")
+        if trimmed >= 0:
+            report("json: RSS kept per transition after malloc_trim(0)", trimmed / rows, "B")
         gz_bytes = _write_copies(gz, GZ_GAMES, gz=True)
         _measure(report, "json.gz", gz, GZ_GAMES, gz_bytes)
