@@ -119,6 +119,7 @@ class _Batch:
     game_ids: list = field(default_factory=list)  # per good game
     game_files: np.ndarray | None = None  # per good game: index into files
     game_lines: np.ndarray | None = None  # per good game: its start_game line number
+    game_last: np.ndarray | None = None  # per good game: its last line number
     game_length: np.ndarray | None = None
     bad: list = field(default_factory=list)  # DataFormatError per quarantined game, in file order
     skipped: list = field(default_factory=list)  # per quarantined game: (file, first line, raw lines, error)
@@ -186,6 +187,7 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
     where_first = [where(int(tr.g_first[g])) for g in games]
     out.game_files = np.array([kept_files[k] for _, _, k in where_first], dtype=np.int64)
     out.game_lines = np.array([n for _, n, _ in where_first], dtype=np.int64)
+    out.game_last = np.array([where(int(tr.g_last[g]))[1] for g in games], dtype=np.int64)
     out.game_length = tr.g_length[games].astype(np.uint8)
     # rows: renumber games to the good ones, order by (game, seat, step), keep only what the frame needs
     new_game = np.full(tr.games, -1, dtype=np.int64)
@@ -416,6 +418,7 @@ def read_mjai(
         finally:
             for fut in futures:
                 fut.cancel()
+    _drop_duplicates(results, files, offsets, skip=skip)
     frame = _assemble(results, files, offsets, room=room, grades=grades)
     skipped = _skipped_frame(results)
     result_path = None
@@ -467,10 +470,6 @@ def _skipped_frame(results: list[_Batch]) -> pl.DataFrame:
 def _assemble(results: list[_Batch], files: list[Path], offsets, *, room: int, grades) -> pl.DataFrame:
     """The kanachan frame of every batch's rows, games numbered in load order."""
     ids = [i for b in results for i in b.game_ids]
-    game_files = np.concatenate([b.game_files + offsets[k] for k, b in enumerate(results) if b.game_ids]
-                                or [np.zeros(0, np.int64)])
-    game_lines = np.concatenate([b.game_lines for b in results if b.game_ids] or [np.zeros(0, np.int64)])
-    _check_unique(ids, game_files, game_lines, files)
     base = np.cumsum([0] + [len(b.game_ids) for b in results])
     parts = [b.rows for b in results if b.rows]
     if parts:
@@ -512,18 +511,41 @@ def _assemble(results: list[_Batch], files: list[Path], offsets, *, room: int, g
     return attach(frame, S.KANACHAN_SPEC)
 
 
-def _check_unique(ids: list[str], game_files: np.ndarray, game_lines: np.ndarray, files: list[Path]) -> None:
-    if len(set(ids)) == len(ids):
-        return
-    first: dict[str, int] = {}
-    for g, gid in enumerate(ids):
-        if gid in first:
-            a = first[gid]
-            raise DataFormatError(files[game_files[g]], int(game_lines[g]), None, "game_reappears",
+def _drop_duplicates(results: list[_Batch], files: list[Path], offsets, *, skip: bool) -> None:
+    """A game seen twice (the same bytes: a copied log) is an error naming both places; in skip mode the
+    later copy is quarantined like a broken game (its lines read again from its file)."""
+    first: dict[str, tuple[int, int]] = {}
+    for k, b in enumerate(results):
+        drop = []
+        for j, gid in enumerate(b.game_ids):
+            if gid not in first:
+                first[gid] = (k, j)
+                continue
+            a = results[first[gid][0]]
+            ja = first[gid][1]
+            path = files[offsets[k] + b.game_files[j]]
+            err = DataFormatError(path, int(b.game_lines[j]), None, "game_reappears",
                                   f"this game is the same, byte for byte, as the one at "
-                                  f"{files[game_files[a]]}:{int(game_lines[a])}",
-                                  hint="Remove the duplicate log.")
-        first[gid] = g
+                                  f"{files[offsets[first[gid][0]] + a.game_files[ja]]}:{int(a.game_lines[ja])}",
+                                  hint="Remove the duplicate log, or load with on_error='skip' to quarantine it.")
+            if not skip:
+                raise err
+            lines = _read_text(path).split(b"\n")[int(b.game_lines[j]) - 1:int(b.game_last[j])]
+            b.skipped.append((path, int(b.game_lines[j]), lines, err))
+            drop.append(j)
+        if drop:
+            _drop_games(b, np.asarray(drop))
+
+
+def _drop_games(b: _Batch, drop: np.ndarray) -> None:
+    """Take games ``drop`` (local indices) and their rows out of batch ``b``; renumber the rest."""
+    keep = np.setdiff1d(np.arange(len(b.game_ids)), drop)
+    b.game_ids = [b.game_ids[j] for j in keep]
+    b.game_files, b.game_lines = b.game_files[keep], b.game_lines[keep]
+    b.game_last, b.game_length = b.game_last[keep], b.game_length[keep]
+    rows = ~np.isin(b.rows["game"], drop)
+    b.rows = {name: v[rows] for name, v in b.rows.items()}
+    b.rows["game"] = np.searchsorted(keep, b.rows["game"])
 
 
 def load_mjai(
