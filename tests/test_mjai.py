@@ -1,0 +1,530 @@
+"""The MJAI reader (rewardlab.sources.mjai) against the shipped riichienv logs in data/mjai/.
+
+Every expectation here is derived in the test, straight from the JSON lines
+(``json.loads``) or from riichienv replaying them, never from rewardlab's own
+scanner or tracker:
+
+* the compiled scanner gives, line by line, what ``json.loads`` reads;
+* each row's hand (sparse tile ids plus the drawn tile) is the hand riichienv
+  holds at that decision, and the round / seat / draws / dora ids are the log's;
+* rows, round and game ends, results and ranks follow the log and the engine's
+  final scores (``games.meta``); the shipped ranking plug-ins reward the ranks
+  the log gives;
+* other engines' dialects (scores after each event, scores without deltas,
+  end_game scores) load to the same frame, and wrong scores are errors;
+* each rule of a broken log raises ``DataFormatError`` naming file, line and
+  rule, and skip mode quarantines whole games byte for byte;
+* the options land in the frame.
+"""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+import re
+import shutil
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+import riichienv
+
+from conftest import PLUGINS_DIR, ROOT
+from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning
+from rewardlab.domains.mahjong.rules import ranks_from_scores
+from rewardlab.plugins import apply_plugins, load_plugin
+from rewardlab.sources.kanachan import schema as S
+from rewardlab.sources.mjai import tiles as T
+from rewardlab.sources.mjai.reader import load_mjai, read_mjai
+from rewardlab.sources.mjai.scanner import CODES as SCAN_CODES, scan
+from rewardlab.sources.mjai.tracker import CODES
+
+DATA = ROOT / "data" / "mjai"
+GAMES = json.loads((DATA / "games.meta").read_text())
+NAMES = sorted(GAMES)
+STICK = 1000
+DECISIONS = ("dahai", "reach", "chi", "pon", "daiminkan", "ankan", "kakan", "hora")
+PAD = S.NUM_TYPES_OF_SPARSE_FEATURES
+#: Columns a load of the same game gives equal whatever the file (not the game index, file or id).
+SAME = ["seat", "step", "round", "chang", "ju", "ben", "room", "game_length", "grades", "sparse", "numeric",
+        "round_summary", "results", "end_of_round", "end_of_game", "source_line"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers: the logs as text and as dicts
+# ------------------------------------------------------------------------------------------------
+
+
+def raw_text(name: str) -> bytes:
+    data = (DATA / name).read_bytes()
+    return gzip.decompress(data) if name.endswith(".gz") else data
+
+
+def events(name: str) -> list[dict]:
+    return [json.loads(line) for line in raw_text(name).split(b"\n")[:-1]]
+
+
+def dumps(evs) -> str:
+    """Events (dicts, or ready strings) as compact JSON lines."""
+    return "".join((e if isinstance(e, str) else json.dumps(e, separators=(",", ":"))) + "\n" for e in evs)
+
+
+def write_log(path, evs):
+    path.write_text(dumps(evs))
+    return path
+
+
+def read(paths, **kw):
+    return read_mjai(paths, progress=False, **kw)
+
+
+def ranks_of(scores) -> list[int]:
+    """0-based ranks, ties broken by seat (the lower seat ranks higher)."""
+    order = sorted(range(4), key=lambda s: (-scores[s], s))
+    return [order.index(s) for s in range(4)]
+
+
+def replay_scores(evs: list[dict]):
+    """Scores after each line (list per line, None before the first round), sticks left, and the
+    final scores with the leftover sticks given to the top player: from the log alone."""
+    after, scores, sticks = [], None, 0
+    for e in evs:
+        t = e["type"]
+        if t == "start_kyoku":
+            scores, sticks = list(e["scores"]), e["kyotaku"]
+        elif t == "reach_accepted":
+            scores = list(scores)
+            scores[e["actor"]] -= STICK
+            sticks += 1
+        elif t in ("hora", "ryukyoku"):
+            scores = [s + d for s, d in zip(scores, e["deltas"])]
+            if t == "hora":
+                sticks = 0
+        after.append(None if scores is None else list(scores))
+    final = list(scores)
+    final[ranks_of(scores).index(0)] += sticks * STICK
+    return after, sticks, final
+
+
+def kind_of_engine_tile(t: int) -> int:
+    """riichienv's tile id (136-id, red fives at copy 0) as the 37-kind code."""
+    base = t // 4
+    if base >= 27:
+        return 30 + base - 27
+    suit, number = divmod(base, 9)
+    return 10 * suit if number == 4 and t % 4 == 0 else 10 * suit + number + 1
+
+
+# ------------------------------------------------------------------------------------------------
+# Fixtures: each shipped log loaded alone, once
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def frames() -> dict[str, pl.DataFrame]:
+    return {name: read(DATA / name).frame for name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def folder_frame() -> pl.DataFrame:
+    return read(DATA).frame
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. The scanner reads what json.loads reads
+# ------------------------------------------------------------------------------------------------
+
+
+def _lines_of(text: bytes):
+    buf = np.frombuffer(text, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    starts = np.r_[0, ends[:-1] + 1].astype(np.int64)
+    return buf, starts, ends
+
+
+def scan_text(text: bytes):
+    if not text.endswith(b"\n"):
+        text += b"\n"
+    return scan(*_lines_of(text))
+
+
+def expected_scan(e: dict) -> dict:
+    """What the scanner should hold for the object ``e`` (json.loads'), field by field."""
+    kind = T.KIND_OF_NAME
+    consumed = [kind[p] for p in e.get("consumed", [])] + [-1] * (4 - len(e.get("consumed", [])))
+    tehais = np.full((4, 14), -1, dtype=np.int64)
+    for s, hand in enumerate(e.get("tehais", [])):
+        tehais[s, :len(hand)] = [kind[p] for p in hand]
+    return {
+        "type": T.EVENT_TYPES[e["type"]],
+        "actor": e.get("actor", -1), "target": e.get("target", -1),
+        "pai": kind[e["pai"]] if "pai" in e else -1,
+        "tsumogiri": int(e["tsumogiri"]) if "tsumogiri" in e else -1,
+        "bakaze": T.WINDS[e["bakaze"]] if "bakaze" in e else -1,
+        "oya": e.get("oya", -1),
+        "dora": kind[e["dora_marker"]] if "dora_marker" in e else -1,
+        "kyoku": e.get("kyoku", -(2 ** 31)), "honba": e.get("honba", -(2 ** 31)),
+        "kyotaku": e.get("kyotaku", -(2 ** 31)),
+        "consumed": consumed,
+        "has_scores": e.get("scores") is not None, "has_deltas": e.get("deltas") is not None,
+        "scores": e.get("scores") or [0, 0, 0, 0], "deltas": e.get("deltas") or [0, 0, 0, 0],
+        "tenpais": [int(x) for x in e["tenpais"]] if "tenpais" in e else [-1] * 4,
+        "tehais": tehais,
+        "code": 0,
+    }
+
+
+def assert_scanned(ev, row: int, e: dict, where: str):
+    for field, want in expected_scan(e).items():
+        got = getattr(ev, field)[row]
+        assert np.array_equal(np.asarray(got), np.asarray(want)), f"{where}: {field} is {got}, json says {want}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scanner_reads_every_shipped_line_as_json_does(name):
+    text = raw_text(name)
+    ev = scan_text(text)
+    lines = text.split(b"\n")[:-1]
+    assert ev.n == len(lines) == GAMES[name]["lines"]
+    for row, line in enumerate(lines):
+        assert_scanned(ev, row, json.loads(line), f"{name}:{row + 1}")
+    # the event counts the engine recorded
+    counts = collections.Counter(T.EVENT_NAMES[int(t)] for t in ev.type)
+    assert counts == GAMES[name]["events"]
+
+
+#: Extra keys of every JSON kind the scanner must skip, including keys named like known fields
+#: inside nested values, strings with escaped quotes, backslashes and brackets, and unicode.
+EXTRAS = {
+    "meta": {"type": "dahai", "pai": "xx", "scores": "no", "list": [1, [2, [3, {"actor": 9}]], {}]},
+    "quote": 'he said "}{][" and \\ left, "type":"tsumo"',
+    "ends_in_backslash": "C:\\",
+    "unicode": "東風戦 \u00e9\u2603",
+    "number": -1.5e3, "int": 12345678901234567890, "t": True, "f": False, "z": None,
+    "empty": [], "empty_obj": {}, "nested": [[[["]"]]], {"}": "{"}],
+    "yakus": [["riichi", 1], ["dora", 2]], "ura_markers": ["1m", "E"],
+}
+
+
+def _variants(e: dict) -> list[bytes]:
+    """The same event written several ways, extra keys placed first, in the middle and last."""
+    keys = list(e)
+    mixed = {}
+    for k, v in list(EXTRAS.items())[:5]:
+        mixed[k] = v
+    for k in keys[: len(keys) // 2]:
+        mixed[k] = e[k]
+    for k, v in list(EXTRAS.items())[5:]:
+        mixed[k] = v
+    for k in keys[len(keys) // 2:]:
+        mixed[k] = e[k]
+    return [
+        json.dumps(mixed, ensure_ascii=False).encode(),
+        json.dumps(mixed, ensure_ascii=True).encode(),
+        json.dumps(mixed, indent=None, separators=(" , ", " :\t")).encode(),
+        b"  \t" + json.dumps(e).encode() + b" \t",
+        json.dumps(e, separators=(",", ":")).encode() + b"\r",
+        json.dumps(dict(reversed(list(mixed.items()))), separators=(",", ":")).encode() + b"  \r",
+    ]
+
+
+@pytest.mark.parametrize("name", ["tonpusen_196.json", "hanchan_102.json.gz"])
+def test_scanner_skips_unknown_keys_of_every_kind_and_whitespace(name):
+    evs = events(name)
+    # one event of each type (and each shape of call) from the log
+    sample = {}
+    for e in evs:
+        sample.setdefault((e["type"], len(e.get("consumed", [])), "tsumogiri" in e), e)
+    lines, wanted = [], []
+    for e in sample.values():
+        for text in _variants(e):
+            assert json.loads(text) is not None  # every variant is valid JSON
+            lines.append(text)
+            wanted.append(e)
+        lines.append(b"")  # blank lines: no event, no error
+        wanted.append(None)
+    text = b"\n".join(lines) + b"\n"
+    ev = scan_text(text)
+    assert ev.n == len(lines)
+    for row, (line, e) in enumerate(zip(lines, wanted)):
+        if e is None:
+            assert ev.type[row] == 0 and ev.code[row] == 0
+        else:
+            assert_scanned(ev, row, e, repr(line[:80]))
+    # and the whole file with CRLF line ends reads the same
+    crlf = scan_text(raw_text(name).replace(b"\n", b"\r\n"))
+    plain = scan_text(raw_text(name))
+    for field in ("type", "actor", "target", "pai", "consumed", "tsumogiri", "scores", "deltas", "tehais", "code"):
+        assert np.array_equal(getattr(crlf, field), getattr(plain, field)), field
+
+
+def _col(line: str, needle: str, nth: int = 0) -> int:
+    """0-based byte column of the ``nth`` occurrence of ``needle`` in ``line``."""
+    at = -1
+    for _ in range(nth + 1):
+        at = line.encode().index(needle.encode(), at + 1)
+    return at
+
+
+F = T.FIELDS
+#: (line, rule, column, field) : each scanner error on a crafted line, with where it is.
+SCAN_ERRORS = [
+    ('[1, 2]', "not_json", 0, 0),
+    ('   "type"', "not_json", 3, 0),
+    ('{"type":"tsumo","actor":0,"pai":"1m"', "not_json", None, 0),  # no closing brace: at the line's end
+    ('{"type":"tsumo" "actor":0}', "not_json", ("\"actor", 0), 0),
+    ('{"type":"end_game","x":}', "not_json", ("}", 0), 0),
+    ('{"type":"end_game","x":"open}', "not_json", ('"open', 0), 0),
+    ('{"type":"end_game"} trailing', "not_json", ("trailing", 0), 0),
+    ('{"type":"end_game",,"x":1}', "not_json", (",", 1), 0),
+    ('{"actor":0,"type":"nukidora"}', "unknown_event", ('"nukidora', 0), F["type"]),
+    ('{"type":"dahai","actor":0,"pai":"0m","tsumogiri":false}', "bad_tile", ('"0m', 0), F["pai"]),
+    ('{"type":"start_kyoku","dora_marker":"5zr"}', "bad_tile", ('"5zr', 0), F["dora_marker"]),
+    ('{"type":"chi","actor":1,"target":0,"pai":"3m","consumed":["1m","2x"]}', "bad_tile", ('["1m"', 0),
+     F["consumed"]),
+    ('{"type":"start_kyoku","tehais":[["1m"],["2m","9q"],[],[]]}', "bad_tile", ('["2m"', 0), F["tehais"]),
+    ('{"type":"dahai","actor":4,"pai":"1m"}', "bad_value", ("4,", 0), F["actor"]),
+    ('{"type":"dahai","actor":"0","pai":"1m"}', "bad_value", ('"0"', 0), F["actor"]),
+    ('{"type":"dahai","actor":0,"pai":1}', "bad_value", ("1}", 0), F["pai"]),
+    ('{"type":"dahai","actor":0,"pai":"1m","tsumogiri":1}', "bad_value", ("1}", 0), F["tsumogiri"]),
+    ('{"type":"start_kyoku","kyoku":1.5}', "bad_value", ("1.5", 0), F["kyoku"]),
+    ('{"type":"start_kyoku","honba":-1}', "bad_value", ("-1", 0), F["honba"]),
+    ('{"type":"start_kyoku","bakaze":"X"}', "bad_value", ('"X"', 0), F["bakaze"]),
+    ('{"type":"hora","actor":0,"target":0,"deltas":[1,2,3]}', "bad_value", ("[1,2,3]", 0), F["deltas"]),
+    ('{"type":"hora","actor":0,"target":0,"scores":[1,2,3,4,5]}', "bad_value", ("[1,", 0), F["scores"]),
+    ('{"type":"ryukyoku","tenpais":[true,false]}', "bad_value", ("[true", 0), F["tenpais"]),
+    ('{"type":"start_kyoku","tehais":[["1m"],[],[]]}', "bad_value", ('[["1m"]', 0), F["tehais"]),
+    ('{"type":7}', "bad_value", ("7", 0), F["type"]),
+    ('{"actor":0,"pai":"1m"}', "no_type", 0, 0),
+    ('{}', "no_type", 0, 0),
+]
+
+
+@pytest.mark.parametrize("line,rule,column,field", SCAN_ERRORS, ids=[f"{r}-{i}" for i, (_, r, _, _)
+                                                                    in enumerate(SCAN_ERRORS)])
+def test_scanner_error_codes_and_columns(line, rule, column, field):
+    try:
+        is_object = isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        is_object = False
+    assert is_object == (rule != "not_json"), "the crafted line is one JSON object unless its rule says not"
+    if column is None:
+        column = len(line.encode())
+    elif isinstance(column, tuple):
+        column = _col(line, *column)
+    # the line is scanned between two good ones: the error stays on its line
+    good = b'{"type":"end_game"}'
+    ev = scan_text(good + b"\n" + line.encode() + b"\n" + good + b"\n")
+    assert ev.code[0] == 0 and ev.code[2] == 0 and ev.type[2] == T.EVENT_TYPES["end_game"]
+    assert ev.code[1] == SCAN_CODES[rule], (line, {v: k for k, v in SCAN_CODES.items()}.get(int(ev.code[1])))
+    assert ev.column[1] == column, (line, int(ev.column[1]), column)
+    assert ev.detail[1] == field
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. Hands, seats, rounds, draws and dora of every row, against riichienv replaying the log
+# ------------------------------------------------------------------------------------------------
+
+
+def replay_decisions(name: str) -> dict[int, dict]:
+    """What each decision line (1-based) should write, from the log and riichienv.
+
+    riichienv applies the events one by one (``RiichiEnv.apply_event``); at each
+    decision its hand of the actor is the hand before the decision.  Alongside,
+    a plain replay keeps the drawn tile apart (the last ``tsumo`` of the actor
+    not yet merged by a discard or kan), the draws and dora indicators so far.
+    """
+    evs = events(name)
+    env = riichienv.RiichiEnv(game_mode=GAMES[name]["game_mode"])
+    out = {}
+    hand = [collections.Counter() for _ in range(4)]
+    drawn = [None] * 4
+    rnd = -1
+    for number, e in enumerate(evs, 1):
+        t = e["type"]
+        if t == "start_kyoku":
+            rnd += 1
+            hand = [collections.Counter(T.KIND_OF_NAME[p] for p in h) for h in e["tehais"]]
+            drawn = [None] * 4
+            draws = 0
+            dora = [T.KIND_OF_NAME[e["dora_marker"]]]
+            kyoku = e
+        elif t == "tsumo":
+            draws += 1
+            drawn[e["actor"]] = T.KIND_OF_NAME[e["pai"]]
+        elif t == "dora":
+            dora.append(T.KIND_OF_NAME[e["dora_marker"]])
+        if t in DECISIONS:
+            a = e["actor"]
+            engine = collections.Counter(kind_of_engine_tile(x) for x in env.hands[a])
+            shown = drawn[a] if t != "hora" or e["target"] == a else None
+            out[number] = {
+                "type": t, "seat": a, "round": rnd, "chang": T.WINDS[kyoku["bakaze"]], "ju": kyoku["kyoku"] - 1,
+                "honba": kyoku["honba"], "kyotaku": kyoku["kyotaku"], "scores": kyoku["scores"],
+                "draws": draws, "dora": list(dora), "engine_hand": engine,
+                "hand": +hand[a], "drawn": shown,
+            }
+            # the plain replay
+            if t in ("dahai", "ankan", "kakan") and drawn[a] is not None:
+                hand[a][drawn[a]] += 1
+                drawn[a] = None
+            if t == "dahai" or t == "kakan":
+                hand[a][T.KIND_OF_NAME[e["pai"]]] -= 1
+            if t in ("chi", "pon", "daiminkan", "ankan"):
+                for p in e["consumed"]:
+                    hand[a][T.KIND_OF_NAME[p]] -= 1
+        env.apply_event(e)
+    return out
+
+
+def decode_hand(ids) -> collections.Counter:
+    """The 37-kind counts of sparse hand ids (337 + tile id, base = tile id // 4): copy 0 of a five is
+    its red five (the shipped games use a set with one red five per suit)."""
+    out = collections.Counter()
+    for i in ids:
+        tile = i - S.HAND_OFFSET
+        base = tile // 4
+        if base >= 27:
+            out[30 + base - 27] += 1
+        else:
+            suit, number = divmod(base, 9)
+            out[10 * suit if number == 4 and tile % 4 == 0 else 10 * suit + number + 1] += 1
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_row_holds_the_hand_riichienv_holds(name, frames):
+    want = replay_decisions(name)
+    frame = frames[name]
+    lines = frame["source_line"].to_list()
+    assert sorted(lines) == sorted(want), "one row per decision line, no other rows"
+    sparse = frame["sparse"].to_numpy()
+    length = int(any(e["type"] == "start_kyoku" and e["bakaze"] != "E" for e in events(name)))
+    checked_dora = 0
+    for row, number in enumerate(lines):
+        w = want[number]
+        ids = [int(x) for x in sparse[row] if x != PAD]
+        assert all(x == PAD for x in sparse[row][len(ids):]), "padding only at the end"
+        where = f"{name}:{number} ({w['type']}, seat {w['seat']})"
+        hand_ids = [x for x in ids if S.HAND_OFFSET <= x < S.DRAWN_OFFSET]
+        drawn_ids = [x for x in ids if x >= S.DRAWN_OFFSET]
+        held = decode_hand(hand_ids)
+        assert held == w["hand"], f"{where}: sparse hand {held} != log replay {w['hand']}"
+        assert len(set(hand_ids)) == len(hand_ids)
+        assert drawn_ids == ([S.DRAWN_OFFSET + w["drawn"]] if w["drawn"] is not None else []), where
+        with_drawn = held + (collections.Counter([w["drawn"]]) if w["drawn"] is not None else collections.Counter())
+        assert with_drawn == w["engine_hand"], f"{where}: hand {with_drawn}, riichienv holds {w['engine_hand']}"
+        assert sorted(hand_ids) == [S.HAND_OFFSET + t for t in T.tile_ids(list(held.elements()))], where
+        # the prefix and the round
+        assert ids[:6] == [0, 5 + length, 7, 7 + 16, 7 + 32, 7 + 48], where
+        assert 71 + w["seat"] in ids and frame["seat"][row] == w["seat"], where
+        assert 75 + w["chang"] in ids and 78 + w["ju"] in ids, where
+        assert w["draws"] >= 1 and 82 + w["draws"] - 1 in ids, where
+        assert [x for x in ids if 82 <= x < 152] == [82 + w["draws"] - 1], where
+        dora_ids = [x for x in ids if 152 <= x < S.HAND_OFFSET]
+        assert dora_ids == [152 + 37 * slot + k for slot, k in enumerate(w["dora"])], where
+        checked_dora += len(w["dora"]) > 1
+        assert len(ids) == 6 + 4 + len(w["dora"]) + len(hand_ids) + len(drawn_ids), where
+        # columns
+        assert (frame["round"][row], frame["chang"][row], frame["ju"][row], frame["ben"][row]) == (
+            w["round"], w["chang"], w["ju"], w["honba"]), where
+    assert checked_dora > 0, "some rows come after a kan dora"
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. Rows, round and game ends, results, numeric, the spec
+# ------------------------------------------------------------------------------------------------
+
+
+def rounds_of(evs: list[dict]) -> list[dict]:
+    """Each round's start event, deltas summed over its hora/ryukyoku, winners, kinds."""
+    out = []
+    for e in evs:
+        if e["type"] == "start_kyoku":
+            out.append({"start": e, "deltas": [0, 0, 0, 0], "kinds": set(), "winners": set(), "from": set()})
+        elif e["type"] in ("hora", "ryukyoku"):
+            r = out[-1]
+            r["deltas"] = [a + b for a, b in zip(r["deltas"], e["deltas"])]
+            if e["type"] == "ryukyoku":
+                r["kinds"].add(2)
+            else:
+                r["winners"].add(e["actor"])
+                if e["actor"] == e["target"]:
+                    r["kinds"].add(0)
+                else:
+                    r["kinds"].add(1)
+                    r["from"].add(e["target"])
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rows_flags_results_and_numeric_follow_the_log(name, frames):
+    frame = frames[name]
+    evs = events(name)
+    meta = GAMES[name]
+    S.KANACHAN_SPEC.validate(frame)
+    # one row per decision event, per seat
+    per_seat = collections.Counter(e["actor"] for e in evs if e["type"] in DECISIONS)
+    assert dict(collections.Counter(frame["seat"].to_list())) == dict(per_seat)
+    assert frame.height == sum(meta["events"].get(t, 0) for t in DECISIONS)
+    assert frame["game"].unique().to_list() == [0] and frame["game_id"].n_unique() == 1
+    # episodes in order: seat, then step 0..n-1
+    assert frame["seat"].to_list() == sorted(frame["seat"].to_list())
+    for seat in range(4):
+        assert frame.filter(pl.col("seat") == seat)["step"].to_list() == list(range(per_seat[seat]))
+    rounds = rounds_of(evs)
+    last_round = len(rounds) - 1
+    after, sticks, final = replay_scores(evs)
+    assert final == meta["scores"], "the log replayed gives the engine's final scores"
+    seat = frame["seat"].to_numpy()
+    rnd = frame["round"].to_numpy()
+    last_of_seat = np.r_[seat[1:] != seat[:-1], True]
+    last_of_round = last_of_seat | np.r_[rnd[1:] != rnd[:-1], True]
+    eog = frame["end_of_game"].to_numpy()
+    eor = frame["end_of_round"].to_numpy()
+    assert np.array_equal(eog, last_of_seat)
+    assert np.array_equal(eor, last_of_round & ~last_of_seat)
+    assert eor.sum() > 0 and eog.sum() == 4
+    results = frame["results"].to_numpy()
+    summary = frame["round_summary"].to_numpy()
+    numeric = frame["numeric"].to_numpy()
+    for row in range(frame.height):
+        r = rounds[rnd[row]]
+        start = r["start"]
+        assert list(numeric[row]) == [start["honba"], start["kyotaku"], *start["scores"]], row
+        if eor[row]:
+            assert list(results[row, :4]) == r["deltas"], row
+            assert list(results[row, 4:]) == rounds[rnd[row] + 1]["start"]["scores"], row
+        elif eog[row]:
+            assert list(results[row, :4]) == rounds[last_round]["deltas"], row
+            assert list(results[row, 4:]) == meta["scores"], row
+        else:
+            assert not results[row].any(), row
+            assert (summary[row] == S.NUM_TYPES_OF_ROUND_SUMMARY).all(), row
+        if eor[row] or eog[row]:
+            r_end = rounds[last_round] if eog[row] else r
+            ids = set(summary[row].tolist()) - {S.NUM_TYPES_OF_ROUND_SUMMARY}
+            want = r_end["kinds"] | {3 + w for w in r_end["winners"]} | {7 + d for d in r_end["from"]}
+            assert want <= ids, (row, ids, want)
+            assert (25 in ids) == bool(eog[row])  # game over
+            assert (26 in ids) == (bool(eog[row]) and min(meta["scores"]) < 0)  # bust
+    # ranks from the final scores are the engine's
+    ends = frame.filter("end_of_game")
+    res = ends["results"].to_numpy()
+    ranks = ranks_from_scores(res[:, 4:], ends["seat"].to_numpy())
+    assert [int(r) for r in ranks] == [meta["ranks"][s] - 1 for s in ends["seat"].to_list()]
+    # and the tracker gave the leftover sticks to the top player
+    top = meta["ranks"].index(1)
+    assert meta["scores"][top] == after[-1][top] + sticks * STICK
+
+
+def test_a_folder_loads_every_log_as_its_own_game(folder_frame, frames):
+    S.KANACHAN_SPEC.validate(folder_frame)
+    assert folder_frame["game"].n_unique() == len(NAMES) == folder_frame["game_id"].n_unique()
+    assert folder_frame.filter("end_of_game").height == 4 * len(NAMES)
+    for name, alone in frames.items():
+        part = folder_frame.filter(pl.col("source_file").cast(pl.String) == str(DATA / name))
+        assert part.select(SAME).equals(alone.select(SAME)), name
+        assert part["game_id"].unique().to_list() == alone["game_id"].unique().to_list()
