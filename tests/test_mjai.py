@@ -528,3 +528,156 @@ def test_a_folder_loads_every_log_as_its_own_game(folder_frame, frames):
         part = folder_frame.filter(pl.col("source_file").cast(pl.String) == str(DATA / name))
         assert part.select(SAME).equals(alone.select(SAME)), name
         assert part["game_id"].unique().to_list() == alone["game_id"].unique().to_list()
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. The shipped ranking plug-ins reward the ranks the logs give
+# ------------------------------------------------------------------------------------------------
+
+
+def log_ranks() -> dict[str, tuple[list[int], list[int]]]:
+    """Final scores and 0-based ranks of each shipped game, replayed with json alone."""
+    out = {}
+    for name in NAMES:
+        _, _, final = replay_scores(events(name))
+        out[name] = (final, ranks_of(final))
+    return out
+
+
+def test_ranking_plugins_reward_the_ranks_of_the_logs(folder_frame):
+    ranks = log_ranks()
+    for name, (scores, rank) in ranks.items():
+        assert [r + 1 for r in rank] == GAMES[name]["ranks"], name
+    top = load_plugin(PLUGINS_DIR / "rank_top.py")
+    mleague = load_plugin(PLUGINS_DIR / "rank_points_mleague.py")
+    out = apply_plugins(folder_frame, [top, mleague], isolate=False, progress=False)
+    assert out.height == folder_frame.height
+    # rank_top documents [1, -1, -1, -1] normalized by its mean and sample std
+    values = np.array([1.0, -1.0, -1.0, -1.0])
+    normalized = (values - values.mean()) / values.std(ddof=1)
+    g = mleague.get_reward.__globals__
+    ranking, mean, std = list(g["_REWARD_BY_RANKING"]), float(g["_REWARD_MEAN"]), float(g["_REWARD_STDEV"])
+    ends = out.filter("end_of_game")
+    assert ends.height == 4 * len(NAMES)
+    firsts = 0
+    for row in ends.iter_rows(named=True):
+        name = row["source_file"].rsplit("/", 1)[-1]
+        scores, rank = ranks[name]
+        r = rank[row["seat"]]
+        assert row["reward_rank_top"] == pytest.approx(normalized[r]), (name, row["seat"])
+        assert (row["reward_rank_top"] > 0) == (r == 0)
+        firsts += r == 0
+        want = (ranking[r] + (scores[row["seat"]] - 30000) // 100 - mean) / std
+        assert row["reward_rank_points_mleague"] == pytest.approx(want), (name, row["seat"])
+    assert firsts == len(NAMES)
+    rest = out.filter(~pl.col("end_of_game"))
+    assert (rest["reward_rank_top"] == 0).all() and (rest["reward_rank_points_mleague"] == 0).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. Other engines' dialects load to the same frame; wrong scores are errors
+# ------------------------------------------------------------------------------------------------
+
+
+def with_scores(evs, *, deltas=True, end_game=False, leftover=True):
+    """The log as other engines write it: ``scores`` after each hora / ryukyoku / reach_accepted
+    (mjai.app), without ``deltas`` if asked, and ``scores`` on end_game (with or without the
+    leftover sticks given to the top player)."""
+    after, sticks, final = replay_scores(evs)
+    out = []
+    for e, scores in zip(evs, after):
+        e = dict(e)
+        if e["type"] in ("hora", "ryukyoku", "reach_accepted"):
+            e["scores"] = scores
+            if not deltas:
+                e.pop("deltas", None)
+        if e["type"] == "end_game" and end_game:
+            e["scores"] = final if leftover else after[-1]
+        out.append(e)
+    return out
+
+
+def frame_columns(frame):
+    return frame.select(SAME)
+
+
+@pytest.mark.parametrize("dialect", ["scores_and_deltas", "scores_only", "end_game_scores", "all"])
+@pytest.mark.parametrize("name", ["tonpusen_193.json.gz", "hanchan_102.json.gz", "hanchan_228.json"])
+def test_other_engines_dialects_give_the_same_frame(tmp_path, frames, name, dialect):
+    evs = events(name)
+    kw = {"scores_and_deltas": {}, "scores_only": {"deltas": False}, "end_game_scores": {"end_game": True},
+          "all": {"deltas": False, "end_game": True}}[dialect]
+    changed = with_scores(evs, **kw)
+    assert changed != evs
+    path = write_log(tmp_path / "other.json", changed)
+    frame = read(path).frame
+    assert frame_columns(frame).equals(frame_columns(frames[name]))
+
+
+def expect_error(path, rule, line, *fragments, **kw):
+    with pytest.raises(DataFormatError) as info:
+        read(path, **kw)
+    err = info.value
+    assert err.rule == rule, str(err)
+    assert err.line == line, str(err)
+    assert err.path == str(path), str(err)
+    text = str(err)
+    assert f"{path}:{line}" in text if line is not None else str(path) in text
+    for fragment in fragments:
+        assert fragment in text, (fragment, text)
+    return err
+
+
+def test_end_game_scores_without_the_leftover_sticks_are_a_mismatch(tmp_path):
+    name = "tonpusen_193.json.gz"  # 3 sticks left at the end
+    evs = events(name)
+    after, sticks, final = replay_scores(evs)
+    assert sticks == 3
+    top = ranks_of(after[-1]).index(0)
+    path = write_log(tmp_path / "no_leftover.json", with_scores(evs, end_game=True, leftover=False))
+    expect_error(path, "scores_mismatch", len(evs), f"seat {top}'s score is given as {after[-1][top]}",
+                 f"make it {final[top]}")
+    # with no sticks left, the end_game scores are the last scores as they are
+    name = "hanchan_15.json"
+    evs = events(name)
+    after, sticks, final = replay_scores(evs)
+    assert sticks == 0 and final == after[-1]
+    read(write_log(tmp_path / "no_sticks.json", with_scores(evs, end_game=True, leftover=False)))
+
+
+def test_wrong_scores_unbalanced_deltas_and_wrong_kyotaku_are_errors(tmp_path):
+    name = "hanchan_228.json"
+    evs = with_scores(events(name))
+    # a wrong score on a hora
+    k = next(i for i, e in enumerate(evs) if e["type"] == "hora")
+    bad = [dict(e) for e in evs]
+    bad[k]["scores"] = list(bad[k]["scores"])
+    bad[k]["scores"][2] += 100
+    expect_error(write_log(tmp_path / "hora.json", bad), "scores_mismatch", k + 1,
+                 f"seat 2's score is given as {bad[k]['scores'][2]}", f"make it {evs[k]['scores'][2]}")
+    # a wrong score on a reach_accepted
+    k = next(i for i, e in enumerate(evs) if e["type"] == "reach_accepted")
+    bad = [dict(e) for e in evs]
+    seat = bad[k]["actor"]
+    bad[k]["scores"] = [s + (STICK if j == seat else 0) for j, s in enumerate(bad[k]["scores"])]
+    expect_error(write_log(tmp_path / "reach.json", bad), "scores_mismatch", k + 1, f"seat {seat}'s score")
+    # deltas that do not balance (the log's own dialect: deltas only)
+    evs = events(name)
+    k = next(i for i, e in enumerate(evs) if e["type"] == "ryukyoku")
+    bad = [dict(e) for e in evs]
+    bad[k]["deltas"] = [d + (300 if j == 0 else 0) for j, d in enumerate(bad[k]["deltas"])]
+    total = sum(evs[1]["scores"]) + STICK * evs[1]["kyotaku"]
+    expect_error(write_log(tmp_path / "deltas.json", bad), "scores_do_not_add_up", k + 1,
+                 f"add up to {total + 300}", f"total {total}")
+    # the next round's kyotaku is not the sticks left on the table
+    ks = [i for i, e in enumerate(evs) if e["type"] == "start_kyoku"]
+    k = ks[3]
+    bad = [dict(e) for e in evs]
+    left = bad[k]["kyotaku"]
+    bad[k]["kyotaku"] = left + 1
+    expect_error(write_log(tmp_path / "kyotaku.json", bad), "deposits_mismatch", k + 1,
+                 f"kyotaku is {left + 1}, but {left} riichi sticks")
+    # a wrong start_kyoku score
+    bad = [dict(e) for e in evs]
+    bad[k]["scores"] = [s + (100 if j == 1 else 0) - (100 if j == 2 else 0) for j, s in enumerate(bad[k]["scores"])]
+    expect_error(write_log(tmp_path / "start.json", bad), "scores_mismatch", k + 1, "seat 1's score")
