@@ -892,3 +892,117 @@ def test_an_unreadable_gz_is_an_error(tmp_path, content):
     path.write_bytes(content)
     err = expect_error(path, "unreadable", None, "cannot be read as a plain or gzip log")
     assert err.line is None
+
+
+# ------------------------------------------------------------------------------------------------
+# 7. Skip mode: whole games quarantined byte for byte, good games kept exactly
+# ------------------------------------------------------------------------------------------------
+
+
+def lines_of(text: bytes) -> list[bytes]:
+    """A text's lines without ``\\n`` (``\\r`` kept)."""
+    return text.split(b"\n")[:-1]
+
+
+def broken_text(name: str, case: str, *, crlf: bool = False) -> bytes:
+    evs = events(name)
+    MUTATIONS[case](evs)
+    text = dumps(evs).encode()
+    return text.replace(b"\n", b"\r\n") if crlf else text
+
+
+@pytest.fixture
+def mixed_folder(tmp_path):
+    """Good logs, a broken one (CRLF), a file whose second game is broken, a truncated game followed by
+    a good one in the same file, and a file that is no log."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(DATA / "tonpusen_196.json", folder / "a_good.json")
+    (folder / "b_good.json.gz").write_bytes(gzip.compress(raw_text("hanchan_15.json")))
+    bad_c = broken_text("tonpusen_245.json", "hand_inconsistent", crlf=True)
+    (folder / "c_bad.json").write_bytes(bad_c)
+    bad_d = broken_text("tonpusen_193.json.gz", "wrong_meld")
+    (folder / "d_two.jsonl").write_bytes(raw_text("hanchan_228.json") + bad_d)
+    cut = b"".join(line + b"\n" for line in lines_of(raw_text("hanchan_102.json.gz"))[:700])
+    (folder / "e_cut.log").write_bytes(cut + raw_text("tonpusen_193.json.gz"))
+    (folder / "notes.txt").write_text("not a log\n")
+    good = {"a_good.json": "tonpusen_196.json", "b_good.json.gz": "hanchan_15.json",
+            "d_two.jsonl": "hanchan_228.json", "e_cut.log": "tonpusen_193.json.gz"}
+    # (file, first line, lines, rule) of each game that must be quarantined
+    bad = [("c_bad.json", 1, lines_of(bad_c), "hand_inconsistent"),
+           ("d_two.jsonl", GAMES["hanchan_228.json"]["lines"] + 1, lines_of(bad_d), "wrong_meld"),
+           ("e_cut.log", 1, lines_of(cut), "unended_game")]
+    return folder, good, bad
+
+
+def test_skip_mode_quarantines_whole_games_and_keeps_the_good_ones(mixed_folder, frames, tmp_path):
+    folder, good, bad = mixed_folder
+    side = tmp_path / "skipped.jsonl"
+    with pytest.warns(SkippedLinesWarning) as record:
+        result = read(folder, on_error="skip", skipped_path=side)
+    message = str(record[0].message)
+    assert "quarantined 3 games" in message and f"{sum(len(b[2]) for b in bad)} lines" in message
+    for rule in ("hand_inconsistent: 1", "wrong_meld: 1", "unended_game: 1"):
+        assert rule in message, message
+    frame = result.frame
+    S.KANACHAN_SPEC.validate(frame)
+    # every good game's rows, exactly as loading its log alone gives
+    assert frame["game_id"].n_unique() == len(good) == frame["game"].n_unique()
+    for file, name in good.items():
+        alone = frames[name]
+        part = frame.filter(pl.col("game_id") == alone["game_id"][0])
+        assert part["source_file"].cast(pl.String).unique().to_list() == [str(folder / file)]
+        shift = 0 if file != "e_cut.log" else 700  # the good game after the cut one starts at line 701
+        assert part.select(SAME).with_columns(pl.col("source_line") - shift).equals(alone.select(SAME)), file
+    # the quarantined games, whole, byte for byte (CRLF kept), counted by rule
+    skipped = result.skipped
+    assert skipped.height == sum(len(lines) for _, _, lines, _ in bad)
+    for file, first_line, lines, rule in bad:
+        part = skipped.filter(pl.col("file") == str(folder / file))
+        assert part["raw"].to_list() == lines, file
+        assert part["line"].to_list() == list(range(first_line, first_line + len(lines)))
+        assert set(part["reason"].to_list()) == {rule}
+        assert lines[0].rstrip(b"\r") == b'{"type":"start_game"}'
+    assert all(raw.endswith(b"\r") for raw in skipped.filter(pl.col("file") == str(folder / "c_bad.json"))["raw"])
+    assert result.skip_counts == {rule: len(lines) for _, _, lines, rule in bad}
+    # the side file holds the lines verbatim
+    assert result.skipped_path == side
+    assert side.read_bytes() == b"".join(line + b"\n" for _, _, lines, _ in bad for line in lines)
+    # the side file is not overwritten
+    with pytest.raises(Exception) as info:
+        read(folder, on_error="skip", skipped_path=side)
+    assert str(side) in str(info.value)
+    assert side.read_bytes() == b"".join(line + b"\n" for _, _, lines, _ in bad for line in lines)
+    with pytest.warns(SkippedLinesWarning):
+        again = read(folder, on_error="skip", skipped_path=side, overwrite=True)
+    assert again.frame.equals(frame)
+
+
+def test_raise_mode_stops_at_the_first_broken_game(mixed_folder):
+    folder, _, bad = mixed_folder
+    file, first_line, lines, rule = bad[0]
+    with pytest.raises(DataFormatError) as info:
+        read(folder)
+    assert (info.value.path, info.value.rule) == (str(folder / file), rule)
+    assert first_line <= info.value.line < first_line + len(lines)
+
+
+def test_a_game_cut_short_before_the_next_start_game_is_unended(tmp_path):
+    cut = lines_of(raw_text("hanchan_15.json"))[:400]
+    path = tmp_path / "cut.json"
+    path.write_bytes(b"".join(line + b"\n" for line in cut) + raw_text(BASE))
+    expect_error(path, "unended_game", 400)
+    with pytest.warns(SkippedLinesWarning):
+        result = read(path, on_error="skip")
+    assert result.skipped["raw"].to_list() == cut
+    alone = read(DATA / BASE).frame
+    assert result.frame.select(SAME).with_columns(pl.col("source_line") - 400).equals(alone.select(SAME))
+
+
+def test_load_mjai_skip_needs_a_side_file(tmp_path):
+    with pytest.raises(ParameterError) as info:
+        load_mjai(DATA / BASE, on_error="skip", progress=False)
+    assert "skipped_path" in str(info.value)
+    with pytest.raises(ParameterError) as info:
+        read(DATA / BASE, skipped_path=tmp_path / "x.jsonl")
+    assert "skipped_path" in str(info.value) and "on_error='skip'" in str(info.value)
