@@ -1006,3 +1006,73 @@ def test_load_mjai_skip_needs_a_side_file(tmp_path):
     with pytest.raises(ParameterError) as info:
         read(DATA / BASE, skipped_path=tmp_path / "x.jsonl")
     assert "skipped_path" in str(info.value) and "on_error='skip'" in str(info.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# 8. Options, threads and batches, gzip, folders
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("room,grades,game_length", [(3, (1, 2, 3, 15), "east"), (4, 9, "half"), (0, [0, 5, 0, 5], 1),
+                                                     (2, 0, None)])
+def test_room_grades_and_game_length_land_in_sparse_and_columns(room, grades, game_length):
+    name = "tonpusen_245.json"  # east-only, extended into South: half-length from the log
+    frame = read(DATA / name, room=room, grades=grades, game_length=game_length).frame
+    four = [grades] * 4 if isinstance(grades, int) else list(grades)
+    south = any(e["type"] == "start_kyoku" and e["bakaze"] != "E" for e in events(name))
+    length = {"east": 0, "half": 1, 1: 1, None: int(south)}[game_length]
+    sparse = frame["sparse"].to_numpy()
+    assert (sparse[:, 0] == room).all()
+    assert (sparse[:, 1] == 5 + length).all()
+    assert (sparse[:, 2:6] == [7 + 16 * s + g for s, g in enumerate(four)]).all()
+    assert frame["room"].unique().to_list() == [room]
+    assert frame["game_length"].unique().to_list() == [length]
+    assert frame["grades"].to_list() == [four] * frame.height
+
+
+@pytest.mark.parametrize("kw,name", [({"room": 7}, "room"), ({"room": -1}, "room"), ({"room": True}, "room"),
+                                     ({"grades": (1, 2)}, "grades"),
+                                     pytest.param({"grades": 16}, "grades", marks=pytest.mark.xfail(
+                                         strict=True, reason="reader.py _check_options echoes grades=16 as "
+                                         "(16, 16, 16, 16), not the value given")),
+                                     ({"grades": "1"}, "grades"), ({"game_length": "x"}, "game_length"),
+                                     ({"game_length": 2}, "game_length"), ({"workers": 0}, "workers"),
+                                     ({"on_error": "ignore"}, "on_error")])
+def test_bad_options_are_parameter_errors_naming_the_argument(kw, name):
+    with pytest.raises(ParameterError) as info:
+        read(DATA / BASE, **kw)
+    value = next(iter(kw.values()))
+    assert info.value.name == name
+    assert str(info.value).startswith(f"`{name}` should"), str(info.value)
+    assert f"Received {value!r}." in str(info.value), str(info.value)
+
+
+def test_threads_and_batches_give_the_same_frame(folder_frame, monkeypatch):
+    import rewardlab.sources.mjai.reader as reader
+
+    one = read(DATA, workers=1).frame
+    assert one.equals(folder_frame)
+    monkeypatch.setattr(reader, "BATCH_BYTES", 1)  # one batch per file, in parallel threads
+    assert read(DATA, workers=4).frame.equals(folder_frame)
+    assert read(DATA, workers=1).frame.equals(folder_frame)
+
+
+def test_a_gz_copy_loads_like_the_plain_file_and_other_files_are_ignored(tmp_path, frames):
+    for name in ("hanchan_15.json", "tonpusen_193.json.gz"):
+        text = raw_text(name)
+        (tmp_path / "plain.json").write_bytes(text)
+        (tmp_path / "packed.json.gz").write_bytes(gzip.compress(text))
+        plain = read(tmp_path / "plain.json").frame
+        packed = read(tmp_path / "packed.json.gz").frame
+        assert plain.select(SAME).equals(packed.select(SAME)) and plain.select(SAME).equals(frames[name].select(SAME))
+        assert plain["game_id"].to_list() == packed["game_id"].to_list() == frames[name]["game_id"].to_list()
+    folder = tmp_path / "one"
+    folder.mkdir()
+    shutil.copy(DATA / BASE, folder / "game.json")
+    (folder / "notes.txt").write_text("these are my notes\n")
+    (folder / "games.meta").write_text("{}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame = read(folder).frame
+    assert frame.select(SAME).equals(frames[BASE].select(SAME))
+    assert frame["source_file"].cast(pl.String).unique().to_list() == [str(folder / "game.json")]
