@@ -32,7 +32,7 @@ import pytest
 import riichienv
 
 from conftest import PLUGINS_DIR, ROOT
-from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning
+from rewardlab.core.errors import DataFormatError, OutputExistsError, ParameterError, SkippedLinesWarning
 from rewardlab.domains.mahjong.rules import ranks_from_scores
 from rewardlab.plugins import apply_plugins, load_plugin
 from rewardlab.sources.kanachan import schema as S
@@ -969,7 +969,7 @@ def test_skip_mode_quarantines_whole_games_and_keeps_the_good_ones(mixed_folder,
     assert result.skipped_path == side
     assert side.read_bytes() == b"".join(line + b"\n" for _, _, lines, _ in bad for line in lines)
     # the side file is not overwritten
-    with pytest.raises(Exception) as info:
+    with pytest.raises(OutputExistsError) as info:
         read(folder, on_error="skip", skipped_path=side)
     assert str(side) in str(info.value)
     assert side.read_bytes() == b"".join(line + b"\n" for _, _, lines, _ in bad for line in lines)
