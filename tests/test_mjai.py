@@ -842,6 +842,49 @@ def m_unended_game(evs):
     return len(evs) - 1, ["the file ends inside a game"]
 
 
+def m_outside_game_first(evs):
+    del evs[0]  # no start_game: the first line is outside any game
+    return 0, ['("start_kyoku") outside a game']
+
+
+def m_kan_dora_without_kan(evs):
+    k = first(evs, "tsumo")
+    evs.insert(k, {"type": "dora", "dora_marker": "9s"})
+    return k, ['"dora_marker" is 2', "one more per kan"]
+
+
+def m_kyoku_five(evs):
+    k = first(evs, "start_kyoku")
+    evs[k]["kyoku"] = 5
+    return k, ['"kyoku" is 5', "1-4"]
+
+
+def m_wrong_dealer(evs):
+    k = first(evs, "start_kyoku")
+    evs[k]["oya"] = (evs[k]["kyoku"]) % 4
+    return k, ['"oya" is', "the dealer of kyoku k is seat k - 1"]
+
+
+def m_reach_accepted_without_reach(evs):
+    k = first(evs, "dahai") + 1
+    evs.insert(k, {"type": "reach_accepted", "actor": evs[k - 1]["actor"]})
+    return k, ['"reach_accepted" cannot come here']
+
+
+def m_chi_from_across(evs):
+    k = first(evs, "chi")
+    evs[k]["target"] = (evs[k]["actor"] + 2) % 4
+    return k, [f"seat {evs[k]['target']} acts (or is named) here"]
+
+
+def m_pon_of_another_tile(evs):
+    k = first(evs, "pon")
+    other = next(p for p in ("1m", "9m", "1p") if T.KIND_OF_NAME[p] != T.KIND_OF_NAME[evs[k]["pai"]])
+    want = evs[k]["pai"]
+    evs[k]["pai"] = other
+    return k, [f"tile is {other}, but the game says {want}"]
+
+
 MUTATIONS = {
     "not_json": m_not_json, "unknown_event": m_unknown_event, "bad_tile": m_bad_tile, "bad_value": m_bad_value,
     "no_type": m_no_type, "outside_game": m_outside_game, "out_of_order": m_out_of_order,
@@ -850,7 +893,10 @@ MUTATIONS = {
     "missing_field": m_missing_field, "missing_field/deltas": m_missing_deltas, "hidden_tile": m_hidden_tile,
     "hidden_tile/tehais": m_hidden_tehai, "hand_size": m_hand_size, "wrong_tile": m_wrong_tile,
     "wrong_meld": m_wrong_meld, "wrong_meld/chi": m_wrong_chi, "out_of_range": m_out_of_range,
-    "unended_game": m_unended_game,
+    "unended_game": m_unended_game, "outside_game/no_start_game": m_outside_game_first,
+    "out_of_range/kan_dora": m_kan_dora_without_kan, "out_of_range/kyoku": m_kyoku_five,
+    "out_of_range/oya": m_wrong_dealer, "out_of_order/reach_accepted": m_reach_accepted_without_reach,
+    "wrong_player/chi": m_chi_from_across, "wrong_tile/pon": m_pon_of_another_tile,
 }
 #: Rules a shipped log is broken for in other tests (scores, deposits: test 5).
 ELSEWHERE = {"scores_mismatch", "scores_do_not_add_up", "deposits_mismatch"}
@@ -1076,3 +1122,15 @@ def test_a_gz_copy_loads_like_the_plain_file_and_other_files_are_ignored(tmp_pat
         frame = read(folder).frame
     assert frame.select(SAME).equals(frames[BASE].select(SAME))
     assert frame["source_file"].cast(pl.String).unique().to_list() == [str(folder / "game.json")]
+
+
+def test_skip_mode_quarantines_stray_lines_after_a_game(tmp_path):
+    stray = [b'{"type":"tsumo","actor":0,"pai":"1m"}', b'{"type":"dahai","actor":0,"pai":"1m","tsumogiri":true}']
+    path = tmp_path / "stray.json"
+    path.write_bytes(raw_text(BASE) + b"\n".join(stray) + b"\n")
+    expect_error(path, "outside_game", GAMES[BASE]["lines"] + 1, '("tsumo") outside a game')
+    with pytest.warns(SkippedLinesWarning, match="outside_game: 1"):
+        result = read(path, on_error="skip")
+    assert result.skipped["raw"].to_list() == stray
+    assert result.skipped["line"].to_list() == [GAMES[BASE]["lines"] + 1, GAMES[BASE]["lines"] + 2]
+    assert result.frame.select(SAME).equals(read(DATA / BASE).frame.select(SAME))
