@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 import gzip
 import json
-import re
 import shutil
 import warnings
 
@@ -137,7 +136,7 @@ def folder_frame() -> pl.DataFrame:
 # ------------------------------------------------------------------------------------------------
 
 
-def _lines_of(text: bytes):
+def line_bounds(text: bytes):
     buf = np.frombuffer(text, dtype=np.uint8)
     ends = np.flatnonzero(buf == 10)
     starts = np.r_[0, ends[:-1] + 1].astype(np.int64)
@@ -147,7 +146,7 @@ def _lines_of(text: bytes):
 def scan_text(text: bytes):
     if not text.endswith(b"\n"):
         text += b"\n"
-    return scan(*_lines_of(text))
+    return scan(*line_bounds(text))
 
 
 def expected_scan(e: dict) -> dict:
@@ -597,10 +596,6 @@ def with_scores(evs, *, deltas=True, end_game=False, leftover=True):
     return out
 
 
-def frame_columns(frame):
-    return frame.select(SAME)
-
-
 @pytest.mark.parametrize("dialect", ["scores_and_deltas", "scores_only", "end_game_scores", "all"])
 @pytest.mark.parametrize("name", ["tonpusen_193.json.gz", "hanchan_102.json.gz", "hanchan_228.json"])
 def test_other_engines_dialects_give_the_same_frame(tmp_path, frames, name, dialect):
@@ -611,7 +606,7 @@ def test_other_engines_dialects_give_the_same_frame(tmp_path, frames, name, dial
     assert changed != evs
     path = write_log(tmp_path / "other.json", changed)
     frame = read(path).frame
-    assert frame_columns(frame).equals(frame_columns(frames[name]))
+    assert frame.select(SAME).equals(frames[name].select(SAME))
 
 
 def expect_error(path, rule, line, *fragments, where=None, **kw):
