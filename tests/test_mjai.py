@@ -596,14 +596,30 @@ def with_scores(evs, *, deltas=True, end_game=False, leftover=True):
     return out
 
 
-@pytest.mark.parametrize("dialect", ["scores_and_deltas", "scores_only", "end_game_scores", "all"])
+def with_hora_details(evs):
+    """``hora`` as Mortal / mjai.app write it: the winning tile (``pai``: the last tsumo, dahai or kakan
+    tile before it, the same for each ron of a double ron) and the hand's value."""
+    out, tile = [], None
+    for e in evs:
+        e = dict(e)
+        if e["type"] in ("tsumo", "dahai", "kakan"):
+            tile = e["pai"]
+        if e["type"] == "hora":
+            e.update(pai=tile, han=3, fu=40, yakus=[["riichi", 1], ["dora", 2]], uradora_markers=["3s"])
+        out.append(e)
+    return out
+
+
+@pytest.mark.parametrize("dialect", ["scores_and_deltas", "scores_only", "end_game_scores", "hora_pai", "all"])
 @pytest.mark.parametrize("name", ["tonpusen_193.json.gz", "hanchan_102.json.gz", "hanchan_228.json"])
 def test_other_engines_dialects_give_the_same_frame(tmp_path, frames, name, dialect):
     evs = events(name)
+    if dialect in ("hora_pai", "all"):
+        evs = with_hora_details(evs)
     kw = {"scores_and_deltas": {}, "scores_only": {"deltas": False}, "end_game_scores": {"end_game": True},
-          "all": {"deltas": False, "end_game": True}}[dialect]
-    changed = with_scores(evs, **kw)
-    assert changed != evs
+          "hora_pai": {"deltas": True}, "all": {"deltas": False, "end_game": True}}[dialect]
+    changed = with_scores(evs, **kw) if dialect != "hora_pai" else evs
+    assert changed != events(name)
     path = write_log(tmp_path / "other.json", changed)
     frame = read(path).frame
     assert frame.select(SAME).equals(frames[name].select(SAME))
@@ -672,6 +688,16 @@ def test_wrong_scores_unbalanced_deltas_and_wrong_kyotaku_are_errors(tmp_path):
     bad[k]["kyotaku"] = left + 1
     expect_error(write_log(tmp_path / "kyotaku.json", bad), "deposits_mismatch", k + 1,
                  f"kyotaku is {left + 1}, but {left} riichi sticks")
+    # a hora whose winning tile is not the tile it wins on
+    evs = with_hora_details(events(name))
+    for tsumo in (True, False):
+        h = next(i for i, e in enumerate(evs) if e["type"] == "hora" and (e["actor"] == e["target"]) == tsumo)
+        bad = [dict(e) for e in evs]
+        other = "1m" if bad[h]["pai"] != "1m" else "9m"
+        bad[h]["pai"] = other
+        expect_error(write_log(tmp_path / "pai.json", bad), "wrong_tile", h + 1,
+                     f"seat {bad[h]['actor']}'s tile is {other}, but the game says {evs[h]['pai']}")
+    evs = events(name)
     # a wrong start_kyoku score
     bad = [dict(e) for e in evs]
     bad[k]["scores"] = [s + (100 if j == 1 else 0) - (100 if j == 2 else 0) for j, s in enumerate(bad[k]["scores"])]
