@@ -952,6 +952,28 @@ def test_a_game_loaded_twice_is_an_error(tmp_path):
     expect_error(tmp_path / "b.json", "game_reappears", len(events("hanchan_15.json")) + 1, where=tmp_path)
 
 
+def test_a_game_loaded_twice_is_found_across_batches(tmp_path, monkeypatch):
+    import rewardlab.sources.mjai.reader as reader
+
+    monkeypatch.setattr(reader, "BATCH_BYTES", 1)  # each file its own batch, in its own thread
+    for name in ("a.json", "b.json", "c.json"):
+        shutil.copy(DATA / ("hanchan_15.json" if name == "b.json" else BASE), tmp_path / name)
+    expect_error(tmp_path / "c.json", "game_reappears", 1, f"as the one at {tmp_path / 'a.json'}:1",
+                 where=tmp_path, workers=3)
+
+
+@pytest.mark.xfail(strict=True, reason="reader.py _check_unique (called from _assemble) raises game_reappears "
+                   "in skip mode too; the duplicate game should be quarantined whole, as kanachan's reader does")
+def test_skip_mode_quarantines_a_game_loaded_twice(tmp_path):
+    for name in ("a.json", "b.json"):
+        shutil.copy(DATA / BASE, tmp_path / name)
+    with pytest.warns(SkippedLinesWarning, match="game_reappears: 1"):
+        result = read(tmp_path, on_error="skip")
+    assert result.skipped["raw"].to_list() == lines_of(raw_text(BASE))
+    assert set(result.skipped["file"].to_list()) == {str(tmp_path / "b.json")}
+    assert result.frame.select(SAME).equals(read(DATA / BASE).frame.select(SAME))
+
+
 @pytest.mark.parametrize("content", [b"not gzip at all", gzip.compress(b'{"type":"start_game"}\n' * 50)[:30]],
                          ids=["garbage", "truncated"])
 def test_an_unreadable_gz_is_an_error(tmp_path, content):
