@@ -1187,3 +1187,17 @@ def test_a_game_cut_by_the_next_start_game_says_so(tmp_path):
     path.write_bytes(b"".join(line + b"\n" for line in cut) + raw_text(BASE))
     err = expect_error(path, "unended_game", 400)
     assert "the file ends" not in str(err) and "start_game" in str(err) and "401" in str(err), str(err)
+
+
+def test_crlf_blank_lines_and_a_missing_last_line_end_load_the_same_rows(tmp_path, frames):
+    text = raw_text(BASE)
+    alone = frames[BASE].select(SAME)
+    (tmp_path / "crlf.json").write_bytes(text.replace(b"\n", b"\r\n"))
+    assert read(tmp_path / "crlf.json").frame.select(SAME).equals(alone)
+    (tmp_path / "open.json").write_bytes(text.rstrip(b"\n"))
+    assert read(tmp_path / "open.json").frame.select(SAME).equals(alone)
+    # a blank line after each line: the rows are the same, their line numbers double
+    (tmp_path / "blank.json").write_bytes(text.replace(b"\n", b"\n \r\n"))
+    spaced = read(tmp_path / "blank.json").frame.select(SAME)
+    assert spaced.drop("source_line").equals(alone.drop("source_line"))
+    assert spaced["source_line"].to_list() == [2 * n - 1 for n in alone["source_line"].to_list()]
