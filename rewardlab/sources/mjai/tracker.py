@@ -47,7 +47,7 @@ CODES = dict(SCAN_CODES) | {
     "missing_field": 15,      # a field the event needs (values: field)
     "scores_mismatch": 16,    # given scores differ from the computed ones (values: seat, given, computed)
     "scores_do_not_add_up": 17,  # points plus deposits differ from the game's total (values: sum, total)
-    "unended_game": 18,       # the file ends inside a game
+    "unended_game": 18,       # the file ends inside a game, or a start_game comes before its end_game (values: 1)
     "out_of_range": 19,       # a value outside kanachan's layout (values: field, value)
     "hidden_tile": 20,        # a "?" tile: the log hides a hand
     "hand_size": 21,          # a concealed hand of the wrong size after a discard (values: seat, size, expected)
@@ -289,7 +289,17 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
             t = etype[i]
             if t == 0 and scan_code[i] == 0:
                 continue  # a blank line
+            prev_nonblank = last_nonblank
             last_nonblank = i
+            if t == _START_GAME and scan_code[i] == 0 and phase != _P_NONE and phase != _P_BAD:
+                # the game before has no end_game: it is unended at its last line (value 1: a
+                # start_game came next), and this start_game begins the next game, tracked on its own
+                g_code[g] = _E_UNENDED_GAME
+                g_line[g] = prev_nonblank
+                g_last[g] = prev_nonblank
+                g_values[g, 0] = 1
+                n_rows = first_row
+                phase = _P_NONE
             if phase == _P_BAD:
                 # a broken game: its lines run to its end_game (or to the next start_game)
                 if t == _START_GAME:
