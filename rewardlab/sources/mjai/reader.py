@@ -172,7 +172,10 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
         path, number, _ = where(int(tr.g_line[g]))
         first_path, first_number, _ = where(int(tr.g_first[g]))
         line = buf[starts[tr.g_line[g]]:ends[tr.g_line[g]]].tobytes()
-        err = _error(path, number, int(tr.g_code[g]), tr.g_values[g], line)
+        values = tr.g_values[g].copy()
+        if tr.g_code[g] == CODES["unended_game"] and values[0] == 1:  # the line of the start_game that cut it
+            values[1] = number + int(values[1] - tr.g_line[g])
+        err = _error(path, number, int(tr.g_code[g]), values, line)
         out.bad.append(err)
         if skip:
             raws = [buf[starts[i]:ends[i]].tobytes() for i in range(int(tr.g_first[g]), int(tr.g_last[g]) + 1)]
@@ -246,9 +249,12 @@ def _error(path: Path, number: int, code: int, values, line: bytes) -> DataForma
         msg = (f"the scores plus 1000 per riichi stick on the table add up to {v0}, not the game's total "
                f"{v1}: the deltas do not balance")
     elif rule == "unended_game":
-        msg = "the file ends inside a game (no end_game after its last start_game)"
+        msg = (f"the game has no end_game: a start_game (line {v1}) begins the next game after this line"
+               if v0 == 1 else
+               "the file ends inside a game (no end_game after its last start_game)")
     elif rule == "out_of_range":
-        msg = f'"{field_name}" is {v1}, outside what kanachan\'s layout holds ({_RANGES.get(field_name, "")})'
+        shown = "ESWN"[v1] if field_name == "bakaze" and 0 <= v1 < 4 else v1
+        msg = f'"{field_name}" is {shown}, outside what kanachan\'s layout holds ({_RANGES.get(field_name, "")})'
     elif rule == "hidden_tile":
         msg = (f'"{field_name}" holds a hidden tile "?": rewardlab needs full game records that show every '
                "hand and draw (a player's own view hides the others')")
@@ -312,20 +318,24 @@ def _as_int(value):
 
 
 def _check_options(room, grades, game_length) -> tuple[int, tuple[int, ...], int]:
+    """The options as (room, four grades, game length code); errors echo the value as given."""
+    given = {"room": room, "grades": grades, "game_length": game_length}
     room, grades, game_length = _as_int(room), _as_int(grades), _as_int(game_length)
     if isinstance(room, bool) or not isinstance(room, (int, np.integer)) or not 0 <= room < S.NUM_ROOMS:
-        raise ParameterError("room", f"should be an integer 0-{S.NUM_ROOMS - 1} (0 bronze .. 4 throne)", room)
+        raise ParameterError("room", f"should be an integer 0-{S.NUM_ROOMS - 1} (0 bronze .. 4 throne)",
+                             given["room"])
     if isinstance(grades, (int, np.integer)) and not isinstance(grades, bool):
         grades = (int(grades),) * 4
     grades = tuple(grades) if isinstance(grades, (list, tuple)) else grades
     if (not isinstance(grades, tuple) or len(grades) != 4
             or not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) and 0 <= g < S.NUM_GRADES
                        for g in grades)):
-        raise ParameterError("grades", f"should be one grade 0-{S.NUM_GRADES - 1} or four (seats 0-3)", grades)
+        raise ParameterError("grades", f"should be one grade 0-{S.NUM_GRADES - 1} or four (seats 0-3)",
+                             given["grades"])
     lengths = {None: -1, "auto": -1, 0: 0, 1: 1, "east": 0, "half": 1}
     if isinstance(game_length, bool) or game_length not in lengths:
         raise ParameterError("game_length", "should be None (from the log), 'east' (0) or 'half' (1)",
-                             game_length)
+                             given["game_length"])
     return int(room), tuple(int(g) for g in grades), lengths[game_length]
 
 

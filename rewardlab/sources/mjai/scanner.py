@@ -195,41 +195,122 @@ def _string_end(buf, i, e):
 
 
 @njit(cache=True, nogil=True)
-def _skip_value(buf, i, e):
-    """Skip any JSON value starting at ``i``; return the index after it, or -1."""
-    if i >= e:
-        return -1
+def _scalar_end(buf, i, e):
+    """A JSON literal or number at ``i``: the index after it, or -1."""
     c = buf[i]
-    if c == 34:
-        j = _string_end(buf, i, e)
-        return -1 if j < 0 else j + 1
-    if c == 123 or c == 91:  # { [ : skip to the matching bracket, strings respected
-        depth = 0
-        while i < e:
-            c = buf[i]
-            if c == 34:
-                j = _string_end(buf, i, e)
-                if j < 0:
-                    return -1
-                i = j + 1
-                continue
-            if c == 123 or c == 91:
-                depth += 1
-            elif c == 125 or c == 93:
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-            i += 1
-        return -1
+    if c == 116:  # true
+        ok = i + 4 <= e and buf[i + 1] == 114 and buf[i + 2] == 117 and buf[i + 3] == 101
+        return i + 4 if ok else -1
+    if c == 102:  # false
+        ok = i + 5 <= e and buf[i + 1] == 97 and buf[i + 2] == 108 and buf[i + 3] == 115 and buf[i + 4] == 101
+        return i + 5 if ok else -1
+    if c == 110:  # null
+        ok = i + 4 <= e and buf[i + 1] == 117 and buf[i + 2] == 108 and buf[i + 3] == 108
+        return i + 4 if ok else -1
     j = i
-    while j < e:
-        c = buf[j]
-        if c == 44 or c == 125 or c == 93 or _SPACE[c]:  # , } ]
-            break
-        if not ((48 <= c <= 57) or c == 45 or c == 43 or c == 46 or (97 <= c <= 122) or (65 <= c <= 90)):
-            return -1
+    if buf[j] == 45:  # -
         j += 1
-    return j if j > i else -1
+    if j >= e:
+        return -1
+    if buf[j] == 48:  # a 0 has no digits after it
+        j += 1
+    elif 49 <= buf[j] <= 57:
+        while j < e and 48 <= buf[j] <= 57:
+            j += 1
+    else:
+        return -1
+    if j < e and buf[j] == 46:  # .
+        j += 1
+        k = j
+        while j < e and 48 <= buf[j] <= 57:
+            j += 1
+        if j == k:
+            return -1
+    if j < e and (buf[j] == 101 or buf[j] == 69):  # e E
+        j += 1
+        if j < e and (buf[j] == 43 or buf[j] == 45):
+            j += 1
+        k = j
+        while j < e and 48 <= buf[j] <= 57:
+            j += 1
+        if j == k:
+            return -1
+    return j
+
+
+@njit(cache=True, nogil=True)
+def _member_key(buf, i, e):
+    """A ``"key" :`` at ``i`` (after whitespace): the index after the colon, or -1."""
+    i = _ws(buf, i, e)
+    if i >= e or buf[i] != 34:
+        return -1
+    j = _string_end(buf, i, e)
+    if j < 0:
+        return -1
+    i = _ws(buf, j + 1, e)
+    if i >= e or buf[i] != 58:
+        return -1
+    return i + 1
+
+
+@njit(cache=True, nogil=True)
+def _skip_value(buf, i, e, stack):
+    """Skip one well-formed JSON value starting at ``i`` (nested up to ``len(stack)``); the index after
+    it, or -1 when it is not one."""
+    depth = 0
+    while True:
+        # a value is expected at i
+        i = _ws(buf, i, e)
+        if i >= e:
+            return -1
+        c = buf[i]
+        if c == 123 or c == 91:  # { [
+            if depth >= stack.shape[0]:
+                return -1
+            stack[depth] = c
+            depth += 1
+            i = _ws(buf, i + 1, e)
+            if i < e and buf[i] == (125 if c == 123 else 93):
+                depth -= 1
+                i += 1
+            elif c == 123:
+                i = _member_key(buf, i, e)
+                if i < 0:
+                    return -1
+                continue
+            else:
+                continue
+        elif c == 34:
+            j = _string_end(buf, i, e)
+            if j < 0:
+                return -1
+            i = j + 1
+        else:
+            i = _scalar_end(buf, i, e)
+            if i < 0:
+                return -1
+        # after a value: close containers, or go on to the next member
+        while True:
+            if depth == 0:
+                return i
+            i = _ws(buf, i, e)
+            if i >= e:
+                return -1
+            c = buf[i]
+            top = stack[depth - 1]
+            if c == 44:  # ,
+                if top == 123:
+                    i = _member_key(buf, i + 1, e)
+                    if i < 0:
+                        return -1
+                else:
+                    i += 1
+                break
+            if c == (125 if top == 123 else 93):
+                depth -= 1
+                i += 1
+                continue
+            return -1
 
 
 @njit(cache=True, nogil=True)
@@ -349,12 +430,16 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
                  tcodes, wtable, wlengths, wcodes, etype, actor, target, pai, tsumogiri, bakaze, oya, dora,
                  kyoku, honba, kyotaku, consumed, scores, deltas, has_scores, has_deltas, tenpais, tehais,
                  code, column, detail):
+    stack = np.empty(64, dtype=np.uint8)  # open containers of a skipped value
     for row in range(starts.shape[0]):
         s = starts[row]
         e = ends[row]
         i = _ws(buf, s, e)
+        if e - i >= 3 and buf[i] == 0xEF and buf[i + 1] == 0xBB and buf[i + 2] == 0xBF:
+            i = _ws(buf, i + 3, e)  # a UTF-8 byte order mark (a file's first line)
         if i == e:
             continue  # a blank line: type 0, no error
+        first = i
         err = 0
         err_at = i
         field = 0
@@ -502,7 +587,7 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
                     if j < 0:
                         err, err_at, field = _BAD_VALUE, v_at, key
                 else:
-                    j = _skip_value(buf, i, e)
+                    j = _skip_value(buf, i, e, stack)
                     if j < 0:
                         err, err_at = _NOT_JSON, v_at
                 if err != 0:
@@ -521,7 +606,7 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
             if i != e:
                 err, err_at = _NOT_JSON, i
             elif not seen_type:
-                err, err_at = _NO_TYPE, s
+                err, err_at = _NO_TYPE, first
         if err != 0:
             code[row] = err
             column[row] = err_at - s

@@ -277,8 +277,8 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
     draws = 0
     turn = 0
     last_discard = -1
-    won = False
     ron_target = -1
+    closed_kan = False
     result_line = 0
 
     for f in range(file_starts.shape[0] - 1):
@@ -298,6 +298,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                 g_line[g] = prev_nonblank
                 g_last[g] = prev_nonblank
                 g_values[g, 0] = 1
+                g_values[g, 1] = i
                 n_rows = first_row
                 phase = _P_NONE
             if phase == _P_BAD:
@@ -455,8 +456,8 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                     draws = 0
                     turn = oya[i]
                     last_discard = -1
-                    won = False
                     ron_target = -1
+                    closed_kan = False
                     result_line = i
                     phase = _P_DRAW
             elif t == _END_GAME:
@@ -468,10 +469,19 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                         # sticks left on the table go to the top player (ties: the lower seat)
                         final[_rank_top(scores)] += _STICK * deposits
                     if has_scores[i]:
+                        # given final scores: the sticks left to the top player, or forfeited (as computed)
+                        forfeited = True
                         for s in range(4):
-                            if scores_ev[i, s] != final[s]:
-                                err, v0, v1, v2 = _E_SCORES_MISMATCH, s, scores_ev[i, s], final[s]
-                                break
+                            if scores_ev[i, s] != scores[s]:
+                                forfeited = False
+                        if not forfeited:
+                            for s in range(4):
+                                if scores_ev[i, s] != final[s]:
+                                    err, v0, v1, v2 = _E_SCORES_MISMATCH, s, scores_ev[i, s], final[s]
+                                    break
+                        if err == 0:
+                            for s in range(4):
+                                final[s] = scores_ev[i, s]
                     if err == 0:
                         bust = False
                         for s in range(4):
@@ -543,14 +553,17 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             err, v0, v1 = _E_WRONG_PLAYER, a, turn
                         elif pai[i] >= 0 and pai[i] != drawn[a]:
                             err, v0, v1, v2 = _E_WRONG_TILE, a, pai[i], drawn[a]
-                    else:  # ron (on a discard, an added kan, or a second ron on the same tile)
-                        if not (phase == _P_DISCARDED or phase == _P_KAKAN or (phase == _P_OVER and ron_target >= 0)):
+                    else:  # ron: on a discard, an added kan, a closed kan (kokushi), or a second ron on it
+                        robbed = phase == _P_KAN and closed_kan
+                        if not (phase == _P_DISCARDED or phase == _P_KAKAN or robbed
+                                or (phase == _P_OVER and ron_target >= 0)):
                             err, v0, v1 = _E_OUT_OF_ORDER, t, phase
                         elif tg != turn:
                             err, v0, v1 = _E_WRONG_PLAYER, tg, turn
                         elif winners[a]:
                             err, v0, v1 = _E_OUT_OF_ORDER, t, phase
-                        elif pai[i] >= 0 and pai[i] != last_discard:
+                        elif pai[i] >= 0 and pai[i] != last_discard and not (
+                                closed_kan and base_of[pai[i]] == base_of[last_discard]):
                             err, v0, v1, v2 = _E_WRONG_TILE, a, pai[i], last_discard
                     if err == 0:
                         shown = drawn[a] if a == tg else -1
@@ -567,7 +580,6 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             _summary_add(summary, SUMMARY_DISCARDER + tg)
                             ron_target = tg
                         _summary_add(summary, SUMMARY_WINNER + a)
-                        won = True
                 else:
                     if phase == _P_OVER:
                         err, v0, v1 = _E_OUT_OF_ORDER, t, phase
@@ -645,6 +657,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                 if err == 0:
                     drawn[a] = k
                     turn = a
+                    closed_kan = False
                     phase = _P_ACT
             elif t == _DAHAI or t == _REACH or t == _ANKAN or t == _KAKAN:
                 k = pai[i]
@@ -706,6 +719,8 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             if err == 0:
                                 melds[a] += 1
                                 kans += 1
+                                last_discard = consumed[i, 0]
+                                closed_kan = True
                                 phase = _P_KAN
                         else:  # kakan
                             b = base_of[k]
