@@ -44,7 +44,7 @@ What each column holds
 ``round_summary``
     On round-end rows: tsumo / ron / draw, the winners, the ron's discarder,
     tenpai seats (when ``ryukyoku`` gives ``tenpais``), dealer kept, game
-    over, bust (ids of :data:`rewardlab.sources.mjai.tracker.SUMMARY_IDS`).
+    over, bust (ids of :data:`rewardlab.sources.mjai.features.SUMMARY_IDS`).
 ``progression``, ``candidates``, ``action``
     Padding: a log has neither kanachan's progression encoding nor the legal
     options of a decision (:data:`rewardlab.sources.mjai.reader.PADDED_COLUMNS`;

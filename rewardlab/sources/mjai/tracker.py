@@ -6,8 +6,8 @@ plays each game along: whose turn it is, each player's concealed hand (by
 often than the set holds), dora indicators, riichi sticks, scores and the
 table's deposits.  Every decision of a player (a discard, a riichi
 declaration, a chi / pon / open kan, a closed or added kan, a win) becomes
-one row with the state before it, in the kanachan layout
-(:mod:`rewardlab.sources.kanachan.schema`); a round's results and summary are
+one row with the state before it, in the kanachan layout (written by
+:mod:`rewardlab.sources.mjai.features`); a round's results and summary are
 written on each player's last row of the round once the round is settled
 (at the next ``start_kyoku`` or at ``end_game``).
 
@@ -33,9 +33,12 @@ from numba import njit
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.mjai import tiles as T
+from rewardlab.sources.mjai.features import (SUMMARY_BUST, SUMMARY_DEALER_KEPT, SUMMARY_DISCARDER, SUMMARY_DRAW,
+                                              SUMMARY_GAME_OVER, SUMMARY_RON, SUMMARY_TENPAI, SUMMARY_TSUMO,
+                                              SUMMARY_WINNER, close_round, emit_row, summary_add)
 from rewardlab.sources.mjai.scanner import CODES as SCAN_CODES
 
-__all__ = ["CODES", "Tracked", "track", "SUMMARY_IDS", "compile_all"]
+__all__ = ["CODES", "Tracked", "track", "compile_all"]
 
 #: Rule codes of a game record (the scanner's codes pass through unchanged).
 CODES = dict(SCAN_CODES) | {
@@ -76,12 +79,6 @@ _START_GAME, _START_KYOKU, _TSUMO, _DAHAI, _REACH, _REACH_ACC, _CHI, _PON, _DMK,
 _P_NONE, _P_GAME, _P_DRAW, _P_ACT, _P_REACH, _P_DISCARDED, _P_KAN, _P_KAKAN, _P_OVER, _P_BAD = range(10)
 _STICK = 1000
 _ABSENT = -(2 ** 31)
-
-#: Round summary ids written on round-end rows (the layout of rewardlab's simulator,
-#: :mod:`rewardlab.domains.mahjong.simulate`): kind, winners, the ron's discarder,
-#: tenpai seats at a draw (when the log gives ``tenpais``), dealer kept, game over, bust.
-SUMMARY_IDS = {"tsumo": 0, "ron": 1, "draw": 2, "winner": 3, "discarder": 7, "tenpai": 11,
-               "dealer_kept": 24, "game_over": 25, "bust": 26}
 
 _BASE = T.BASE_OF_KIND
 _COPIES = T.COPIES
@@ -185,45 +182,6 @@ def track(ev, file_starts: np.ndarray, *, room: int, grades, game_length: int) -
     for name in ("g_first", "g_last", "g_code", "g_line", "g_values", "g_length", "g_final"):
         setattr(out, name, getattr(out, name)[:games])
     return out
-
-
-@njit(cache=True, nogil=True)
-def _write_sparse(sp, prefix, seat, chang, ju, drawn_so_far, dora, n_dora, hand, drawn):
-    """kanachan's sparse features of a decision: prefix, seat, round, draws, dora, hand, drawn tile."""
-    k = 0
-    for j in range(prefix.shape[0]):
-        sp[k] = prefix[j]
-        k += 1
-    sp[k] = S.SEAT_OFFSET + seat
-    sp[k + 1] = S.CHANG_OFFSET + chang
-    sp[k + 2] = S.JU_OFFSET + ju
-    sp[k + 3] = S.DRAWS_OFFSET + (drawn_so_far - 1 if drawn_so_far > 0 else 0)
-    k += 4
-    for slot in range(n_dora):
-        sp[k] = S.DORA_OFFSET + S.NUM_TILE_KINDS * slot + dora[slot]
-        k += 1
-    for base in range(34):
-        if base < 27 and base % 9 == 4:
-            red = 10 * (base // 9)
-            plain = red + 5
-            if hand[red] > 0:
-                sp[k] = S.HAND_OFFSET + 4 * base
-                k += 1
-            first = 1 if hand[plain] < 4 else 0
-            for j in range(hand[plain]):
-                sp[k] = S.HAND_OFFSET + 4 * base + first + j
-                k += 1
-        else:
-            kind = 30 + base - 27 if base >= 27 else 10 * (base // 9) + base % 9 + 1
-            for j in range(hand[kind]):
-                sp[k] = S.HAND_OFFSET + 4 * base + j
-                k += 1
-    if drawn >= 0:
-        sp[k] = S.DRAWN_OFFSET + drawn
-        k += 1
-    while k < sp.shape[0]:
-        sp[k] = S.NUM_TYPES_OF_SPARSE_FEATURES
-        k += 1
 
 
 @njit(cache=True, nogil=True)
@@ -387,8 +345,8 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                     # the previous round is settled now: dealer kept?
                     if pending:
                         if oya[i] == round_oya:
-                            _summary_add(summary, SUMMARY_DEALER_KEPT)
-                        _close_round(r_eor, r_results, r_summary, last_round_row, round_deltas, scores, summary)
+                            summary_add(summary, SUMMARY_DEALER_KEPT)
+                        close_round(r_eor, r_results, r_summary, last_round_row, round_deltas, scores, summary)
                         pending = False
                     if has_scores[i]:
                         for s in range(4):
@@ -488,10 +446,10 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             if final[s] < 0:
                                 bust = True
                         if pending:
-                            _summary_add(summary, SUMMARY_GAME_OVER)
+                            summary_add(summary, SUMMARY_GAME_OVER)
                             if bust:
-                                _summary_add(summary, SUMMARY_BUST)
-                            _close_round(r_eor, r_results, r_summary, last_round_row, round_deltas, final,
+                                summary_add(summary, SUMMARY_BUST)
+                            close_round(r_eor, r_results, r_summary, last_round_row, round_deltas, final,
                                          summary)
                             pending = False
                         for s in range(4):
@@ -567,27 +525,27 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             err, v0, v1, v2 = _E_WRONG_TILE, a, pai[i], last_discard
                     if err == 0:
                         shown = drawn[a] if a == tg else -1
-                        n_rows, last_round_row, last_game_row = _emit(
+                        n_rows, last_round_row, last_game_row = emit_row(
                             n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
                             prefix, draws, dora, n_dora, hand[a], shown,
                             last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
                             r_ju, r_ben, r_sparse, r_numeric, r_results, r_summary, r_eor, r_eog)
                         winners[a] = True
                         if a == tg:
-                            _summary_add(summary, SUMMARY_TSUMO)
+                            summary_add(summary, SUMMARY_TSUMO)
                         else:
-                            _summary_add(summary, SUMMARY_RON)
-                            _summary_add(summary, SUMMARY_DISCARDER + tg)
+                            summary_add(summary, SUMMARY_RON)
+                            summary_add(summary, SUMMARY_DISCARDER + tg)
                             ron_target = tg
-                        _summary_add(summary, SUMMARY_WINNER + a)
+                        summary_add(summary, SUMMARY_WINNER + a)
                 else:
                     if phase == _P_OVER:
                         err, v0, v1 = _E_OUT_OF_ORDER, t, phase
                     else:
-                        _summary_add(summary, SUMMARY_DRAW)
+                        summary_add(summary, SUMMARY_DRAW)
                         for s in range(4):
                             if tenpais[i, s] == 1:
-                                _summary_add(summary, SUMMARY_TENPAI + s)
+                                summary_add(summary, SUMMARY_TENPAI + s)
                 if err == 0:
                     # the points: deltas as given, or scores minus the current ones
                     if has_deltas[i]:
@@ -672,7 +630,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                 elif (t == _REACH or t == _ANKAN or t == _KAKAN) and drawn[a] < 0:
                     err, v0, v1 = _E_OUT_OF_ORDER, t, phase
                 if err == 0:
-                    n_rows, last_round_row, last_game_row = _emit(
+                    n_rows, last_round_row, last_game_row = emit_row(
                         n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
                         prefix, draws, dora, n_dora, hand[a], drawn[a],
                         last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
@@ -772,7 +730,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             if base_of[consumed[i, j]] != base_of[k]:
                                 err, v0 = _E_WRONG_MELD, a
                 if err == 0:
-                    n_rows, last_round_row, last_game_row = _emit(
+                    n_rows, last_round_row, last_game_row = emit_row(
                         n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
                         prefix, draws, dora, n_dora, hand[a], -1,
                         last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
@@ -811,24 +769,6 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
     return n_rows, n_games
 
 
-SUMMARY_TSUMO, SUMMARY_RON, SUMMARY_DRAW = 0, 1, 2
-SUMMARY_WINNER, SUMMARY_DISCARDER, SUMMARY_TENPAI = 3, 7, 11
-SUMMARY_DEALER_KEPT, SUMMARY_GAME_OVER, SUMMARY_BUST = 24, 25, 26
-
-
-@njit(cache=True, nogil=True)
-def _summary_add(summary, value):
-    """Insert ``value`` into the sorted, padded summary (once; at most 7 ids are kept)."""
-    for j in range(summary.shape[0]):
-        if summary[j] == value:
-            return
-        if summary[j] > value:
-            for m in range(summary.shape[0] - 1, j, -1):
-                summary[m] = summary[m - 1]
-            summary[j] = value
-            return
-
-
 @njit(cache=True, nogil=True)
 def _seen_check(seen, copies, base_of):
     """(rule, kind, count) for a kind seen more often than the set holds, else (0, 0, 0)."""
@@ -843,49 +783,6 @@ def _seen_check(seen, copies, base_of):
 
 
 _C_TOO_MANY = CODES["too_many_copies"]
-
-
-@njit(cache=True, nogil=True)
-def _close_round(r_eor, r_results, r_summary, last_round_row, deltas, scores, summary):
-    """Write the round's results and summary on each player's last row of the round."""
-    for s in range(4):
-        r = last_round_row[s]
-        if r >= 0:
-            r_eor[r] = True
-            for j in range(4):
-                r_results[r, j] = deltas[j]
-                r_results[r, 4 + j] = scores[j]
-            for j in range(7):
-                r_summary[r, j] = summary[j]
-
-
-@njit(cache=True, nogil=True)
-def _emit(n_rows, seat, line, g, step, round_index, chang, ju, ben, deposits, start_scores, prefix, draws, dora,
-          n_dora, hand, drawn, last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
-          r_ju, r_ben, r_sparse, r_numeric, r_results, r_summary, r_eor, r_eog):
-    """Write one decision row (the state before it); return the new row count and last-row tables."""
-    r = n_rows
-    r_line[r] = line
-    r_game[r] = g
-    r_seat[r] = seat
-    r_step[r] = step[seat]
-    step[seat] += 1
-    r_round[r] = round_index
-    r_chang[r] = chang
-    r_ju[r] = ju
-    r_ben[r] = ben
-    _write_sparse(r_sparse[r], prefix, seat, chang, ju, draws, dora, n_dora, hand, drawn)
-    r_numeric[r, 0] = ben
-    r_numeric[r, 1] = deposits
-    for s in range(4):
-        r_numeric[r, 2 + s] = start_scores[s]
-    r_results[r, :] = 0
-    r_summary[r, :] = S.NUM_TYPES_OF_ROUND_SUMMARY
-    r_eor[r] = False
-    r_eog[r] = False
-    last_round_row[seat] = r
-    last_game_row[seat] = r
-    return n_rows + 1, last_round_row, last_game_row
 
 
 def compile_all() -> None:
