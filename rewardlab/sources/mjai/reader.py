@@ -115,7 +115,7 @@ class _Batch:
     """What one batch gives back: kept rows (in episode order), its games, and what it quarantined."""
 
     files: list[Path]
-    rows: dict = field(default_factory=dict)  # column name -> array, rows of good games in episode order
+    frame: pl.DataFrame | None = None  # rows of good games in episode order; "game" numbers them in the batch
     game_ids: list = field(default_factory=list)  # per good game
     game_files: np.ndarray | None = None  # per good game: index into files
     game_lines: np.ndarray | None = None  # per good game: its start_game line number
@@ -198,15 +198,18 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
     row_game = new_game[tr.game]
     order = np.argsort(row_game * 4 + tr.seat, kind="stable")
     line_file = np.searchsorted(file_starts, tr.line, side="right") - 1
-    out.rows = {
-        "game": row_game[order].astype(np.int64),
-        "file": np.asarray(kept_files, dtype=np.int64)[line_file[order]] if tr.rows else np.zeros(0, np.int64),
+    rows = {
+        "game": row_game[order],
+        "file": line_file[order] if tr.rows else np.zeros(0, np.int64),
         "line": (tr.line - file_starts[line_file] + 1)[order].astype(np.uint32),
         S.SEAT: tr.seat[order], S.STEP: tr.step[order], S.ROUND: tr.round[order], S.CHANG: tr.chang[order],
         S.JU: tr.ju[order], S.BEN: tr.ben[order], S.SPARSE: tr.sparse[order], S.NUMERIC: tr.numeric[order],
         S.RESULTS: tr.results[order], S.ROUND_SUMMARY: tr.summary[order],
         S.END_OF_ROUND: tr.end_of_round[order], S.END_OF_GAME: tr.end_of_game[order],
     }
+    del tr
+    out.frame = _frame(rows, out.game_ids, out.game_length, [str(files[f]) for f in kept_files], room=room,
+                       grades=grades)
     return out
 
 
@@ -429,7 +432,7 @@ def read_mjai(
             for fut in futures:
                 fut.cancel()
     _drop_duplicates(results, files, offsets, skip=skip)
-    frame = _assemble(results, files, offsets, room=room, grades=grades)
+    frame = _assemble(results)
     skipped = _skipped_frame(results)
     result_path = None
     if skip and skipped_path is not None:
@@ -477,48 +480,43 @@ def _skipped_frame(results: list[_Batch]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SKIPPED_LINES_SCHEMA)
 
 
-def _assemble(results: list[_Batch], files: list[Path], offsets, *, room: int, grades) -> pl.DataFrame:
-    """The kanachan frame of every batch's rows, games numbered in load order."""
-    ids = [i for b in results for i in b.game_ids]
-    base = np.cumsum([0] + [len(b.game_ids) for b in results])
-    parts = [b.rows for b in results if b.rows]
-    if parts:
-        cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        game = np.concatenate([p["game"] + base[k] for k, p in enumerate(r.rows for r in results) if p])
-        file_index = np.concatenate([p["file"] + offsets[k] for k, p in enumerate(r.rows for r in results) if p])
-    else:
-        cols = {S.SEAT: np.zeros(0, np.uint8), S.STEP: np.zeros(0, np.uint16), S.ROUND: np.zeros(0, np.uint8),
-                S.CHANG: np.zeros(0, np.uint8), S.JU: np.zeros(0, np.uint8), S.BEN: np.zeros(0, np.uint8),
-                S.SPARSE: np.zeros((0, S.MAX_NUM_ACTIVE_SPARSE_FEATURES), np.int16),
-                S.NUMERIC: np.zeros((0, S.NUM_NUMERIC_FEATURES), np.int32),
-                S.RESULTS: np.zeros((0, S.RL_NUM_RESULTS), np.int32),
-                S.ROUND_SUMMARY: np.zeros((0, S.MAX_NUM_ROUND_SUMMARY), np.int8),
-                S.END_OF_ROUND: np.zeros(0, bool), S.END_OF_GAME: np.zeros(0, bool), "line": np.zeros(0, np.uint32)}
-        game = file_index = np.zeros(0, np.int64)
-    n = game.size
-    lengths = np.concatenate([b.game_length for b in results if b.game_ids] or [np.zeros(0, np.uint8)])
-    names = [str(p) for p in files]
+def _assemble(results: list[_Batch]) -> pl.DataFrame:
+    """The batches' frames as one, games numbered in load order."""
+    frames, base = [], 0
+    for b in results:
+        if b.frame is not None and b.frame.height:
+            frames.append(b.frame.with_columns((pl.col(S.GAME) + base).cast(pl.UInt32)))
+        base += len(b.game_ids)
+        b.frame = None  # the batch's rows are in the frame now
+    if not frames:
+        return attach(pl.DataFrame(schema=S.FRAME_SCHEMA), S.KANACHAN_SPEC)
+    return attach(pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0], S.KANACHAN_SPEC)
+
+
+def _frame(rows: dict, ids: list[str], lengths: np.ndarray, names: list[str], *, room: int, grades) -> pl.DataFrame:
+    """A batch's rows as a kanachan frame (``game`` numbers its games, ``rows["file"]`` indexes ``names``)."""
+    n = rows["game"].size
+    game = rows["game"]
     data = {
         S.GAME_ID: pl.Series(S.GAME_ID, ids, dtype=pl.String).cast(pl.Categorical).gather(game),
-        S.GAME: pl.Series(S.GAME, game.astype(np.uint32)),
-        S.SEAT: cols[S.SEAT], S.STEP: cols[S.STEP], S.ROUND: cols[S.ROUND], S.CHANG: cols[S.CHANG],
-        S.JU: cols[S.JU], S.BEN: cols[S.BEN],
+        S.GAME: game.astype(np.uint32),
+        S.SEAT: rows[S.SEAT], S.STEP: rows[S.STEP], S.ROUND: rows[S.ROUND], S.CHANG: rows[S.CHANG],
+        S.JU: rows[S.JU], S.BEN: rows[S.BEN],
         S.ROOM: np.full(n, room, dtype=np.uint8),
-        S.GAME_LENGTH: lengths[game] if n else np.zeros(0, np.uint8),
+        S.GAME_LENGTH: lengths[game],
         S.GRADES: np.broadcast_to(np.asarray(grades, dtype=np.uint8), (n, S.NUM_SEATS)),
-        S.SPARSE: cols[S.SPARSE], S.NUMERIC: cols[S.NUMERIC],
+        S.SPARSE: rows[S.SPARSE], S.NUMERIC: rows[S.NUMERIC],
         S.PROGRESSION: np.full((n, S.MAX_LENGTH_OF_PROGRESSION_FEATURES), S.NUM_TYPES_OF_PROGRESSION_FEATURES,
                                dtype=np.int16),
         S.CANDIDATES: np.full((n, S.MAX_NUM_ACTION_CANDIDATES), S.NUM_TYPES_OF_ACTIONS, dtype=np.int16),
         S.ACTION: np.zeros(n, dtype=np.uint8),
-        S.ROUND_SUMMARY: cols[S.ROUND_SUMMARY], S.RESULTS: cols[S.RESULTS],
-        S.END_OF_ROUND: cols[S.END_OF_ROUND], S.END_OF_GAME: cols[S.END_OF_GAME],
-        S.SOURCE_FILE: pl.Series(S.SOURCE_FILE, names, dtype=pl.String).cast(pl.Categorical).gather(file_index),
-        S.SOURCE_LINE: cols["line"],
+        S.ROUND_SUMMARY: rows[S.ROUND_SUMMARY], S.RESULTS: rows[S.RESULTS],
+        S.END_OF_ROUND: rows[S.END_OF_ROUND], S.END_OF_GAME: rows[S.END_OF_GAME],
+        S.SOURCE_FILE: pl.Series(S.SOURCE_FILE, names, dtype=pl.String).cast(pl.Categorical).gather(rows["file"]),
+        S.SOURCE_LINE: rows["line"],
     }
-    frame = pl.DataFrame({name: (value if isinstance(value, pl.Series) else pl.Series(name, value, dtype=dtype))
-                          for (name, dtype), value in zip(S.FRAME_SCHEMA.items(), data.values())})
-    return attach(frame, S.KANACHAN_SPEC)
+    return pl.DataFrame({name: (value if isinstance(value, pl.Series) else pl.Series(name, value, dtype=dtype))
+                         for (name, dtype), value in zip(S.FRAME_SCHEMA.items(), data.values())})
 
 
 def _drop_duplicates(results: list[_Batch], files: list[Path], offsets, *, skip: bool) -> None:
@@ -548,14 +546,13 @@ def _drop_duplicates(results: list[_Batch], files: list[Path], offsets, *, skip:
 
 
 def _drop_games(b: _Batch, drop: np.ndarray) -> None:
-    """Take games ``drop`` (local indices) and their rows out of batch ``b``; renumber the rest."""
+    """Take games ``drop`` (indices in the batch) and their rows out of batch ``b``; renumber the rest."""
     keep = np.setdiff1d(np.arange(len(b.game_ids)), drop)
     b.game_ids = [b.game_ids[j] for j in keep]
     b.game_files, b.game_lines = b.game_files[keep], b.game_lines[keep]
     b.game_last, b.game_length = b.game_last[keep], b.game_length[keep]
-    rows = ~np.isin(b.rows["game"], drop)
-    b.rows = {name: v[rows] for name, v in b.rows.items()}
-    b.rows["game"] = np.searchsorted(keep, b.rows["game"])
+    frame = b.frame.filter(~pl.col(S.GAME).is_in(drop.tolist()))
+    b.frame = frame.with_columns(pl.Series(S.GAME, np.searchsorted(keep, frame[S.GAME].to_numpy()).astype(np.uint32)))
 
 
 def load_mjai(
