@@ -195,15 +195,22 @@ def _string_end(buf, i, e):
 
 
 @njit(cache=True, nogil=True)
+def _boolean(buf, i, e):
+    """``true`` / ``false`` at ``i``: (1 / 0, index after it), index -1 when it is neither."""
+    if i + 4 <= e and buf[i] == 116 and buf[i + 1] == 114 and buf[i + 2] == 117 and buf[i + 3] == 101:
+        return 1, i + 4
+    if i + 5 <= e and buf[i] == 102 and buf[i + 1] == 97 and buf[i + 2] == 108 and buf[i + 3] == 115 \
+            and buf[i + 4] == 101:
+        return 0, i + 5
+    return 0, -1
+
+
+@njit(cache=True, nogil=True)
 def _scalar_end(buf, i, e):
     """A JSON literal or number at ``i``: the index after it, or -1."""
     c = buf[i]
-    if c == 116:  # true
-        ok = i + 4 <= e and buf[i + 1] == 114 and buf[i + 2] == 117 and buf[i + 3] == 101
-        return i + 4 if ok else -1
-    if c == 102:  # false
-        ok = i + 5 <= e and buf[i + 1] == 97 and buf[i + 2] == 108 and buf[i + 3] == 115 and buf[i + 4] == 101
-        return i + 5 if ok else -1
+    if c == 116 or c == 102:  # true false
+        return _boolean(buf, i, e)[1]
     if c == 110:  # null
         ok = i + 4 <= e and buf[i + 1] == 117 and buf[i + 2] == 108 and buf[i + 3] == 108
         return i + 4 if ok else -1
@@ -378,12 +385,8 @@ def _bool_list(buf, i, e, out, row):
     i = _ws(buf, i + 1, e)
     k = 0
     while True:
-        if i + 4 <= e and buf[i] == 116 and buf[i + 1] == 114 and buf[i + 2] == 117 and buf[i + 3] == 101:
-            v, i = 1, i + 4
-        elif i + 5 <= e and buf[i] == 102 and buf[i + 1] == 97 and buf[i + 2] == 108 and buf[i + 3] == 115 \
-                and buf[i + 4] == 101:
-            v, i = 0, i + 5
-        else:
+        v, i = _boolean(buf, i, e)
+        if i < 0:
             return -1
         if k >= 4:
             return -1
@@ -512,16 +515,11 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
                         err, err_at, field = _BAD_TILE, v_at, key
                         j = -1
                 elif key == 6:  # tsumogiri
-                    if i + 4 <= e and buf[i] == 116 and buf[i + 1] == 114 and buf[i + 2] == 117 \
-                            and buf[i + 3] == 101:
-                        tsumogiri[row] = 1
-                        j = i + 4
-                    elif i + 5 <= e and buf[i] == 102 and buf[i + 1] == 97 and buf[i + 2] == 108 \
-                            and buf[i + 3] == 115 and buf[i + 4] == 101:
-                        tsumogiri[row] = 0
-                        j = i + 5
-                    else:
+                    v, j = _boolean(buf, i, e)
+                    if j < 0:
                         err, err_at, field = _BAD_VALUE, v_at, key
+                    else:
+                        tsumogiri[row] = v
                 elif key == 7:  # bakaze
                     if i < e and buf[i] == 34:
                         j = _string_end(buf, i, e)
