@@ -123,7 +123,6 @@ class _Batch:
     game_length: np.ndarray | None = None
     bad: list = field(default_factory=list)  # DataFormatError per quarantined game, in file order
     skipped: list = field(default_factory=list)  # per quarantined game: (file, first line, raw lines, error)
-    lines: int = 0
 
 
 def _read_text(path: Path) -> bytes:
@@ -158,7 +157,6 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
     counts = [t.count(b"\n") for t in texts]
     file_starts = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(counts, out=file_starts[1:])
-    out.lines = int(ends.size)
     ev = scan(buf, starts, ends)
     tr = track(ev, file_starts, room=room, grades=grades, game_length=game_length)
     del ev
