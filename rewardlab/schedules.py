@@ -68,8 +68,8 @@ import re
 
 import numpy as np
 
-from rewardlab.core.errors import ParameterError
-from rewardlab.domains.mahjong.families.base import check_int, check_real, param_field
+from rewardlab.core.errors import ParameterError, check_int
+from rewardlab.domains.mahjong.families.base import check_real, param_field
 
 __all__ = [
     "ExplorerSchedule",
@@ -285,7 +285,7 @@ def summarize_epsilon(fn, n_steps: int, *, first_step: int, threshold: float) ->
     >>> s.first_below, s.expected_random_actions
     (10, 10.0)
     """
-    n_steps = check_int("n_steps", n_steps, low=1, high=_MAX_STEPS)
+    n_steps = check_int("n_steps", n_steps, low=1, high=_MAX_STEPS, integral_float=True)
     threshold = check_real("threshold", threshold)
     total = 0.0
     first = None
@@ -348,9 +348,9 @@ class ExplorerSchedule:
         object.__setattr__(self, "epsilon_stable", _check_epsilon("epsilon_stable", self.epsilon_stable))
         object.__setattr__(self, "epsilon_init", _check_epsilon("epsilon_init", self.epsilon_init))
         object.__setattr__(self, "warmup_steps", check_int("warmup_steps", self.warmup_steps, low=0,
-                                                           high=_MAX_STEPS))
+                                                           high=_MAX_STEPS, integral_float=True))
         object.__setattr__(self, "decay_steps", check_int("decay_steps", self.decay_steps, low=0,
-                                                          high=_MAX_STEPS))
+                                                          high=_MAX_STEPS, integral_float=True))
 
     first_step = 1
 
@@ -362,7 +362,7 @@ class ExplorerSchedule:
         >>> ExplorerSchedule(epsilon_stable=0.1).steps(3).tolist()
         [1, 2, 3]
         """
-        n_steps = check_int("n_steps", n_steps, low=0, high=_MAX_STEPS)
+        n_steps = check_int("n_steps", n_steps, low=0, high=_MAX_STEPS, integral_float=True)
         return np.arange(1, n_steps + 1, dtype=np.int64)
 
     def epsilon(self, steps) -> np.ndarray:
@@ -444,7 +444,8 @@ class KanachanEpsilonGreedy:
         last = _check_epsilon("epsilon_last", self.epsilon_last)
         if last > first:
             raise ParameterError("epsilon_last", f"should be <= epsilon_first ({first!r})", last)
-        steps = check_int("annealing_steps", self.annealing_steps, low=0, high=_MAX_STEPS)
+        steps = check_int("annealing_steps", self.annealing_steps, low=0, high=_MAX_STEPS,
+                          integral_float=True)
         if steps == 0 and first != last:
             raise ParameterError("annealing_steps", "should be > 0 unless epsilon_first == epsilon_last",
                                  steps)
@@ -466,7 +467,7 @@ class KanachanEpsilonGreedy:
         >>> KanachanEpsilonGreedy(annealing_steps=10).steps(3).tolist()
         [0, 1, 2]
         """
-        n_steps = check_int("n_steps", n_steps, low=0, high=_MAX_STEPS)
+        n_steps = check_int("n_steps", n_steps, low=0, high=_MAX_STEPS, integral_float=True)
         return np.arange(0, n_steps, dtype=np.int64)
 
     def intended(self, steps, *, increment: int = 1) -> np.ndarray:
@@ -478,7 +479,7 @@ class KanachanEpsilonGreedy:
         >>> k.intended(np.arange(6)).tolist()
         [1.0, 0.75, 0.5, 0.25, 0.0, 0.0]
         """
-        increment = check_int("increment", increment, low=1, high=_MAX_STEPS)
+        increment = check_int("increment", increment, low=1, high=_MAX_STEPS, integral_float=True)
         return kanachan_intended_epsilon(_steps_array(steps, low=0), increment=increment, **self._kw())
 
     def actual(self, steps, *, increment: int = 1) -> np.ndarray:
@@ -490,7 +491,7 @@ class KanachanEpsilonGreedy:
         >>> k.actual(np.arange(6)).tolist(), k.actual(np.arange(6), increment=4).tolist()
         ([1.0, 1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 0.0, 0.0])
         """
-        increment = check_int("increment", increment, low=1, high=_MAX_STEPS)
+        increment = check_int("increment", increment, low=1, high=_MAX_STEPS, integral_float=True)
         return kanachan_actual_epsilon(_steps_array(steps, low=0), increment=increment, **self._kw())
 
     def actual_after_calls(self, increments) -> np.ndarray:

@@ -11,7 +11,7 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
 from rewardlab.contracts.kanachan.batching import FrameArrays
 from rewardlab.dataset import write_dataset
-from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, FrameError, ParameterError
+from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, FrameError, ParameterError, check_int
 from lines import game_lines, gid, write
 
 
@@ -83,3 +83,48 @@ def test_ranks_validate_shapes_and_seats():
 def test_reward_names_are_identifiers():
     with pytest.raises(ParameterError, match=r"`name` should match \[A-Za-z_\]\[A-Za-z0-9_\]\*"):
         columns.reward_column("top; import os")
+
+
+# --- check_int: the one integer-argument check -------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [7, np.int8(7), np.int64(7), np.uint32(7)])
+def test_check_int_accepts_python_and_numpy_integers(value):
+    out = check_int("k", value, low=1, high=10)
+    assert out == 7 and type(out) is int
+
+
+@pytest.mark.parametrize("value", [True, False, np.True_, np.bool_(False), 2.0, np.float64(3.0), 2.5, "3",
+                                   None, [1]])
+def test_check_int_refuses_bools_and_non_integers_echoing_the_value(value):
+    with pytest.raises(ParameterError) as err:
+        check_int("k", value)
+    assert str(err.value) == f"`k` should be an integer. Received {value!r}."
+    assert err.value.name == "k" and err.value.value is value
+
+
+def test_check_int_bounds_messages_echo_the_value_as_given():
+    with pytest.raises(ParameterError) as err:
+        check_int("seed", np.int64(-1), low=0)
+    assert str(err.value) == f"`seed` should be >= 0. Received {np.int64(-1)!r}."
+    with pytest.raises(ParameterError, match=r"^`rank` should be <= 3\. Received 4\.$"):
+        check_int("rank", 4, low=0, high=3)
+    assert check_int("rank", 0, low=0, high=3) == 0 and check_int("rank", 3, low=0, high=3) == 3
+
+
+def test_check_int_rule_replaces_every_message():
+    rule = "should be an integer 0-3 (0 = first place)"
+    for bad in (-1, 4, True, 1.0, "0"):
+        with pytest.raises(ParameterError) as err:
+            check_int("rank", bad, low=0, high=3, rule=rule)
+        assert str(err.value) == f"`rank` {rule}. Received {bad!r}."
+
+
+def test_check_int_integral_floats_only_when_asked():
+    assert check_int("divisor", 100.0, low=1, integral_float=True) == 100
+    assert type(check_int("divisor", np.float32(4.0), integral_float=True)) is int
+    for bad in (2.5, float("nan"), float("inf"), True):
+        with pytest.raises(ParameterError, match=r"`divisor` should be an integer\. Received "):
+            check_int("divisor", bad, integral_float=True)
+    with pytest.raises(ParameterError, match=r"`divisor` should be >= 1\. Received 0\.0\."):
+        check_int("divisor", 0.0, low=1, integral_float=True)

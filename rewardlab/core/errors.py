@@ -43,6 +43,7 @@ __all__ = [
     "check_in_range",
     "check_positive",
     "check_choice",
+    "check_int",
     "ExportCancelled",
     "ExportWriteError",
     "RoundTripError",
@@ -398,6 +399,69 @@ def check_choice(name: str, value: object, choices) -> object:
     if value not in choices:
         raise ParameterError(name, "should be one of " + ", ".join(map(repr, choices)), value)
     return value
+
+
+def check_int(name: str, value: object, *, low: int | None = None, high: int | None = None,
+              rule: str | None = None, integral_float: bool = False) -> int:
+    """Return ``int(value)`` or raise :class:`ParameterError` if it is not an integer in ``[low, high]``.
+
+    The one check for an integer argument.  Python and numpy integers are
+    accepted; ``bool`` and ``numpy.bool_`` are refused (``True`` is not a
+    count), and so are strings and floats, unless ``integral_float=True``:
+    then a finite float with no fractional part (``100.0``) is accepted, for
+    values that arrive as floats (a number typed in a tuner's text box, a
+    JSON state file).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, as the user typed it.
+    value : object
+        The value to check; the error echoes it as given.
+    low, high : int, optional
+        Inclusive bounds; ``None`` leaves that side open.
+    rule : str, optional
+        The whole rule to state on any failure (type or range), for a caller
+        whose wording says more ("should be an int >= 0 (Gymnasium's seeds are
+        non-negative)").  Without it the messages are ``should be an integer``,
+        ``should be >= {low}`` and ``should be <= {high}``.
+    integral_float : bool, default False
+        Accept a finite float with no fractional part.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> check_int("k", 5, low=1)
+    5
+    >>> check_int("divisor", 100.0, low=1, integral_float=True)
+    100
+    >>> check_int("k", 0, low=1)
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `k` should be >= 1. Received 0.
+    >>> check_int("bins", True, rule="should be a positive integer")
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `bins` should be a positive integer. Received True.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy.bool_ is not Real
+        out = None
+    elif isinstance(value, numbers.Integral):
+        out = int(value)
+    elif integral_float and math.isfinite(float(value)) and float(value).is_integer():
+        out = int(value)
+    else:
+        out = None
+    if out is None:
+        raise ParameterError(name, rule or "should be an integer", value)
+    if low is not None and out < low:
+        raise ParameterError(name, rule or f"should be >= {low}", value)
+    if high is not None and out > high:
+        raise ParameterError(name, rule or f"should be <= {high}", value)
+    return out
 
 
 # --------------------------------------------------------------------------

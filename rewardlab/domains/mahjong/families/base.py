@@ -41,7 +41,7 @@ import torch
 from rewardlab.sources.dispatch import as_lazy
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
-from rewardlab.core.errors import FrameError, ParameterError
+from rewardlab.core.errors import FrameError, ParameterError, check_int
 
 __all__ = [
     "affine_extremes",
@@ -128,29 +128,6 @@ def check_real(name: str, value, *, hint: str | None = None) -> float:
     out = float(value)
     if not math.isfinite(out):
         raise ParameterError(name, "should be a finite number (not NaN or infinite)", value, hint=hint)
-    return out
-
-
-def check_int(name: str, value, *, low: int | None = None, high: int | None = None) -> int:
-    """``int(value)`` for an integer (or integral float) in ``[low, high]``, else ParameterError.
-
-    Examples
-    --------
-    >>> check_int("divisor", 100.0, low=1)
-    100
-    """
-    if isinstance(value, (bool, np.bool_)):
-        raise ParameterError(name, "should be an integer", value)
-    if isinstance(value, numbers.Integral):
-        out = int(value)
-    elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
-        out = int(value)
-    else:
-        raise ParameterError(name, "should be an integer", value)
-    if low is not None and out < low:
-        raise ParameterError(name, f"should be >= {low}", value)
-    if high is not None and out > high:
-        raise ParameterError(name, f"should be <= {high}", value)
     return out
 
 
@@ -251,7 +228,7 @@ class Provenance:
         for name in ("rows", "steps"):
             value = getattr(self, name)
             if value is not None:
-                check_int(name, value, low=0)
+                check_int(name, value, low=0, integral_float=True)
 
     @classmethod
     def default(cls) -> "Provenance":

@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 import torch
 
+from rewardlab.core.errors import check_int
 from rewardlab.domains.mahjong.families.base import (
     end_of_game_export_body,
     PreparedFrame,
@@ -30,7 +31,6 @@ from rewardlab.domains.mahjong.families.base import (
     td_game_rows,
     td_ranks,
     SCORE_RANGE,
-    check_int,
     check_vector,
     mean_field,
     param_field,
@@ -82,8 +82,10 @@ class RankingPointsParams:
 
     def __post_init__(self):
         object.__setattr__(self, "vector", check_vector("vector", self.vector))
-        object.__setattr__(self, "offset", check_int("offset", self.offset, low=-_LIMIT, high=_LIMIT))
-        object.__setattr__(self, "divisor", check_int("divisor", self.divisor, low=1, high=_LIMIT))
+        object.__setattr__(self, "offset", check_int("offset", self.offset, low=-_LIMIT, high=_LIMIT,
+                                                     integral_float=True))
+        object.__setattr__(self, "divisor", check_int("divisor", self.divisor, low=1, high=_LIMIT,
+                                                      integral_float=True))
         validate_normalization(self)
 
     def raw_extremes(self) -> list[tuple[float, str, str, float]]:
