@@ -24,9 +24,9 @@ from rewardlab.contracts.checks import RewardScale, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
 from rewardlab.core.spec import FrameSpec, keep_spec
-from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice
+from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice, check_int
 from rewardlab.plugins.execution import (
-    check_cancel, check_int, check_isolation, execute, failed_plugin, failure_error,
+    check_cancel, check_isolation, execute, failed_plugin, failure_error,
     load_items, plugin_items, progress_bar, raise_first,
 )
 from rewardlab.plugins.loading import Plugin
@@ -164,10 +164,10 @@ def apply_plugins(
     chosen, frame_spec = contract_for(shards[0], contract, spec=spec)
     chosen.options(convention)
     if batch_size is not None:
-        batch_size = check_int("batch_size", batch_size, 1)
+        batch_size = check_int("batch_size", batch_size, low=1, rule="should be an integer >= 1")
     size = DEFAULT_BATCH_SIZES[batch_mode] if batch_size is None else batch_size
     size = None if batch_mode == "episodes" else size
-    seed = check_int("seed", seed, 0)
+    seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")
     contiguous = check_contiguous(batch_mode, contiguous)
     num_workers = check_num_workers(num_workers)
     if not isinstance(strict, bool):

@@ -22,9 +22,9 @@ from rewardlab.contracts.checks import RewardScale, compare_outputs, float16_pre
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
 from rewardlab.core.spec import FrameSpec
-from rewardlab.core.errors import ParameterError, PluginRunCancelled
+from rewardlab.core.errors import ParameterError, PluginRunCancelled, check_int
 from rewardlab.plugins.execution import (
-    check_cancel, check_int, check_isolation, execute, failure_error, load_items,
+    check_cancel, check_isolation, execute, failure_error, load_items,
     plugin_items, progress_bar,
 )
 from rewardlab.plugins.loading import Plugin
@@ -399,10 +399,10 @@ def check_plugin(
     if isinstance(batch_sizes, (str, bytes)) or not isinstance(batch_sizes, Sequence) or not batch_sizes:
         raise ParameterError("batch_sizes", "should be a non-empty sequence of integers >= 1",
                              batch_sizes)
-    sizes = [check_int("batch_sizes", b, 1) for b in batch_sizes]
+    sizes = [check_int("batch_sizes", b, low=1, rule="should be an integer >= 1") for b in batch_sizes]
     if len(set(sizes)) != len(sizes):
         raise ParameterError("batch_sizes", "should be distinct", list(batch_sizes))
-    seed = check_int("seed", seed, 0)
+    seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")
     num_workers = check_num_workers(num_workers)
     if not isinstance(strict, bool):
         raise ParameterError("strict", "should be True or False", strict)

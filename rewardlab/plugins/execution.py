@@ -28,7 +28,7 @@ from rewardlab.core.errors import ParameterError, PluginLoadError, PluginRunCanc
     PluginTimeoutError
 from rewardlab.plugins.loading import Plugin, load_plugin, read_plugin
 
-__all__ = ["plugin_items", "load_items", "check_frame", "check_int", "check_isolation", "progress_bar",
+__all__ = ["plugin_items", "load_items", "check_frame", "check_isolation", "progress_bar",
            "ProgressCallback", "check_cancel", "execute", "failure_error", "failed_plugin", "raise_first"]
 
 
@@ -96,12 +96,6 @@ def check_frame(frame) -> pl.DataFrame:
     if not isinstance(frame, pl.DataFrame):
         raise ParameterError("frame", "should be a polars.DataFrame", type(frame).__name__)
     return frame
-
-
-def check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ParameterError(name, f"should be an integer >= {minimum}", value)
-    return int(value)
 
 
 def check_isolation(isolate, timeout) -> tuple[bool, float | None]:
