@@ -32,7 +32,7 @@ from rewardlab.analysis.compare import episode_key_columns
 from rewardlab.analysis.episode_summary import ENDINGS, RETURN_PREFIX, summary_rewards
 from rewardlab.analysis.normalizers import replay_methods
 from rewardlab.core.spec import FrameSpec, attached
-from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice
+from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice, check_int
 
 __all__ = [
     "plot_reward_distribution",
@@ -141,12 +141,6 @@ def _series_map(data, what: str, spec: FrameSpec | None = None) -> dict[str, np.
     return out
 
 
-def _check_bins(bins) -> int:
-    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise ParameterError("bins", "should be a positive integer", bins)
-    return int(bins)
-
-
 def _ecdf(ax, x: np.ndarray, **kw):
     xs = np.sort(x)
     ys = np.arange(1, xs.size + 1) / max(xs.size, 1)
@@ -186,7 +180,7 @@ def plot_reward_distribution(values, *, ax=None, kind: str = "hist", layout: str
     """
     check_choice("kind", kind, ("hist", "ecdf"))
     check_choice("layout", layout, ("overlay", "facet"))
-    bins = _check_bins(bins)
+    bins = check_int("bins", bins, low=1, rule="should be a positive integer")
     series = _series_map(values, "values", spec)
     axes = [_one_axes(ax)] * len(series) if layout == "overlay" else list(_many_axes(ax, len(series)))
     for i, (name, x) in enumerate(series.items()):
@@ -281,7 +275,7 @@ def plot_return_distribution(returns, *, ax=None, bins: int = 40, spec: FrameSpe
     --------
     >>> ax = plot_return_distribution(episode_return_table(frame))  # doctest: +SKIP
     """
-    bins = _check_bins(bins)
+    bins = check_int("bins", bins, low=1, rule="should be a positive integer")
     series = _series_map(returns, "returns", spec)
     ax = _one_axes(ax)
     for i, (name, x) in enumerate(series.items()):
@@ -401,7 +395,7 @@ def plot_normalization(normalized: pl.DataFrame, *, ax=None, bins: int = 50,
     >>> axes = plot_normalization(normalized_rewards(frame, "points"), clip_reward=10.0)  # doctest: +SKIP
     """
     _require_columns(normalized, ("raw",), "normalized")
-    bins = _check_bins(bins)
+    bins = check_int("bins", bins, low=1, rule="should be a positive integer")
     methods = replay_methods(normalized)
     if not methods:
         raise ParameterError("normalized", "should have at least one normalized column besides 'raw'",
@@ -576,7 +570,7 @@ def plot_episode_summary(summary: pl.DataFrame, *, reward: str | None = None, ax
     ['terminated (2)', 'truncated (1)']
     """
     _require_columns(summary, ("steps", "ended"), "summary")
-    bins = _check_bins(bins)
+    bins = check_int("bins", bins, low=1, rule="should be a positive integer")
     names = summary_rewards(summary)
     if not names:
         raise ParameterError("summary", "should hold a return_<name> column (episode_summary with a reward)",

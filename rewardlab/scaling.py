@@ -50,7 +50,7 @@ from rewardlab.analysis.scopes import RETURN_SCOPES
 from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.core import columns
 from rewardlab.core.rows import spread_episodes
-from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripError
+from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripError, check_int
 from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.mahjong.families.base import REWARD_LIMIT
 from rewardlab.export import export_target, sanitize_comment, write_text
@@ -296,8 +296,7 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
     --------
     >>> print(scaling_roundtrip(StepsScaling(c), "scaled.py", frame))  # doctest: +SKIP
     """
-    if isinstance(check_rows, bool) or not isinstance(check_rows, (int, np.integer)) or check_rows < 1:
-        raise ParameterError("check_rows", "should be an integer >= 1", check_rows)
+    check_rows = check_int("check_rows", check_rows, low=1, rule="should be an integer >= 1")
     here = scaling._check_frame(frame, spec)
     full = spec if spec is not None else here
     expected_reward, expected_done = scaling.evaluate(frame, spec=spec)
@@ -313,7 +312,7 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
                                int((out[done_col].to_numpy() != expected_done).sum()))
     found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
     stops = np.flatnonzero(expected_done) + 1
-    positions, picked, episodes = spread_episodes(np.concatenate(([0], stops[:-1])), stops, int(check_rows))
+    positions, picked, episodes = spread_episodes(np.concatenate(([0], stops[:-1])), stops, check_rows)
     sample = frame if positions is None else frame[positions]
     report = check_plugin(sample, plugin, progress=False, spec=full, contract="steps")
     return ScalingRoundTrip(rows=frame.height, differing=differing, report=report, warnings=found,

@@ -36,7 +36,7 @@ import polars as pl
 
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, attach, attached
-from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice
+from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice, check_int
 from rewardlab.sources.registry import known_specs, spec_of
 from rewardlab.analysis.scopes import episode_end_expr, segment_id_expr
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
@@ -357,8 +357,7 @@ def most_disagreeing_episodes(data, a: str, b: str, *, k: int = 10,
     --------
     >>> most_disagreeing_episodes(frame, "top", "points", k=5)  # doctest: +SKIP
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ParameterError("k", "should be a positive integer", k)
+    k = check_int("k", k, low=1, rule="should be a positive integer")
     if a == b:
         raise ParameterError("b", "should differ from `a`", b)
     if _is_returns_table(data):

@@ -19,7 +19,7 @@ from rewardlab.core.spec import FrameSpec, keep_spec
 from rewardlab.analysis.compare import (
     compare_rewards, episode_key_columns, episode_return_table, most_disagreeing_episodes,
 )
-from rewardlab.core.errors import FrameError, ParameterError, check_choice
+from rewardlab.core.errors import FrameError, ParameterError, check_choice, check_int
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
 from rewardlab.analysis.episodes import EpisodeDetail, episode_keys
 from rewardlab.sessions.base import Param, Session, saved_data
@@ -204,12 +204,7 @@ class ComparisonSession(Session):
         if params["a"] == params["b"] and len(self.candidates) > 1:
             raise ParameterError("b", "should differ from `a`", params["b"])
         check_choice("metric", params["metric"], ("pearson", "spearman", "epic"))
-        k = params["k"]
-        if isinstance(k, float) and k.is_integer():
-            k = int(k)
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ParameterError("k", "should be a positive integer", params["k"])
-        params["k"] = int(k)
+        params["k"] = check_int("k", params["k"], low=1, rule="should be a positive integer", integral_float=True)
         return params
 
     def _compute(self) -> ComparisonResults:

@@ -18,7 +18,8 @@ import numpy as np
 import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
-from rewardlab.core.errors import ExportCancelled, FrameError, ParameterError, RoundTripError, check_choice
+from rewardlab.core.errors import ExportCancelled, FrameError, ParameterError, RoundTripError, check_choice, \
+    check_int
 from rewardlab.export import check_constants_fit, export_target, render_plugin, write_text
 from rewardlab.domains.mahjong.families import (
     Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
@@ -262,10 +263,10 @@ class RankingTuningSession(Session):
         --------
         >>> s.set_rank_value(0, 100.0)  # doctest: +SKIP
         """
-        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < S.NUM_SEATS:
-            raise ParameterError("rank", "should be an integer 0-3 (0 = first place)", rank)
+        rank = check_int("rank", rank, low=0, high=S.NUM_SEATS - 1,
+                         rule=f"should be an integer 0-{S.NUM_SEATS - 1} (0 = first place)")
         vector = list(self.vector)
-        vector[int(rank)] = parse_number(f"vector[{int(rank)}]", value)
+        vector[rank] = parse_number(f"vector[{rank}]", value)
         self.update(vector=tuple(vector))
 
     # -- the family --------------------------------------------------------------
@@ -476,9 +477,8 @@ class RankingTuningSession(Session):
         >>> s.episode(s.episode_of_rank(3)).outcome["rank"]  # doctest: +SKIP
         3
         """
-        if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) \
-                or not 0 <= rank < S.NUM_SEATS:
-            raise ParameterError("rank", f"should be a final place 0 ... {S.NUM_SEATS - 1} (0 is first)", rank)
+        rank = check_int("rank", rank, low=0, high=S.NUM_SEATS - 1,
+                         rule=f"should be a final place 0 ... {S.NUM_SEATS - 1} (0 is first)")
         at = np.flatnonzero(self.table.rank == rank)
         if at.size == 0:
             raise ParameterError("rank", "should be a place some game of the data ends in (none ends "

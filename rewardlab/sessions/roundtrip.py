@@ -24,7 +24,7 @@ import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
-from rewardlab.core.errors import ParameterError, PluginRunCancelled, RewardlabWarning
+from rewardlab.core.errors import ParameterError, PluginRunCancelled, RewardlabWarning, check_int
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.core.rows import spread_episodes
 from rewardlab.sessions.inputs import CancelToken, base_columns, cancel_token, progress_callback
@@ -222,8 +222,7 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
     """
     say = progress_callback(progress)
     token = cancel_token(cancel)
-    if isinstance(check_rows, bool) or not isinstance(check_rows, (int, np.integer)) or check_rows < 1:
-        raise ParameterError("check_rows", "should be an integer >= 1", check_rows)
+    check_rows = check_int("check_rows", check_rows, low=1, rule="should be an integer >= 1")
     frame = base_columns(frame)
     prepared = family.prepare(frame) if prepared is None else prepared
     n = frame.height
@@ -234,7 +233,7 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
         raise ParameterError("expected", f"should be two arrays of {n} rows (rewards, dones)",
                              (lib_reward.shape, lib_done.shape))
     plugin = load_plugin(path, name="exported")
-    positions, sampled, games = sample_whole_games(frame, prepared, int(check_rows))
+    positions, sampled, games = sample_whole_games(frame, prepared, check_rows)
     checked = n if positions is None else int(positions.size)
     total = n + _CHECK_COST * checked or 1
 

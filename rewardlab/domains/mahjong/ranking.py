@@ -44,7 +44,8 @@ import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
-from rewardlab.core.errors import FrameError, ParameterError, check_choice, check_finite, check_in_range
+from rewardlab.core.errors import FrameError, ParameterError, check_choice, check_finite, check_in_range, \
+    check_int
 from rewardlab.domains.mahjong.rules import ranks_from_scores, require_mahjong
 from rewardlab.analysis.stats import Moments
 from rewardlab.analysis.tables import lazy_table, column_names, rewards_to_use
@@ -244,12 +245,11 @@ class ConfidenceInterval:
 
 
 def _check_bootstrap(n_resamples: int, confidence: float) -> tuple[int, float]:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ParameterError("n_resamples", "should be a positive integer", n_resamples)
+    n_resamples = check_int("n_resamples", n_resamples, low=1, rule="should be a positive integer")
     confidence = check_in_range("confidence", confidence, 0.0, 1.0)
     if not 0.0 < confidence < 1.0:
         raise ParameterError("confidence", "should be in (0, 1)", confidence)
-    return int(n_resamples), confidence
+    return n_resamples, confidence
 
 
 def _interval(estimate: float, samples: np.ndarray, confidence: float, n: int) -> ConfidenceInterval:

@@ -46,13 +46,12 @@ Examples
 
 from __future__ import annotations
 
-import numbers
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from rewardlab.core.errors import ParameterError
+from rewardlab.core.errors import ParameterError, check_int
 from rewardlab.core.files import atomic_path, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.steps.reader import RECORDED, RECORDED_DONE
@@ -91,12 +90,6 @@ def recording_spec(obs_width: int, obs_dtype: str = "float32", *, description: s
     return FrameSpec(name="gymnasium", episode=("episode_id",), step="t", terminated="terminated",
                      truncated="truncated", states=(StateColumn("obs", obs_width, obs_dtype, 0.0),),
                      columns=("action", RECORDED), contract="steps", description=description)
-
-
-def _int_arg(name: str, value, low: int, rule: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < low:
-        raise ParameterError(name, rule, value)
-    return int(value)
 
 
 def _obs_layout(space, spaces) -> tuple[int, str]:
@@ -211,10 +204,10 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
     _check_env(env, gym)
     if not callable(policy):
         raise ParameterError("policy", "should be callable as policy(obs) -> action", type(policy).__name__)
-    episodes = _int_arg("episodes", episodes, 1, "should be an int >= 1")
-    seed = _int_arg("seed", seed, 0, "should be an int >= 0 (Gymnasium's seeds are non-negative)")
+    episodes = check_int("episodes", episodes, low=1, rule="should be an int >= 1")
+    seed = check_int("seed", seed, low=0, rule="should be an int >= 0 (Gymnasium's seeds are non-negative)")
     if max_steps is not None:
-        max_steps = _int_arg("max_steps", max_steps, 1, "should be None or an int >= 1")
+        max_steps = check_int("max_steps", max_steps, low=1, rule="should be None or an int >= 1")
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)
     if path is not None:
