@@ -13,6 +13,7 @@ import gzip
 import math
 from collections import Counter, defaultdict
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -185,6 +186,13 @@ def test_write_sample_validates_before_writing(tmp_path, kwargs, name):
 def test_iter_lines_rejects_other_objects():
     with pytest.raises(ParameterError, match="`games`"):
         list(iter_kanachan_lines(["not a game"]))
+
+
+def test_counts_and_seeds_may_be_numpy_integers_but_not_bools():
+    assert list(simulate_games(np.int64(2), seed=np.uint32(7))) == list(simulate_games(2, seed=7))
+    for kwargs in ({"n_games": True, "seed": 1}, {"n_games": 1, "seed": np.True_}, {"n_games": 1.0, "seed": 1}):
+        with pytest.raises(ParameterError, match=r"should be an integer\. Received "):
+            simulate_games(kwargs.pop("n_games"), **kwargs)
 
 
 def test_zero_games_is_empty():

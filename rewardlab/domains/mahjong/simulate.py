@@ -129,7 +129,7 @@ import numpy as np
 
 from rewardlab.sources.kanachan import schema
 from rewardlab.core.files import atomic_open, progress_enabled
-from rewardlab.core.errors import ParameterError
+from rewardlab.core.errors import ParameterError, check_int
 from rewardlab.domains.mahjong.rules import ranks_from_scores
 
 __all__ = [
@@ -824,14 +824,6 @@ class _GameSim:
 # --- public API -----------------------------------------------------------------
 
 
-def _check_count(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ParameterError(name, "should be an integer", value)
-    if value < minimum:
-        raise ParameterError(name, f"should be >= {minimum}", value)
-    return value
-
-
 def simulate_games(n_games: int, *, seed: int, half_length_fraction: float = 0.6) -> Iterator[SimulatedGame]:
     """Simulate ``n_games`` games from ``seed``, lazily, in order.
 
@@ -860,8 +852,8 @@ def simulate_games(n_games: int, *, seed: int, half_length_fraction: float = 0.6
     >>> games[0] == next(simulate_games(1, seed=42))
     True
     """
-    _check_count("n_games", n_games, 0)
-    _check_count("seed", seed, 0)
+    n_games = check_int("n_games", n_games, low=0)
+    seed = check_int("seed", seed, low=0)
     if isinstance(half_length_fraction, bool) or not isinstance(half_length_fraction, (int, float)):
         raise ParameterError("half_length_fraction", "should be a number in [0, 1]", half_length_fraction)
     if not 0.0 <= half_length_fraction <= 1.0:  # also rejects NaN
@@ -986,8 +978,8 @@ def write_sample(
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ParameterError("path", "should be a str or path-like", path)
-    _check_count("games", games, 1)
-    _check_count("seed", seed, 0)
+    games = check_int("games", games, low=1)
+    seed = check_int("seed", seed, low=0)
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)
     if progress is not None and not isinstance(progress, bool):

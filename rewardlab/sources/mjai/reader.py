@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice
+from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice, \
+    check_int
 from rewardlab.core.files import as_paths, atomic_open, check_input, check_not_input, check_output, progress_enabled
 from rewardlab.core.spec import attach
 from rewardlab.sources.kanachan import schema as S
@@ -322,9 +323,11 @@ def _check_options(room, grades, game_length) -> tuple[int, tuple[int, ...], int
     """The options as (room, four grades, game length code); errors echo the value as given."""
     given = {"room": room, "grades": grades, "game_length": game_length}
     room, grades, game_length = _as_int(room), _as_int(grades), _as_int(game_length)
-    if isinstance(room, bool) or not isinstance(room, (int, np.integer)) or not 0 <= room < S.NUM_ROOMS:
-        raise ParameterError("room", f"should be an integer 0-{S.NUM_ROOMS - 1} (0 bronze .. 4 throne)",
-                             given["room"])
+    rule = f"should be an integer 0-{S.NUM_ROOMS - 1} (0 bronze .. 4 throne)"
+    try:
+        room = check_int("room", room, low=0, high=S.NUM_ROOMS - 1, rule=rule)
+    except ParameterError:
+        raise ParameterError("room", rule, given["room"]) from None
     if isinstance(grades, (int, np.integer)) and not isinstance(grades, bool):
         grades = (int(grades),) * 4
     grades = tuple(grades) if isinstance(grades, (list, tuple)) else grades
@@ -401,8 +404,8 @@ def read_mjai(
     """
     check_choice("on_error", on_error, ("raise", "skip"))
     room, grades, length = _check_options(room, grades, game_length)
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ParameterError("workers", "should be an integer >= 1", workers)
+    if workers is not None:
+        workers = check_int("workers", workers, low=1, rule="should be an integer >= 1")
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
     files = log_files(paths)
