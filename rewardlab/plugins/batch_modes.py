@@ -67,12 +67,11 @@ array([3, 5])
 
 from __future__ import annotations
 
-import numbers
 from typing import Iterator
 
 import numpy as np
 
-from rewardlab.core.errors import ParameterError, check_choice
+from rewardlab.core.errors import ParameterError, check_choice, check_int
 
 __all__ = [
     "BATCH_MODES",
@@ -173,21 +172,15 @@ def _check_ends(ends) -> np.ndarray:
 
 
 def _check_batch_size(batch_size) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-        raise ParameterError("batch_size", "should be an integer >= 1", batch_size)
-    return int(batch_size)
+    return check_int("batch_size", batch_size, low=1, rule="should be an integer >= 1")
 
 
 def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ParameterError("seed", "should be an integer >= 0", seed)
-    return int(seed)
+    return check_int("seed", seed, low=0, rule="should be an integer >= 0")
 
 
 def _check_rows(n_rows) -> int:
-    if isinstance(n_rows, bool) or not isinstance(n_rows, numbers.Integral) or n_rows < 0:
-        raise ParameterError("n_rows", "should be an integer >= 0", n_rows)
-    return int(n_rows)
+    return check_int("n_rows", n_rows, low=0, rule="should be an integer >= 0")
 
 
 def plan_episodes(ends: np.ndarray, *, contiguous: bool = False) -> Iterator[tuple[slice, bool]]:
@@ -256,10 +249,8 @@ def check_num_workers(num_workers) -> int:
     >>> check_num_workers(2)
     2
     """
-    if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral) or num_workers < 0:
-        raise ParameterError("num_workers", "should be an integer >= 0 (PyTorch DataLoader workers)",
-                             num_workers)
-    return int(num_workers)
+    return check_int("num_workers", num_workers, low=0,
+                     rule="should be an integer >= 0 (PyTorch DataLoader workers)")
 
 
 def plan_dataloader(n_rows: int, batch_size: int, num_workers: int = DEFAULT_NUM_WORKERS
@@ -357,11 +348,8 @@ def check_shuffle_window(shuffle_window) -> int:
     >>> check_shuffle_window(4096)
     4096
     """
-    if (isinstance(shuffle_window, bool) or not isinstance(shuffle_window, numbers.Integral)
-            or shuffle_window < 1):
-        raise ParameterError("shuffle_window", "should be an integer >= 1 (rows shuffled together)",
-                             shuffle_window)
-    return int(shuffle_window)
+    return check_int("shuffle_window", shuffle_window, low=1,
+                     rule="should be an integer >= 1 (rows shuffled together)")
 
 
 def plan_shuffled(n_rows: int, batch_size: int, seed: int, *, window: int = SHUFFLE_WINDOW

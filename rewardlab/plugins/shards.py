@@ -52,7 +52,6 @@ import bisect
 import collections
 import dataclasses
 import itertools
-import numbers
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -63,7 +62,7 @@ from rewardlab.plugins.batch_modes import (
     check_shuffle_window, episode_ends, plan_block, plan_episodes, plan_fragments,
 )
 from rewardlab.contracts.registry import DEFAULT_CONTRACT, contract_for, get_contract
-from rewardlab.core.errors import FrameError, ParameterError, ShardError, check_choice
+from rewardlab.core.errors import FrameError, ParameterError, ShardError, check_choice, check_int
 from rewardlab.plugins.execution import check_frame
 from rewardlab.plugins.runner import CHUNK_ROWS, Locator, RunOutcome, run_plugins
 from rewardlab.sources.registry import spec_of
@@ -106,9 +105,7 @@ def split_shards(frame: pl.DataFrame, *, rows_per_shard: int, spec=None) -> list
     """
     if not isinstance(frame, pl.DataFrame):
         raise ParameterError("frame", "should be a polars.DataFrame", type(frame).__name__)
-    if (isinstance(rows_per_shard, bool) or not isinstance(rows_per_shard, numbers.Integral)
-            or rows_per_shard < 1):
-        raise ParameterError("rows_per_shard", "should be an integer >= 1", rows_per_shard)
+    rows_per_shard = check_int("rows_per_shard", rows_per_shard, low=1, rule="should be an integer >= 1")
     spec = spec_of(frame, spec)
     ends = np.flatnonzero(frame.select(spec.episode_end(frame.columns)).to_series().to_numpy()) + 1
     shards, start = [], 0
@@ -232,8 +229,7 @@ class BatchStream:
         self.num_workers = check_num_workers(num_workers)
         self.block = block_rows(mode, batch_size=batch_size, num_workers=num_workers,
                                 shuffle_window=check_shuffle_window(shuffle_window))
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ParameterError("seed", "should be an integer >= 0", seed)
+        seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")
         self._rng = np.random.default_rng(seed) if mode == "shuffled" else None
         self.carried = 0
 
