@@ -19,7 +19,8 @@ with the default threads, and with ``workers=1``.  Target (issue 14): the
 whole load within 3x of the orjson time, measured in the same run.
 
 Memory: a fresh process loads the folder after a warm-up load; its peak
-resident growth (``ru_maxrss``) and what it keeps (before and after glibc's
+resident growth (``VmHWM``, its own high-water mark: ``ru_maxrss`` can carry
+the parent's across exec, which inflated it under ``make bench``) and what it keeps (before and after glibc's
 ``malloc_trim`` hands back the freed memory its arenas cache) are given per
 transition next to the frame's ``estimated_size()`` and the JSON text's size,
 to show that memory grows with the frame, not with the text.
@@ -90,7 +91,7 @@ def _orjson_parse(files: list[Path]) -> int:
 
 
 _MEMORY_PROBE = """
-import gc, os, resource, sys
+import gc, os, sys
 from rewardlab.sources.mjai.reader import read_mjai
 def rss():
     with open('/proc/self/statm') as f:
@@ -100,7 +101,8 @@ read_mjai(sys.argv[2], progress=False)
 gc.collect()
 base = rss()
 frame = read_mjai(sys.argv[1], progress=False).frame
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+with open('/proc/self/status') as f:  # VmHWM: this process's own peak (ru_maxrss can carry the parent's across exec)
+    peak = next(int(line.split()[1]) for line in f if line.startswith('VmHWM:')) * 1024
 gc.collect()
 kept = rss() - base
 try:  # glibc keeps freed memory in its arenas; give it back to see what the frame itself holds

@@ -46,8 +46,6 @@ from rewardlab.core.files import as_paths, atomic_open, check_input, check_not_i
 from rewardlab.core.spec import attach
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.mjai import tiles as T
-from rewardlab.sources.mjai.scanner import scan
-from rewardlab.sources.mjai.tracker import CODES, track
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult
 
 __all__ = ["read_mjai", "load_mjai", "log_files", "MJAI_SUFFIXES", "PADDED_COLUMNS", "DEFAULTS", "BATCH_BYTES"]
@@ -65,7 +63,7 @@ PADDED_COLUMNS = {
 #: What rows get for what a log does not say (options of :func:`read_mjai`).
 DEFAULTS = {"room": 0, "grades": (0, 0, 0, 0), "game_length": "from the log: half-length when a South "
             "round is played, else east-only"}
-_CODE_NAMES = {v: k for k, v in CODES.items()}
+_CODE_NAMES = {v: k for k, v in T.RULE_CODES.items()}
 _HINT = ("Fix the log, or load with on_error='skip' (CLI: --on-error skip) to quarantine the whole game and "
          "keep its lines.")
 _PHASES = ("outside a game", "after start_game / end_kyoku (a start_kyoku or end_game comes next)",
@@ -134,6 +132,10 @@ def _read_text(path: Path) -> bytes:
 
 
 def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length: int) -> _Batch:
+    # the compiled kernels import numba: only a load needs them, not `import rewardlab` or format detection
+    from rewardlab.sources.mjai.scanner import scan
+    from rewardlab.sources.mjai.tracker import track
+
     out = _Batch(files)
     texts, kept_files = [], []
     for f, path in enumerate(files):
@@ -172,7 +174,7 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
         first_path, first_number, _ = where(int(tr.g_first[g]))
         line = buf[starts[tr.g_line[g]]:ends[tr.g_line[g]]].tobytes()
         values = tr.g_values[g].copy()
-        if tr.g_code[g] == CODES["unended_game"] and values[0] == 1:  # the line of the start_game that cut it
+        if tr.g_code[g] == T.RULE_CODES["unended_game"] and values[0] == 1:  # the line of the start_game that cut it
             values[1] = number + int(values[1] - tr.g_line[g])
         err = _error(path, number, int(tr.g_code[g]), values, line)
         out.bad.append(err)

@@ -35,14 +35,8 @@ from rewardlab.sources.mjai import tiles as T
 
 __all__ = ["Events", "scan", "CODES", "compile_all"]
 
-#: Error codes of :func:`scan`, by rule name (0: the line passed).
-CODES = {
-    "not_json": 1,        # not one JSON object (detail: 0)
-    "unknown_event": 2,   # a "type" that is not an MJAI event (column: the value)
-    "bad_tile": 3,        # a tile name that is no tile (detail: the field)
-    "bad_value": 4,       # a known field with a value of the wrong shape (detail: the field)
-    "no_type": 5,         # an object without "type"
-}
+#: Error codes of :func:`scan`, by rule name (0: the line passed; :data:`rewardlab.sources.mjai.tiles.SCAN_CODES`).
+CODES = T.SCAN_CODES
 _NOT_JSON, _UNKNOWN, _BAD_TILE, _BAD_VALUE, _NO_TYPE = 1, 2, 3, 4, 5
 _ABSENT = -(2 ** 31)  # an absent integer field
 

@@ -1,4 +1,4 @@
-"""MJAI's vocabulary as small integers: event types, fields, tiles, winds.
+"""MJAI's vocabulary as small integers: event types, fields, tiles, winds, and the rules a log can break.
 
 The compiled scanner (:mod:`rewardlab.sources.mjai.scanner`) turns each JSON
 line into these codes, and the game tracker (:mod:`rewardlab.sources.mjai.tracker`)
@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["EVENT_TYPES", "EVENT_NAMES", "FIELDS", "FIELD_NAMES", "KIND_OF_NAME", "NAME_OF_KIND", "HIDDEN",
-           "WINDS", "tile_ids", "BASE_OF_KIND", "COPIES"]
+           "WINDS", "tile_ids", "BASE_OF_KIND", "COPIES", "SCAN_CODES", "RULE_CODES"]
 
 #: Event type codes (0: the line has no ``type``).
 EVENT_TYPES = {
@@ -51,6 +51,36 @@ FIELD_NAMES = {code: name for name, code in FIELDS.items()}
 WINDS = {"E": 0, "S": 1, "W": 2, "N": 3}
 
 HIDDEN = 37  #: the kind code of ``?``
+
+#: Error codes of the compiled scanner (:func:`rewardlab.sources.mjai.scanner.scan`), by rule name
+#: (0: the line passed).
+SCAN_CODES = {
+    "not_json": 1,        # not one JSON object (detail: 0)
+    "unknown_event": 2,   # a "type" that is not an MJAI event (column: the value)
+    "bad_tile": 3,        # a tile name that is no tile (detail: the field)
+    "bad_value": 4,       # a known field with a value of the wrong shape (detail: the field)
+    "no_type": 5,         # an object without "type"
+}
+
+#: Rule codes of a game record of the compiled tracker (:mod:`rewardlab.sources.mjai.tracker`); the
+#: scanner's codes pass through unchanged.
+RULE_CODES = dict(SCAN_CODES) | {
+    "outside_game": 10,       # an event before start_game or after end_game
+    "out_of_order": 11,       # an event the game's state does not allow now (values: event, phase)
+    "wrong_player": 12,       # the actor (or target) is not the seat whose turn it is (values: seat, expected)
+    "hand_inconsistent": 13,  # a tile the player's hand does not hold (values: seat, kind)
+    "too_many_copies": 14,    # a tile seen more often in a round than the set holds (values: kind, seen)
+    "missing_field": 15,      # a field the event needs (values: field)
+    "scores_mismatch": 16,    # given scores differ from the computed ones (values: seat, given, computed)
+    "scores_do_not_add_up": 17,  # points plus deposits differ from the game's total (values: sum, total)
+    "unended_game": 18,       # the file ends inside a game, or a start_game comes before its end_game (values: 1)
+    "out_of_range": 19,       # a value outside kanachan's layout (values: field, value)
+    "hidden_tile": 20,        # a "?" tile: the log hides a hand
+    "hand_size": 21,          # a concealed hand of the wrong size after a discard (values: seat, size, expected)
+    "deposits_mismatch": 22,  # start_kyoku's kyotaku differs from the sticks left on the table (values: given, left)
+    "wrong_tile": 23,         # a tile other than the one the game says (values: seat, given, expected)
+    "wrong_meld": 24,         # consumed tiles that do not make the meld (values: seat)
+}
 
 KIND_OF_NAME: dict[str, int] = {"?": HIDDEN}
 for _suit, _letter in enumerate("mps"):

@@ -36,28 +36,11 @@ from rewardlab.sources.mjai import tiles as T
 from rewardlab.sources.mjai.features import (SUMMARY_BUST, SUMMARY_DEALER_KEPT, SUMMARY_DISCARDER, SUMMARY_DRAW,
                                               SUMMARY_GAME_OVER, SUMMARY_RON, SUMMARY_TENPAI, SUMMARY_TSUMO,
                                               SUMMARY_WINNER, close_round, emit_row, summary_add)
-from rewardlab.sources.mjai.scanner import CODES as SCAN_CODES
 
 __all__ = ["CODES", "Tracked", "track", "compile_all"]
 
-#: Rule codes of a game record (the scanner's codes pass through unchanged).
-CODES = dict(SCAN_CODES) | {
-    "outside_game": 10,       # an event before start_game or after end_game
-    "out_of_order": 11,       # an event the game's state does not allow now (values: event, phase)
-    "wrong_player": 12,       # the actor (or target) is not the seat whose turn it is (values: seat, expected)
-    "hand_inconsistent": 13,  # a tile the player's hand does not hold (values: seat, kind)
-    "too_many_copies": 14,    # a tile seen more often in a round than the set holds (values: kind, seen)
-    "missing_field": 15,      # a field the event needs (values: field)
-    "scores_mismatch": 16,    # given scores differ from the computed ones (values: seat, given, computed)
-    "scores_do_not_add_up": 17,  # points plus deposits differ from the game's total (values: sum, total)
-    "unended_game": 18,       # the file ends inside a game, or a start_game comes before its end_game (values: 1)
-    "out_of_range": 19,       # a value outside kanachan's layout (values: field, value)
-    "hidden_tile": 20,        # a "?" tile: the log hides a hand
-    "hand_size": 21,          # a concealed hand of the wrong size after a discard (values: seat, size, expected)
-    "deposits_mismatch": 22,  # start_kyoku's kyotaku differs from the sticks left on the table (values: given, left)
-    "wrong_tile": 23,         # a tile other than the one the game says (values: seat, given, expected)
-    "wrong_meld": 24,         # consumed tiles that do not make the meld (values: seat)
-}
+#: Rule codes of a game record (:data:`rewardlab.sources.mjai.tiles.RULE_CODES`; the scanner's pass through).
+CODES = T.RULE_CODES
 _E_DEPOSITS_MISMATCH = CODES["deposits_mismatch"]
 _E_HAND_INCONSISTENT = CODES["hand_inconsistent"]
 _E_HAND_SIZE = CODES["hand_size"]
