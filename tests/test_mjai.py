@@ -1135,7 +1135,9 @@ def test_room_grades_and_game_length_land_in_sparse_and_columns(room, grades, ga
 @pytest.mark.parametrize("kw,name", [({"room": 7}, "room"), ({"room": -1}, "room"), ({"room": True}, "room"),
                                      ({"grades": (1, 2)}, "grades"),
                                      ({"grades": 16}, "grades"), ({"grades": "x"}, "grades"),
-                                     ({"grades": "1,2"}, "grades"), ({"room": "9"}, "room"), ({"game_length": "x"}, "game_length"),
+                                     ({"grades": "1,2"}, "grades"), ({"room": "9"}, "room"),
+                                     ({"room": "3"}, "room"),  # text is the command line's to read
+                                     ({"game_length": "x"}, "game_length"),
                                      ({"game_length": 2}, "game_length"), ({"workers": 0}, "workers"),
                                      ({"on_error": "ignore"}, "on_error")])
 def test_bad_options_are_parameter_errors_naming_the_argument(kw, name):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def add_format(p) -> None:
     """Add ``--format NAME`` (choices: the registered formats; default: detected)."""
@@ -18,22 +20,44 @@ def add_format_options(p) -> None:
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="a format option (repeatable), e.g. --option episode=ep for a step table whose "
                    "episode column is 'ep'; values are text, except true / false / none (any case), "
-                   "read as True, False, None (e.g. --option reward=false: no reward column)")
+                   "read as True, False, None (e.g. --option reward=false: no reward column), and "
+                   "integers or comma-separated integers (--option room=3, --option grades=1,2,3,4)")
 
 
 #: ``--option`` values read as Python constants (lower case); every other value is text.
 CONSTANTS = {"true": True, "false": False, "none": None}
+#: ``--option`` values read as an integer, or a tuple of integers when comma-separated.
+_INTEGERS = re.compile(r"-?[0-9]+(\s*,\s*-?[0-9]+)*")
+
+
+def option_value(text: str):
+    """An ``--option`` value as Python: the :data:`CONSTANTS`, integers, comma-separated integers
+    (a tuple), else the text itself.
+
+    Examples
+    --------
+    >>> option_value("None"), option_value("3"), option_value("1, 2,3"), option_value("ep"), option_value("a,b")
+    (None, 3, (1, 2, 3), 'ep', 'a,b')
+    """
+    value = text.strip()
+    if value.lower() in CONSTANTS:
+        return CONSTANTS[value.lower()]
+    if _INTEGERS.fullmatch(value):
+        numbers = tuple(int(v) for v in value.split(","))
+        return numbers if "," in value else numbers[0]
+    return text
 
 
 def format_options(args) -> dict:
-    """The ``--option NAME=VALUE`` pairs as a dict (a pair without ``=`` is refused, naming it); the
-    values ``true``, ``false`` and ``none`` (any case) are True, False and None.
+    """The ``--option NAME=VALUE`` pairs as a dict (a pair without ``=`` is refused, naming it); each
+    value read by :func:`option_value`.
 
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> format_options(SimpleNamespace(option=["episode=ep", "reward=False", "allow_pickle=TRUE", "time=none"]))
-    {'episode': 'ep', 'reward': False, 'allow_pickle': True, 'time': None}
+    >>> format_options(SimpleNamespace(option=["episode=ep", "reward=False", "allow_pickle=TRUE", "time=none",
+    ...                                        "room=3"]))
+    {'episode': 'ep', 'reward': False, 'allow_pickle': True, 'time': None, 'room': 3}
     """
     from rewardlab.core.errors import ParameterError
 
@@ -42,5 +66,5 @@ def format_options(args) -> dict:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise ParameterError("--option", "should be NAME=VALUE", item)
-        out[name.strip()] = CONSTANTS.get(value.strip().lower(), value)
+        out[name.strip()] = option_value(value)
     return out

@@ -311,38 +311,20 @@ def _batches(files: list[Path]) -> list[list[Path]]:
     return out
 
 
-def _as_int(value):
-    """A command line hands options as text: ``"3"`` is 3, ``"1,2,3,4"`` four ints; anything else as given."""
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    if isinstance(value, str) and "," in value:
-        parts = [p.strip() for p in value.split(",")]
-        return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else value
-    return value
-
-
 def _check_options(room, grades, game_length) -> tuple[int, tuple[int, ...], int]:
     """The options as (room, four grades, game length code); errors echo the value as given."""
-    given = {"room": room, "grades": grades, "game_length": game_length}
-    room, grades, game_length = _as_int(room), _as_int(grades), _as_int(game_length)
-    rule = f"should be an integer 0-{S.NUM_ROOMS - 1} (0 bronze .. 4 throne)"
-    try:
-        room = check_int("room", room, low=0, high=S.NUM_ROOMS - 1, rule=rule)
-    except ParameterError:
-        raise ParameterError("room", rule, given["room"]) from None
-    if isinstance(grades, (int, np.integer)) and not isinstance(grades, bool):
-        grades = (int(grades),) * 4
-    grades = tuple(grades) if isinstance(grades, (list, tuple)) else grades
-    if (not isinstance(grades, tuple) or len(grades) != 4
+    room = check_int("room", room, low=0, high=S.NUM_ROOMS - 1,
+                     rule=f"should be an integer 0-{S.NUM_ROOMS - 1} (0 bronze .. 4 throne)")
+    four = (grades,) * 4 if isinstance(grades, (int, np.integer)) and not isinstance(grades, bool) else grades
+    if (not isinstance(four, (list, tuple)) or len(four) != 4
             or not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) and 0 <= g < S.NUM_GRADES
-                       for g in grades)):
-        raise ParameterError("grades", f"should be one grade 0-{S.NUM_GRADES - 1} or four (seats 0-3)",
-                             given["grades"])
+                       for g in four)):
+        raise ParameterError("grades", f"should be one grade 0-{S.NUM_GRADES - 1} or four (seats 0-3)", grades)
     lengths = {None: -1, "auto": -1, 0: 0, 1: 1, "east": 0, "half": 1}
     if isinstance(game_length, bool) or game_length not in lengths:
         raise ParameterError("game_length", "should be None (from the log), 'east' (0) or 'half' (1)",
-                             given["game_length"])
-    return int(room), tuple(int(g) for g in grades), lengths[game_length]
+                             game_length)
+    return room, tuple(int(g) for g in four), lengths[game_length]
 
 
 def read_mjai(
