@@ -992,8 +992,15 @@ def test_skip_mode_quarantines_a_game_loaded_twice(tmp_path):
 def test_an_unreadable_gz_is_an_error(tmp_path, content):
     path = tmp_path / "broken.json.gz"
     path.write_bytes(content)
-    err = expect_error(path, "unreadable", None, "cannot be read as a plain or gzip log")
+    err = expect_error(path, "unreadable", None, "cannot be read as a plain, gzip or bz2 log")
     assert err.line is None
+
+
+def test_a_bz2_log_loads_like_the_plain_one(tmp_path, frames):
+    import bz2
+
+    (tmp_path / "packed.json.bz2").write_bytes(bz2.compress(raw_text(BASE)))
+    assert read(tmp_path).frame.select(SAME).equals(frames[BASE].select(SAME))
 
 
 # ------------------------------------------------------------------------------------------------

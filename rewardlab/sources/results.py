@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Iterable
 
 import polars as pl
 
-__all__ = ["LoadResult", "SKIPPED_LINES_SCHEMA"]
+from rewardlab.core.files import atomic_open
+
+__all__ = ["LoadResult", "SKIPPED_LINES_SCHEMA", "write_skipped_lines"]
 
 #: One row per skipped input line: where, why, and the line as read (``raw``: its bytes, no ``\\n``).
 SKIPPED_LINES_SCHEMA = {
@@ -73,3 +76,22 @@ class LoadResult:
     def nothing_skipped(cls, frame: pl.DataFrame) -> "LoadResult":
         """The result of a load that skipped nothing (what formats without a skip mode give)."""
         return cls(frame, pl.DataFrame(schema=SKIPPED_LINES_SCHEMA))
+
+
+def write_skipped_lines(lines: Iterable[bytes], path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write skipped input lines (a ``raw`` column's bytes, no ``\\n``) to the side file ``path``, byte for
+    byte, one per line, atomically; refuses an existing file unless ``overwrite``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = write_skipped_lines([b"a\\r", b"b"], Path(d) / "skipped.txt")
+    ...     out.read_bytes()
+    b'a\\r\\nb\\n'
+    """
+    path = Path(path)
+    with atomic_open(path, "wb", overwrite=overwrite) as f:
+        for line in lines:  # CRs and undecodable bytes included
+            f.write(line + b"\n")
+    return path

@@ -34,8 +34,8 @@ import numpy as np
 import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
-from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult
-from rewardlab.core.files import (as_paths, atomic_open, check_input, check_not_input, check_output, compression_of,
+from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult, write_skipped_lines
+from rewardlab.core.files import (as_paths, check_input, check_not_input, check_output, compression_of,
                            open_compressed, progress_enabled)
 from rewardlab.core.spec import attach, attached
 from rewardlab.core.errors import (
@@ -970,10 +970,7 @@ def read_kanachan(
     frame = attach(_number_games(frame, files, skip=skip), S.KANACHAN_SPEC)
     result_path = None
     if skip and skipped_path is not None:
-        result_path = Path(skipped_path)
-        with atomic_open(result_path, "wb", overwrite=overwrite) as f:
-            for line in skipped_df["raw"].to_list():  # byte for byte, CRs and undecodable bytes included
-                f.write(line + b"\n")
+        result_path = write_skipped_lines(skipped_df["raw"].to_list(), skipped_path, overwrite=overwrite)
     result = LoadResult(frame, skipped_df, result_path)
     if skip and skipped_df.height:
         import warnings

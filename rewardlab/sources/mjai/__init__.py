@@ -4,8 +4,8 @@ An MJAI log is JSON lines of events (``start_game``, ``start_kyoku``,
 ``tsumo``, ``dahai``, ``reach``, ``reach_accepted``, ``chi``, ``pon``,
 ``daiminkan``, ``ankan``, ``kakan``, ``dora``, ``hora``, ``ryukyoku``,
 ``end_kyoku``, ``end_game``).  ``rewardlab.load(paths, format="mjai")`` (or
-:func:`rewardlab.load_mjai`, :func:`rewardlab.read_mjai`) reads logs (plain or
-``.gz``, files or folders) into the **kanachan frame**
+:func:`rewardlab.load_mjai`, :func:`rewardlab.read_mjai`) reads logs (plain,
+``.gz`` or ``.bz2``; files or folders) into the **kanachan frame**
 (:mod:`rewardlab.sources.kanachan.schema`), so the kanachan contract, the
 reward families, the ranking tuner and the export work on them unchanged.
 

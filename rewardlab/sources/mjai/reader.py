@@ -28,7 +28,6 @@ Examples
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import os
 import warnings
@@ -42,15 +41,16 @@ import polars as pl
 
 from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice, \
     check_int
-from rewardlab.core.files import as_paths, atomic_open, check_input, check_not_input, check_output, progress_enabled
+from rewardlab.core.files import (as_paths, check_input, check_not_input, check_output, compression_of, open_compressed,
+                                  progress_enabled)
 from rewardlab.core.spec import attach
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.mjai import tiles as T
-from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult
+from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult, write_skipped_lines
 
 __all__ = ["read_mjai", "load_mjai", "log_files", "MJAI_SUFFIXES", "PADDED_COLUMNS", "DEFAULTS", "BATCH_BYTES"]
 
-#: File names a folder's logs are found by (and a plain ``.gz`` of each).
+#: File names a folder's logs are found by (and a ``.gz`` or ``.bz2`` of each).
 MJAI_SUFFIXES = (".json", ".jsonl", ".mjson", ".log")
 #: About this much text per batch (a batch is a unit of parallel work and of memory).
 BATCH_BYTES = 8 << 20
@@ -78,7 +78,7 @@ _PHASES = ("outside a game", "after start_game / end_kyoku (a start_kyoku or end
 
 def log_files(paths) -> list[Path]:
     """The files a load reads: the files named, and, for a folder, its logs (:data:`MJAI_SUFFIXES`,
-    plain or ``.gz``, recursively, sorted by path).
+    plain, ``.gz`` or ``.bz2``, recursively, sorted by path).
 
     Examples
     --------
@@ -92,7 +92,7 @@ def log_files(paths) -> list[Path]:
             found = sorted(q for q in p.rglob("*") if q.is_file() and _log_name(q.name))
             if not found:
                 raise ParameterError("paths", "should name MJAI logs or folders holding some (files ending "
-                                     + ", ".join(MJAI_SUFFIXES) + ", plain or .gz)", str(p))
+                                     + ", ".join(MJAI_SUFFIXES) + ", plain, .gz or .bz2)", str(p))
             out += found
         else:
             out.append(p)
@@ -100,7 +100,7 @@ def log_files(paths) -> list[Path]:
 
 
 def _log_name(name: str) -> bool:
-    name = name.lower().removesuffix(".gz")
+    name = name.lower().removesuffix(".gz").removesuffix(".bz2")
     return name.endswith(MJAI_SUFFIXES)
 
 
@@ -125,10 +125,8 @@ class _Batch:
 
 
 def _read_text(path: Path) -> bytes:
-    data = path.read_bytes()
-    if path.name.lower().endswith(".gz") or data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return data
+    with open_compressed(path) as f:
+        return f.read()
 
 
 def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length: int) -> _Batch:
@@ -141,8 +139,8 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
     for f, path in enumerate(files):
         try:
             data = _read_text(path)
-        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
-            err = DataFormatError(path, None, None, "unreadable", f"cannot be read as a plain or gzip log "
+        except (OSError, EOFError, zlib.error) as e:
+            err = DataFormatError(path, None, None, "unreadable", f"cannot be read as a plain, gzip or bz2 log "
                                   f"({type(e).__name__}: {e})", hint="Check the file, or leave it out.")
             out.bad.append(err)
             out.skipped.append((path, None, [], err))
@@ -298,7 +296,7 @@ def _batches(files: list[Path]) -> list[list[Path]]:
     out, cur, size = [], [], 0
     for p in files:
         try:
-            n = p.stat().st_size * (8 if p.name.lower().endswith(".gz") else 1)
+            n = p.stat().st_size * (8 if compression_of(p) else 1)  # about what compressed logs unpack to
         except OSError:
             n = 0
         if cur and size + n > BATCH_BYTES:
@@ -339,7 +337,7 @@ def read_mjai(
     workers: int | None = None,
     progress: bool | None = None,
 ) -> LoadResult:
-    """Load MJAI game logs (plain or ``.gz``, files or folders) into the kanachan frame.
+    """Load MJAI game logs (plain, ``.gz`` or ``.bz2``; files or folders) into the kanachan frame.
 
     One row per decision of a player (a discard, a riichi declaration, a chi
     / pon / open kan, a closed or added kan, a win), with the state before it;
@@ -421,10 +419,7 @@ def read_mjai(
     skipped = _skipped_frame(results)
     result_path = None
     if skip and skipped_path is not None:
-        result_path = Path(skipped_path)
-        with atomic_open(result_path, "wb", overwrite=overwrite) as f:
-            for line in skipped["raw"].to_list():
-                f.write(line + b"\n")
+        result_path = write_skipped_lines(skipped["raw"].to_list(), skipped_path, overwrite=overwrite)
     result = LoadResult(frame, skipped, result_path)
     games = sum(len(b.skipped) for b in results)
     if games:

@@ -8,13 +8,12 @@ Examples
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
-from pathlib import Path
 
 import polars as pl
 
+from rewardlab.core.files import open_compressed
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.mjai import tiles as T
 from rewardlab.sources.mjai.reader import DEFAULTS, PADDED_COLUMNS, load_mjai, read_mjai
@@ -26,20 +25,17 @@ __all__ = ["SOURCE", "sniff_mjai", "mjai_roles"]
 
 def sniff_mjai(path) -> bool:
     """True when the file's first non-blank line is a JSON object whose ``type`` is an MJAI event
-    (plain or gzip; reads at most 64 KiB).
+    (plain, ``.gz`` or ``.bz2``; reads at most 64 KiB).
 
     Examples
     --------
     >>> sniff_mjai("data/mjai/tonpusen_196.json"), sniff_mjai("data/mjai/README.md")
     (True, False)
     """
-    path = Path(path)
     try:
-        with open(path, "rb") as f:
+        with open_compressed(path) as f:
             head = f.read(1 << 16)
-        if head[:2] == b"\x1f\x8b":
-            head = zlib.decompressobj(31).decompress(head, 1 << 16)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+    except (OSError, EOFError, zlib.error):  # not readable, not gzip / bz2 after all
         return False
     first = next((line for line in head.split(b"\n") if line.strip()), b"")
     try:
@@ -89,6 +85,6 @@ SOURCE = register_source(Source(
     sniff=sniff_mjai,
     roles=mjai_roles,
     validates=True,
-    description="MJAI game logs (JSON lines of start_game ... end_game events, plain or .gz; Mortal, "
+    description="MJAI game logs (JSON lines of start_game ... end_game events, plain, .gz or .bz2; Mortal, "
                 "mjai.app, riichienv): the kanachan frame",
 ))

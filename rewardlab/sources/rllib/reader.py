@@ -55,9 +55,9 @@ import polars as pl
 
 from rewardlab.core.columns import done_column, reward_column
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
-from rewardlab.core.files import atomic_open, check_not_input, check_output
+from rewardlab.core.files import check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
-from rewardlab.sources.results import LoadResult
+from rewardlab.sources.results import LoadResult, write_skipped_lines
 from rewardlab.sources.rllib.episodes import episode_checks, format_key
 from rewardlab.sources.rllib.files import (RECORDED_NAME, Piece, Problem, input_files, json_lines, layout_of,
                                            parquet_row_groups, unit_kind, unit_name)
@@ -216,9 +216,7 @@ def read_rllib(
     if skipped_path is not None:
         result_path = Path(skipped_path)
         if kind == "line":
-            with atomic_open(result_path, "wb", overwrite=overwrite) as f:
-                for line in skipped["raw"].to_list():
-                    f.write(line + b"\n")
+            write_skipped_lines(skipped["raw"].to_list(), result_path, overwrite=overwrite)
         else:
             write_skipped_rows(where, files, result_path, overwrite=overwrite)
     result = LoadResult(frame, skipped, result_path)
