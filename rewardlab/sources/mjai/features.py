@@ -100,7 +100,8 @@ def close_round(r_eor, r_results, r_summary, last_round_row, deltas, scores, sum
 def emit_row(n_rows, seat, line, g, step, round_index, chang, ju, ben, deposits, start_scores, prefix, draws, dora,
           n_dora, hand, drawn, last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
           r_ju, r_ben, r_sparse, r_numeric, r_results, r_summary, r_eor, r_eog):
-    """Write one decision row (the state before it); return the new row count and last-row tables."""
+    """Write one decision row (the state before it) at ``n_rows``, note it as ``seat``'s last row of the round
+    and of the game; return the new row count."""
     r = n_rows
     r_line[r] = line
     r_game[r] = g
@@ -122,4 +123,4 @@ def emit_row(n_rows, seat, line, g, step, round_index, chang, ju, ben, deposits,
     r_eog[r] = False
     last_round_row[seat] = r
     last_game_row[seat] = r
-    return n_rows + 1, last_round_row, last_game_row
+    return n_rows + 1

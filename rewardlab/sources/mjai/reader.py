@@ -186,10 +186,11 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
     games = np.flatnonzero(good)
     out.game_ids = [hashlib.blake2b(buf[starts[tr.g_first[g]]:ends[tr.g_last[g]] + 1], digest_size=16).hexdigest()
                     for g in games]
-    where_first = [where(int(tr.g_first[g])) for g in games]
-    out.game_files = np.array([kept_files[k] for _, _, k in where_first], dtype=np.int64)
-    out.game_lines = np.array([n for _, n, _ in where_first], dtype=np.int64)
-    out.game_last = np.array([where(int(tr.g_last[g]))[1] for g in games], dtype=np.int64)
+    first, last = tr.g_first[games], tr.g_last[games]
+    in_file = np.searchsorted(file_starts, first, side="right") - 1  # a game never spans two files
+    out.game_files = np.asarray(kept_files, dtype=np.int64)[in_file]
+    out.game_lines = first - file_starts[in_file] + 1
+    out.game_last = last - file_starts[in_file] + 1
     out.game_length = tr.g_length[games].astype(np.uint8)
     # rows: renumber games to the good ones, order by (game, seat, step), keep only what the frame needs
     new_game = np.full(tr.games, -1, dtype=np.int64)

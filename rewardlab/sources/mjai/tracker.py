@@ -508,7 +508,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             err, v0, v1, v2 = _E_WRONG_TILE, a, pai[i], last_discard
                     if err == 0:
                         shown = drawn[a] if a == tg else -1
-                        n_rows, last_round_row, last_game_row = emit_row(
+                        n_rows = emit_row(
                             n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
                             prefix, draws, dora, n_dora, hand[a], shown,
                             last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
@@ -613,7 +613,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                 elif (t == _REACH or t == _ANKAN or t == _KAKAN) and drawn[a] < 0:
                     err, v0, v1 = _E_OUT_OF_ORDER, t, phase
                 if err == 0:
-                    n_rows, last_round_row, last_game_row = emit_row(
+                    n_rows = emit_row(
                         n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
                         prefix, draws, dora, n_dora, hand[a], drawn[a],
                         last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
@@ -713,7 +713,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             if base_of[consumed[i, j]] != base_of[k]:
                                 err, v0 = _E_WRONG_MELD, a
                 if err == 0:
-                    n_rows, last_round_row, last_game_row = emit_row(
+                    n_rows = emit_row(
                         n_rows, a, i, g, step, round_index, chang, ju, ben, start_deposits, start_scores,
                         prefix, draws, dora, n_dora, hand[a], -1,
                         last_round_row, last_game_row, r_line, r_game, r_seat, r_step, r_round, r_chang,
