@@ -82,8 +82,8 @@ def log_files(paths) -> list[Path]:
 
     Examples
     --------
-    >>> [p.name for p in log_files("data/mjai")][:1]  # doctest: +SKIP
-    ['hanchan_0.json']
+    >>> [p.name for p in log_files("data/mjai")][:2]
+    ['hanchan_102.json.gz', 'hanchan_15.json']
     """
     out: list[Path] = []
     for p in as_paths(paths):
