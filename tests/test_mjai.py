@@ -1251,3 +1251,11 @@ def test_a_byte_order_mark_is_read_as_whitespace(tmp_path, frames):
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + raw_text(BASE))
     assert read(path).frame.select(SAME).equals(frames[BASE].select(SAME))
+
+
+def test_a_folder_without_logs_is_refused_naming_the_suffixes(tmp_path):
+    (tmp_path / "notes.txt").write_text("no logs here")
+    with pytest.raises(ParameterError) as info:
+        read(tmp_path)
+    assert info.value.name == "paths" and "should name MJAI logs or folders holding some" in str(info.value)
+    assert ".jsonl" in str(info.value) and ".bz2" in str(info.value) and str(tmp_path) in str(info.value)
