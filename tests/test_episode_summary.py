@@ -20,7 +20,7 @@ from rewardlab.core.spec import FrameSpec, StateColumn, attach, attached
 matplotlib.use("Agg")
 
 SPEC = FrameSpec(name="walk", episode=("episode_id",), step="t", terminated="terminated",
-                 truncated="truncated", states=(StateColumn("obs", None, "float32", 0.0),),
+                 truncated="truncated", states=(StateColumn("obs", None, "float32", 0.0, final="final_obs"),),
                  columns=("action",), contract="steps", time="clock")
 
 
@@ -30,7 +30,7 @@ def steps_frame(seed: int, episodes: int = 40, *, cut_last: bool = True) -> pl.D
     Rewards are multiples of 1/8 of small size, so every sum is exact in any order.
     """
     rng = np.random.default_rng(seed)
-    rows = {k: [] for k in ("episode_id", "t", "obs", "action", "terminated", "truncated", "clock",
+    rows = {k: [] for k in ("episode_id", "t", "obs", "final_obs", "action", "terminated", "truncated", "clock",
                             "reward_recorded", "reward_shaped")}
     clock = 0.0
     for e in range(episodes):
@@ -43,6 +43,8 @@ def steps_frame(seed: int, episodes: int = 40, *, cut_last: bool = True) -> pl.D
             rows["episode_id"].append(100 + 3 * e)  # keys that are not the index
             rows["t"].append(t)
             rows["obs"].append(float(rng.normal()))
+            # the final state: kept for about two episodes in three, missing (null) for the others
+            rows["final_obs"].append(float(rng.normal()) if last and rng.random() < 0.67 else None)
             rows["action"].append(int(rng.integers(0, 2)))
             rows["terminated"].append(bool(last and how == "terminated"))
             rows["truncated"].append(bool(last and how == "truncated"))
@@ -50,12 +52,12 @@ def steps_frame(seed: int, episodes: int = 40, *, cut_last: bool = True) -> pl.D
             rows["clock"].append(clock)
             rows["reward_recorded"].append(float(rng.integers(-16, 17)) / 8)
             rows["reward_shaped"].append(float(rng.integers(-40, 41)) / 8)
-    return pl.DataFrame(rows, schema_overrides={"obs": pl.Float32, "reward_shaped": pl.Float32,
+    return pl.DataFrame(rows, schema_overrides={"obs": pl.Float32, "final_obs": pl.Float32, "reward_shaped": pl.Float32,
                                                 "episode_id": pl.Int64, "t": pl.Int64})
 
 
 def loop_summary(frame: pl.DataFrame, rewards, *, keys=("episode_id",), terminated="terminated",
-                 truncated="truncated", time="clock") -> list[dict]:
+                 truncated="truncated", time="clock", final="final_obs") -> list[dict]:
     """The same summary, row by row in plain Python."""
     rows = frame.to_dicts()
     out, current = [], None
@@ -82,6 +84,8 @@ def loop_summary(frame: pl.DataFrame, rewards, *, keys=("episode_id",), terminat
             deltas = [b - a for a, b in zip(times, times[1:])]
             entry = {"episode": len(out), "start": current["start"], "steps": i - current["start"] + 1,
                      "ended": ended, **dict(zip(keys, current["key"]))}
+            if final is not False:
+                entry["final_state"] = final is not None and row[final] is not None
             if time:
                 entry["time_per_step"] = sum(deltas[1:], deltas[0]) / len(deltas) if deltas else None
             for n in rewards:
@@ -99,7 +103,7 @@ def loop_summary(frame: pl.DataFrame, rewards, *, keys=("episode_id",), terminat
 def test_the_summary_equals_a_plain_loop(seed):
     frame = steps_frame(seed)
     summary = rewardlab.episode_summary(frame, spec=SPEC)
-    assert summary.columns == ["episode", "episode_id", "start", "steps", "ended", "time_per_step",
+    assert summary.columns == ["episode", "episode_id", "start", "steps", "ended", "final_state", "time_per_step",
                                "return_recorded", "rewards_recorded", "return_shaped", "rewards_shaped"]
     expected = loop_summary(frame, ["recorded", "shaped"])
     assert summary.height == len(expected)
@@ -118,13 +122,14 @@ def test_the_summary_equals_a_plain_loop(seed):
 def test_rewards_and_lists_options_and_the_same_returns_as_the_comparison():
     frame = steps_frame(5)
     one = rewardlab.episode_summary(frame, spec=SPEC, rewards="reward_shaped", lists=False)
-    assert one.columns == ["episode", "episode_id", "start", "steps", "ended", "time_per_step", "return_shaped"]
+    assert one.columns == ["episode", "episode_id", "start", "steps", "ended", "final_state", "time_per_step",
+                           "return_shaped"]
     table = rewardlab.episode_return_table(frame, ["recorded", "shaped"], spec=SPEC)
     both = rewardlab.episode_summary(frame.lazy(), spec=SPEC)
     np.testing.assert_array_equal(both["return_recorded"].to_numpy(), table["recorded"].to_numpy())
     np.testing.assert_array_equal(one["return_shaped"].to_numpy(), table["shaped"].to_numpy())
     none = rewardlab.episode_summary(frame.drop("reward_recorded", "reward_shaped"), spec=SPEC)
-    assert none.columns == ["episode", "episode_id", "start", "steps", "ended", "time_per_step"]
+    assert none.columns == ["episode", "episode_id", "start", "steps", "ended", "final_state", "time_per_step"]
 
 
 def test_random_float_rewards_match_the_loop_closely():
@@ -140,7 +145,7 @@ def test_a_stream_spec_without_keys_ends_episodes_at_its_flags():
     frame = steps_frame(3, episodes=12)
     stream = FrameSpec(name="stream", terminated="terminated", truncated="truncated")
     summary = rewardlab.episode_summary(frame.drop("episode_id"), spec=stream)
-    expected = loop_summary(frame.drop("episode_id"), ["recorded", "shaped"], keys=(), time=None)
+    expected = loop_summary(frame.drop("episode_id"), ["recorded", "shaped"], keys=(), time=None, final=False)
     assert summary.drop("episode").to_dicts() == [{k: v for k, v in e.items() if k != "episode"} for e in expected]
     assert attached(summary) is None  # no keys to describe
 
@@ -171,7 +176,8 @@ def test_a_datetime_time_column_gives_durations():
 
 def test_kanachan_frames_summarise_per_player_game(sample_frame):
     summary = rewardlab.episode_summary(sample_frame)  # recognized by its columns
-    assert summary.columns == ["episode", "game_id", "seat", "start", "steps", "ended"]
+    assert summary.columns == ["episode", "game_id", "seat", "start", "steps", "ended", "final_state"]
+    assert not summary["final_state"].any()  # kanachan's files pad the state after a game's end
     counts = sample_frame.group_by("game_id", "seat", maintain_order=True).len()
     assert summary["steps"].to_list() == counts["len"].to_list()
     assert set(summary["ended"]) == {"terminated"}  # every game ends with end_of_game

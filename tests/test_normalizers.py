@@ -323,7 +323,7 @@ def _recorded_reward_frame(*names):
                                         "truncated"])
     offset, parts = 0, []
     for f in frames:  # the observations differ in width: the replays need only rewards and flags
-        parts.append(f.drop("obs", "action").with_columns(pl.col("episode_id") + offset))
+        parts.append(f.drop("obs", "final_obs", "action").with_columns(pl.col("episode_id") + offset))
         offset += f["episode_id"].max() + 1
     return pl.concat(parts), spec  # a recording holds the candidate "recorded": reward_recorded, done_recorded
 

@@ -20,7 +20,13 @@ hook                        column of :func:`episode_summary`
 and, first, ``episode`` (0, 1, ... in data order), the spec's episode key
 columns present (of the episode's first step; an episode key called
 ``episode`` takes the index's place), ``start`` (the row of its first step)
-and ``ended``: how the episode ended (:data:`ENDINGS`).
+and ``ended``: how the episode ended (:data:`ENDINGS`); when the data holds
+the spec's state columns, ``final_state`` (Boolean): whether the data keeps
+the episode's final state (the state after its last step, in the states'
+final columns, :attr:`~rewardlab.core.spec.StateColumn.final`), so a
+plug-in's next state on the last step is real; False where it is padding
+(always for a spec without final columns, such as kanachan's, which pads by
+contract).
 
 Episodes come from the spec only (:func:`rewardlab.analysis.scopes.episode_end_expr`):
 an episode ends where its key changes, where a terminal flag fires, and at
@@ -65,7 +71,7 @@ ENDINGS = ("terminated", "truncated", "cut", "unflagged")
 RETURN_PREFIX = "return_"
 #: Prefix of the per-reward list columns (``RewardsPerEpisode``).
 REWARDS_PREFIX = "rewards_"
-_FIXED = ("episode", "start", "steps", "ended", "time_per_step")
+_FIXED = ("episode", "start", "steps", "ended", "final_state", "time_per_step")
 _INDEX = "_episode"
 
 
@@ -150,6 +156,8 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
     terminated = here.terminated if here.terminated in names else None
     truncated = here.truncated if here.truncated in names else None
     time = here.time if here.time is not None and here.time in names else None
+    has_states = any(s.name in names for s in here.states)
+    finals = [s.final for s in here.states if s.final is not None and s.final in names and s.name in names]
     if time is not None:
         dtype = lf.collect_schema()[time]
         if not (dtype.is_numeric() or dtype.is_temporal()):
@@ -163,6 +171,7 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
         *([pl.col(terminated).fill_null(False).alias("_terminated")] if terminated else []),
         *([pl.col(truncated).fill_null(False).alias("_truncated")] if truncated else []),
         *([pl.col(time).alias("_time")] if time else []),
+        *([pl.all_horizontal(pl.col(f).is_not_null() for f in finals).alias("final_state")] if finals else []),
         *[v.alias(RETURN_PREFIX + n) for n, v in values.items()],
     ]
     aggregated = [
@@ -172,6 +181,7 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
         *([pl.col("_terminated").last()] if terminated else []),
         *([pl.col("_truncated").last()] if truncated else []),
         *([pl.col("_time").diff().mean().alias("time_per_step")] if time else []),
+        *([pl.col("final_state").last()] if finals else []),
     ]
     for n in use:
         aggregated.append(pl.col(RETURN_PREFIX + n).sum())
@@ -193,7 +203,10 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
         expr = pl.lit("unflagged")
     else:  # no flag on the data's last step: the recording stopped there
         expr = expr.when(pl.col(index) == pl.col(index).max()).then(pl.lit("cut")).otherwise(pl.lit("unflagged"))
-    ordered = [index, *keys, "start", "steps", "ended", *(["time_per_step"] if time else [])]
+    if has_states and not finals:  # the spec keeps no final state: every next state after a last step is padding
+        table = table.with_columns(pl.lit(False).alias("final_state"))
+    ordered = [index, *keys, "start", "steps", "ended", *(["final_state"] if has_states else []),
+               *(["time_per_step"] if time else [])]
     for n in use:
         ordered.append(RETURN_PREFIX + n)
         if lists:
@@ -240,7 +253,9 @@ def describe_episodes(summary: pl.DataFrame) -> dict:
     -------
     dict
         ``episodes``, ``ended`` (``{ending: count}`` for the endings that
-        occur), ``steps`` and, per reward, ``returns[name]``: each a dict of
+        occur), ``final_states`` (``{"kept": count, "missing": count}``,
+        when the summary has ``final_state``), ``steps`` and, per reward,
+        ``returns[name]``: each a dict of
         ``min``, ``p25``, ``median``, ``p75``, ``max``, ``mean``, ``std``
         (population); and ``time_per_step`` (its mean over episodes, a float
         in the time column's unit) when the summary has it.
@@ -267,6 +282,9 @@ def describe_episodes(summary: pl.DataFrame) -> dict:
         "steps": _distribution(summary["steps"].cast(pl.Float64).to_numpy()),
         "returns": {n: _distribution(summary[RETURN_PREFIX + n].to_numpy()) for n in summary_rewards(summary)},
     }
+    if "final_state" in summary.columns:
+        kept = int(summary["final_state"].sum())
+        out["final_states"] = {"kept": kept, "missing": summary.height - kept}
     if "time_per_step" in summary.columns:
         t = summary["time_per_step"]
         if t.dtype == pl.Duration:

@@ -85,8 +85,15 @@ class EpisodeDetail:
         ``"terminated"``, ``"truncated"``, or ``"unflagged"`` (the spec has no
         terminal flag there: the key changed or the data ended).
     outcome : dict
-        The final result: ``length``, ``ended``, ``return_<name>``; domain
-        analyses add theirs (mahjong: ``final_score``, ``rank``, ``final_scores``).
+        The final result: ``length``, ``ended``, ``return_<name>``, and, where
+        the spec has state columns with final columns in the data, each
+        state's final value (``final_<state>``: the state after the last
+        step, a list for an array state; None where the data lacks it, so a
+        plug-in saw padding there); domain analyses add theirs (mahjong:
+        ``final_score``, ``rank``, ``final_scores``).
+    final : dict
+        ``{state: value or None}``: the episode's final state per state
+        with a final column (empty when the spec keeps none).
     """
 
     index: int
@@ -101,6 +108,7 @@ class EpisodeDetail:
     length: int
     ended: str
     outcome: dict
+    final: dict = dataclasses.field(default_factory=dict)
 
     @property
     def title(self) -> str:
@@ -228,8 +236,9 @@ def episode_detail(data, episode, *, rewards=None, spec: FrameSpec | None = None
     step = here.step if here.step is not None and here.step in names else "step"
     rcol = {n: pl.col(_reward_col(n)).cast(pl.Float64) for n in use}
     done = {n: _done_col(n) for n in use if _done_col(n) in names}
+    finals = {st.name: st.final for st in here.states if st.final is not None and st.final in names}
     needed = dict.fromkeys([*keys, *([step] if step in names else []), *map(_reward_col, use), *done.values(),
-                            *boundaries, *terminals, *extra])
+                            *boundaries, *terminals, *finals.values(), *extra])
     picked = (  # only the columns shown are read: a dataset's state columns stay on disk
         lf.with_columns(segment_id_expr(episode_end_expr(names, here), _INDEX))
         .select(_INDEX, *needed)
@@ -272,10 +281,13 @@ def episode_detail(data, episode, *, rewards=None, spec: FrameSpec | None = None
         "length": np.diff(np.append(starts, n)).astype(np.int64),
         **{RETURN_PREFIX + name: np.add.reduceat(steps[_reward_col(name)].to_numpy(), starts) for name in use},
     })
-    outcome = {"length": n, "ended": ended} | {RETURN_PREFIX + name: v for name, v in returns.items()}
+    final = {state: _plain(picked[column][n - 1]) for state, column in finals.items()}
+    final = {k: v.to_list() if isinstance(v, pl.Series) else v for k, v in final.items()}
+    outcome = ({"length": n, "ended": ended} | {RETURN_PREFIX + name: v for name, v in returns.items()}
+               | {column: final[state] for state, column in finals.items()})
     return EpisodeDetail(index=index, key=key, rewards=tuple(use), step=step_expr.meta.output_name(),
                          steps=steps, boundaries=boundaries, terminals=terminals, segments=segments,
-                         returns=returns, length=n, ended=ended, outcome=outcome)
+                         returns=returns, length=n, ended=ended, outcome=outcome, final=final)
 
 
 def _reward_col(name: str) -> str:

@@ -33,7 +33,11 @@ truncated step was *cut*, not ended: its next state has a value.  As in
 TorchRL, termination bootstraps with zero and truncation with the next
 state's value: :func:`gae` and :func:`reward_to_go` take it from a
 ``next_value`` column at truncated steps (the following row belongs to
-another episode there).  Without ``next_value``, :func:`reward_to_go` gives
+another episode there), or compute it from the episode's **final state**
+when ``next_value`` is a function and the data keeps final states (the
+spec's :attr:`~rewardlab.core.spec.StateColumn.final` columns: Gymnasium
+recordings, RLlib's ``new_obs``, Minari, step tables with a ``final`` row).
+Without ``next_value``, :func:`reward_to_go` gives
 the return of the recorded part (``flag_truncated=True`` says which steps),
 and :func:`gae` refuses, naming the first truncated step.
 
@@ -76,6 +80,7 @@ __all__ = [
     "episode_returns", "trajectory_returns",
     "reward_to_go",
     "gae",
+    "bootstrap_from_final",
 ]
 
 
@@ -345,6 +350,66 @@ def generalized_advantage_estimate(reward, value, next_value, done, *, terminate
 # --------------------------------------------------------------------------
 
 
+def _final_state_exprs(names: list[str], spec: FrameSpec) -> dict[str, pl.Expr]:
+    """``{state: expression}`` of the spec's final-state columns present in ``names``."""
+    return {s.name: pl.col(s.final).alias(f"_final {s.name}") for s in spec.states
+            if s.final is not None and s.final in names}
+
+
+def bootstrap_from_final(fn, finals: dict[str, pl.Series], rows: np.ndarray) -> np.ndarray:
+    """``fn`` of the final states at ``rows`` (truncated last steps): the values a cut trajectory bootstraps with.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(final) -> values``: ``final`` is the final states of the ``K``
+        rows, a NumPy array ``[K]`` or ``[K, width]`` when the data has one
+        state with final values, else a dict ``{state: array}``; ``values`` a
+        finite float array ``[K]`` (a state-value function ``V(s)``).
+    finals : dict
+        ``{state: Series}`` of the final-state columns, one value per row
+        (null off the episodes' last rows).
+    rows : int array ``[K]``
+        The rows that bootstrap.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``[K]``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> finals = {"obs": pl.Series([None, [0.5, 1.0]], dtype=pl.Array(pl.Float32, 2))}
+    >>> bootstrap_from_final(lambda s: s.sum(axis=1), finals, np.array([1])).tolist()
+    [1.5]
+    """
+    if not finals:
+        raise ParameterError("next_value", "can be a function of the final state only where the data keeps "
+                             "final states (a state column with a final column in the spec), and this data "
+                             "has none", getattr(fn, "__name__", type(fn).__name__),
+                             hint="Pass the name of a column holding V(s[t+1]) instead, or load data that "
+                             "keeps each episode's final observation (rewardlab.record, RLlib with new_obs, "
+                             "Minari, a step table with final rows)")
+    states = {}
+    for name, series in finals.items():
+        picked = series.gather(rows)
+        if picked.null_count():
+            missing = rows[picked.is_null().to_numpy()]
+            raise ParameterError("next_value", f"needs the final state of every truncated episode, and the data "
+                                 f"lacks it for {missing.size} of {rows.size} (state {name!r}; first at row "
+                                 f"{int(missing[0])})", getattr(fn, "__name__", type(fn).__name__),
+                                 hint="Pass a column holding V(s[t+1]) for those steps instead")
+        states[name] = picked.to_numpy()
+    values = fn(next(iter(states.values())) if len(states) == 1 else states)
+    values = as_array(values, "next_value(final)")
+    if values.shape != (rows.size,) or not np.isfinite(values).all():
+        raise ParameterError("next_value", f"should return {rows.size} finite values (one per truncated "
+                             "episode's final state)", f"shape {values.shape}, "
+                             f"{int((~np.isfinite(values)).sum()) if values.ndim == 1 else '?'} not finite")
+    return values
+
+
 class _Trajectories:
     """One reward's trajectories in a frame: the columns the frame layer reads, as NumPy arrays."""
 
@@ -365,6 +430,8 @@ class _Trajectories:
                 flags["_terminated"] = pl.col(here.terminated).fill_null(False)
             flags["_cut"] = cut_expr(names, here)
         extra = dict(extra or {})
+        finals = _final_state_exprs(names, here)
+        extra.update({f"_final {k}": e for k, e in finals.items()})
         if episode_end:
             extra["_episode_end"] = episode_end_expr(names, here)
         df = lf.select(
@@ -379,6 +446,15 @@ class _Trajectories:
         # a cut trajectory bootstraps (scopes.cut_expr: a step flagged both ways ended)
         self.truncated = df["_cut"].to_numpy() & self.boundary if "_cut" in df.columns else \
             np.zeros(df.height, dtype=bool)
+        self.finals = {k: df[f"_final {k}"] for k in finals}
+
+    def bootstrap(self, fn) -> np.ndarray:
+        """``fn`` of the truncated last steps' final states, ``[T]`` with NaN elsewhere."""
+        nv = np.full(self.reward.shape[0], np.nan)
+        rows = np.flatnonzero(self.truncated)
+        if rows.size:
+            nv[rows] = bootstrap_from_final(fn, self.finals, rows)
+        return nv
 
     def key_frame(self, rows: np.ndarray) -> list[pl.Series]:
         return [self.frame[k].gather(rows) for k in self.keys]
@@ -447,7 +523,7 @@ def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None) -> p
 episode_returns = trajectory_returns
 
 
-def reward_to_go(data, reward: str, *, gamma: float, next_value: str | None = None,
+def reward_to_go(data, reward: str, *, gamma: float, next_value=None,
                  flag_truncated: bool = False, spec: FrameSpec | None = None):
     """Discounted reward-to-go of plug-in ``reward`` at every step (trajectories as in :func:`trajectory_returns`).
 
@@ -466,8 +542,11 @@ def reward_to_go(data, reward: str, *, gamma: float, next_value: str | None = No
         The plug-in name.
     gamma : float
         Discount in [0, 1].
-    next_value : str, optional
-        Column holding ``V(s[t + 1])``, read at truncated steps only.
+    next_value : str or callable, optional
+        Column holding ``V(s[t + 1])``, read at truncated steps only; or a
+        function of the final state, ``next_value(final) -> values`` (see
+        :func:`bootstrap_from_final`), where the data keeps each episode's
+        final state.
     flag_truncated : bool
         Return a frame with a Boolean column ``truncated`` as well: True on
         every step whose value is the return of a recorded part only (its
@@ -492,13 +571,14 @@ def reward_to_go(data, reward: str, *, gamma: float, next_value: str | None = No
         raise ParameterError("flag_truncated", "should be True or False", flag_truncated)
     lf, _ = lazy_table(data)
     extra = {}
-    if next_value is not None:
+    if next_value is not None and not callable(next_value):
         _check_value_column(column_names(lf), next_value, "next_value")
         extra["_next_value"] = pl.col(next_value).cast(pl.Float64)
     tr = _Trajectories(lf, reward, spec, extra)
     cut = tr.truncated
     if next_value is not None:
-        nv = tr.frame["_next_value"].fill_null(np.nan).to_numpy()
+        nv = (tr.bootstrap(next_value) if callable(next_value)
+              else tr.frame["_next_value"].fill_null(np.nan).to_numpy())
         g = discounted_reward_to_go(tr.reward, tr.boundary, gamma=gamma, terminated=tr.boundary & ~cut,
                                     next_value=nv)
         partial = np.zeros(tr.reward.shape[0], dtype=bool)
@@ -522,7 +602,7 @@ def _check_value_column(names: list[str], col, what: str) -> None:
 
 
 def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
-        terminated: str | None = None, next_value: str | None = None,
+        terminated: str | None = None, next_value=None,
         spec: FrameSpec | None = None) -> pl.DataFrame:
     """Generalized advantage estimation of plug-in ``reward`` given a state-value column.
 
@@ -547,10 +627,14 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
         Boolean column of terminal steps.  Default: the plug-in's done
         (kanachan treats the end of a trajectory as terminal).  An episode
         end is terminal too, unless the spec's ``truncated`` flag fires on it.
-    next_value : str, optional
+    next_value : str or callable, optional
         Column holding ``V(s[t + 1])``, used at every step that bootstraps.
         Needed when the data has truncated steps (there the following row is
-        another episode's first state).
+        another episode's first state).  Or a function of the final state,
+        ``next_value(final) -> values`` (see :func:`bootstrap_from_final`),
+        where the data keeps each episode's final state: it gives the
+        truncated steps' next values, and the following row's ``value`` the
+        others'.
     spec : FrameSpec, optional
         How the rows form episodes (default: the frame's spec).
 
@@ -571,13 +655,14 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
     lmbda = check_in_range("lmbda", lmbda, 0.0, 1.0)
     lf, _ = lazy_table(data)
     names = column_names(lf)
-    for col, what in ((value, "value"), (terminated, "terminated"), (next_value, "next_value")):
+    for col, what in ((value, "value"), (terminated, "terminated"),
+                      (None if callable(next_value) else next_value, "next_value")):
         if col is not None:
             _check_value_column(names, col, what)
     name = resolve_reward(names, reward)
     extra = {"_value": pl.col(value).cast(pl.Float64),
              "_term": pl.col(terminated if terminated is not None else columns.done_column(name))}
-    if next_value is not None:
+    if next_value is not None and not callable(next_value):
         extra["_next_value"] = pl.col(next_value).cast(pl.Float64)
     tr = _Trajectories(lf, name, spec, extra, episode_end=True)
     df = tr.frame
@@ -594,6 +679,10 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
                 "first state", None,
                 hint="A truncated episode bootstraps with its next state's value (termination with zero)")
         nv = np.append(v[1:], 0.0)  # the last row is always terminal or truncated, so its 0 is never used
+    elif callable(next_value):
+        nv = np.append(v[1:], 0.0)
+        nv[tr.truncated] = tr.bootstrap(next_value)[tr.truncated]
+        nv = np.where(term, 0.0, nv)
     else:
         nv = df["_next_value"].fill_null(np.nan).to_numpy()
         bad = ~term & ~np.isfinite(nv)

@@ -195,7 +195,8 @@ def _summary(data, format_name: str, as_json: bool, *, roles: dict | None = None
         summary = summarize(data)  # its JSON keeps summarize's keys; the text adds the episode lengths
         if as_json:
             return json.dumps(summary.to_dict() | ({"roles": roles} if roles is not None else {}), indent=2)
-        return "\n".join([str(summary), *_roles_lines(roles), *_digest_lines(_episode_digest(data))])
+        return "\n".join([str(summary), *_roles_lines(roles),
+                          *_digest_lines(_episode_digest(data), padded_by_contract=True)])
     spec = spec_of(data)
     counts = lf.select(transitions=pl.len(), episodes=spec.episode_end(names).sum()).collect().row(0, named=True)
     out = {"format": format_name, "spec": spec.name, "transitions": int(counts["transitions"]),
@@ -234,15 +235,23 @@ def _episode_digest(data) -> dict:
     return clean(describe_episodes(episode_summary(data, lists=False)))
 
 
-def _digest_lines(digest: dict) -> list[str]:
-    """``rewardlab info``'s lines for an episode digest: endings, then length and return distributions."""
+def _digest_lines(digest: dict, *, padded_by_contract: bool = False) -> list[str]:
+    """``rewardlab info``'s lines for an episode digest: endings, final states, then length and return
+    distributions (``padded_by_contract``: kanachan's frames, whose files pad the state after a game)."""
     def dist(d: dict) -> str:
         text = "  ".join(f"{k} {'-' if d[k] is None else format(d[k], '.4g')}"
                          for k in ("min", "p25", "median", "p75", "max", "mean", "std"))
         return text + (f"  (not finite: {d['nonfinite']:,} episodes, left out)" if d.get("nonfinite") else "")
 
-    rows = [("episode endings", ", ".join(f"{k}: {v:,}" for k, v in digest["ended"].items())),
-            ("episode length", dist(digest["steps"]))]
+    rows = [("episode endings", ", ".join(f"{k}: {v:,}" for k, v in digest["ended"].items()))]
+    if "final_states" in digest and padded_by_contract:
+        rows.append(("final states", "none: kanachan's contract pads the state after a game's last step"))
+    elif "final_states" in digest:
+        f = digest["final_states"]
+        rows.append(("final states", f"kept for {f['kept']:,} of {f['kept'] + f['missing']:,} episodes"
+                     + (f"; {f['missing']:,} without (their last step's next state is padding)"
+                        if f["missing"] else "")))
+    rows.append(("episode length", dist(digest["steps"])))
     if "time_per_step" in digest:
         t = digest["time_per_step"]
         rows.append(("time per step", "-" if t is None else format(t, ".4g")))

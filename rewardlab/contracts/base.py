@@ -15,6 +15,10 @@ A contract says what a reward plug-in receives and must give back:
 ``check_done``      what ``done`` may be after a call
 ``conventions``     the ways the contract can build TensorDicts (first: the
                     default), or none; ``convention=`` picks one
+``padding_probes``  copies of the arrays whose padded next states (after
+                    last steps whose final state the data lacks) hold other
+                    values: ``check_plugin`` runs them to tell whether a
+                    plug-in reads padding (none by default)
 ==================  ==========================================================
 
 The reward's post-conditions (:func:`rewardlab.contracts.checks.check_reward`) and the
@@ -189,6 +193,21 @@ class Contract:
     def check_reward(self, reward, batch_size: int, *, returned=None) -> Violation | None:
         """Check ``data[reward_key]`` after a call (:func:`rewardlab.contracts.checks.check_reward`)."""
         return check_reward(reward, batch_size, returned=returned)
+
+    def padding_probes(self, arrays: ContractArrays) -> list:
+        """Copies of ``arrays`` whose padded next states hold other values, or ``[]``.
+
+        A plug-in whose rewards change between the arrays and a probe reads
+        the next state where the data lacks it (padding) and so learns from
+        a made-up value: :func:`rewardlab.plugins.check.check_plugin` warns,
+        naming the episodes.  The default has none (a contract whose padding
+        is part of its definition, such as kanachan's).
+        """
+        return []
+
+    def padded_states(self, arrays: ContractArrays) -> tuple[str, ...]:
+        """The state keys a probe changes (named in the warning)."""
+        return ()
 
     def locator_columns(self, spec: FrameSpec | None) -> tuple[tuple[str, str], ...] | None:
         """``(column, label)`` pairs that describe a row in messages (None: the runner's default).

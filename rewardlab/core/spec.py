@@ -3,8 +3,17 @@
 A frame holds **one row per step**, rows in episode order (every step of one
 episode, in the order they happened, then the next episode).  Each state is
 stored once: the next state of a row is the state of the following row of the
-same episode (RLlib's shift-by-one view), and a fixed padding value after an
-episode's last step.
+same episode (RLlib's shift-by-one view).  After an episode's last step the
+next state is the episode's **final state** (the observation Gymnasium's last
+``step`` returned, RLlib's last ``new_obs``, Minari's N+1-th observation)
+where the data has one: a state column may name a *final column*
+(:attr:`StateColumn.final`, by convention ``final_<state>``, see
+:func:`final_column`) that holds it on the episode's last row and is null on
+every other row, so a frame keeps N+1 states per episode at the cost of one
+nullable column.  Where the final column is null, or the state names none,
+the next state after the last step is the state's fixed ``pad``: the data
+truly lacks it (kanachan's files pad the state after a game's end by
+contract, so kanachan frames name no final columns).
 
 The spec names which columns carry that structure:
 
@@ -21,7 +30,8 @@ field               meaning
 ``truncated``       True on an episode's last step when it was *cut* (time
                     limit, end of recording; returns bootstrap with a value)
 ``boundaries``      sub-episode boundary flags (kanachan's ``end_of_round``)
-``states``          :class:`StateColumn` s: name, width, dtype, padding
+``states``          :class:`StateColumn` s: name, width, dtype, padding, and
+                    the column holding the final state (optional)
 ``columns``         the source's other columns a contract may hand over
 ``contract``        the plug-in contract frames of this kind use by default
 ``time``            a per-step time column, e.g. seconds (optional; episode
@@ -59,7 +69,8 @@ import polars as pl
 from rewardlab.core.errors import ParameterError, SpecError
 
 __all__ = [
-    "FrameSpec", "StateColumn", "attach", "attached", "keep_spec", "SPEC_KEY", "EPISODE_END", "DECLARE_HINT",
+    "FrameSpec", "StateColumn", "attach", "attached", "keep_spec", "final_column", "SPEC_KEY", "EPISODE_END",
+    "DECLARE_HINT", "FINAL_PREFIX",
 ]
 
 #: File-metadata key under which a dataset stores its spec (JSON).
@@ -67,6 +78,9 @@ SPEC_KEY = "rewardlab.spec"
 
 #: Name of the helper column :meth:`FrameSpec.episode_end` computes.
 EPISODE_END = "_episode_end"
+
+#: The prefix of a final-state column's conventional name (:func:`final_column`).
+FINAL_PREFIX = "final_"
 
 #: What to do when a frame has no spec: said by every "no spec" error.
 DECLARE_HINT = (
@@ -87,6 +101,17 @@ def _name(value, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise ParameterError(what, "should be a column name (a non-empty string)", value)
     return value
+
+
+def final_column(state: str) -> str:
+    """The conventional name of the column holding state ``state``'s final value: ``final_<state>``.
+
+    Examples
+    --------
+    >>> final_column("obs")
+    'final_obs'
+    """
+    return FINAL_PREFIX + _name(state, "state")
 
 
 def _names(value, what: str) -> tuple[str, ...]:
@@ -110,18 +135,28 @@ class StateColumn:
     dtype : str
         The NumPy dtype of one value (``"int16"``, ``"float32"``, ...).
     pad : int or float
-        The next state after an episode's last step (every element).
+        The next state after an episode's last step (every element) where
+        the data has no final state.
+    final : str or None
+        The column holding the episode's final state (the state after its
+        last step) on each episode's last row, null on every other row and
+        on the last rows of episodes whose final state the data lacks; the
+        state's dtype and width.  None: the data has no final states (the
+        next state after a last step is ``pad``).
 
     Examples
     --------
     >>> StateColumn("obs", 4, "float32", 0.0).polars_dtype
     Array(Float32, shape=(4,))
+    >>> StateColumn("obs", 4, "float32", 0.0, final="final_obs").final
+    'final_obs'
     """
 
     name: str
     width: int | None
     dtype: str
     pad: int | float = 0
+    final: str | None = None
 
     def __post_init__(self):
         _name(self.name, "StateColumn.name")
@@ -134,6 +169,11 @@ class StateColumn:
                                  + ", ".join(map(repr, _DTYPES)), self.dtype)
         if isinstance(self.pad, bool) or not isinstance(self.pad, (int, float)):
             raise ParameterError(f"StateColumn({self.name!r}).pad", "should be a number", self.pad)
+        if self.final is not None:
+            _name(self.final, f"StateColumn({self.name!r}).final")
+            if self.final == self.name:
+                raise ParameterError(f"StateColumn({self.name!r}).final", "should be another column than the "
+                                     "state itself (by convention final_<state>)", self.final)
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -210,9 +250,15 @@ class FrameSpec:
         return tuple(s.name for s in self.states)
 
     @property
+    def final_names(self) -> tuple[str, ...]:
+        """The final-state columns of the states that name one, in spec order."""
+        return tuple(s.final for s in self.states if s.final is not None)
+
+    @property
     def required(self) -> tuple[str, ...]:
         """Every column the spec names, structure first."""
-        return (*self.structure, *self.state_names, *self.columns, *((self.time,) if self.time else ()))
+        return (*self.structure, *self.state_names, *self.final_names, *self.columns,
+                *((self.time,) if self.time else ()))
 
     @property
     def terminals(self) -> tuple[str, ...]:
@@ -256,7 +302,8 @@ class FrameSpec:
         return replace(
             self, step=keep(self.step), agent=keep(self.agent), terminated=keep(self.terminated),
             truncated=keep(self.truncated), boundaries=tuple(c for c in self.boundaries if c in names),
-            states=tuple(s for s in self.states if s.name in names),
+            states=tuple(s if s.final is None or s.final in names else replace(s, final=None)
+                         for s in self.states if s.name in names),
             columns=tuple(c for c in self.columns if c in names), time=keep(self.time))
 
     def matches(self, names) -> bool:
@@ -296,6 +343,11 @@ class FrameSpec:
             if dtype.size != s.width:
                 raise SpecError(f"the state should have width {s.width}, found {dtype.size}",
                                 column=s.name)
+        for s in self.states:
+            if s.final is not None and schema[s.final] != schema[s.name]:
+                raise SpecError(f"the final-state column should have its state's dtype {schema[s.name]} "
+                                f"(state {s.name!r}), found {schema[s.final]}", column=s.final,
+                                hint=f"Cast it with pl.col({s.final!r}).cast(frame.schema[{s.name!r}])")
 
     def validate(self, frame: pl.DataFrame) -> None:
         """Check ``frame`` against the spec: columns, widths, contiguous episodes, terminal flags.
@@ -307,7 +359,9 @@ class FrameSpec:
         * an episode is not contiguous (its key comes back after another);
         * the ``step`` column does not increase within an episode;
         * a terminal flag fires before an episode's last step, or no terminal
-          flag fires at its last step (when the spec declares flags).
+          flag fires at its last step (when the spec declares flags);
+        * a final-state column holds a value on a row that is not its
+          episode's last step.
 
         Examples
         --------
@@ -327,6 +381,16 @@ class FrameSpec:
         ends = self._key_change(frame)
         if self.episode:
             self._check_contiguous(frame, ends)
+        for s in self.states:
+            if s.final is None:
+                continue
+            held = frame.get_column(s.final).is_not_null().to_numpy()
+            stray = np.flatnonzero(held & ~ends)
+            if stray.size:
+                raise SpecError(f"a final state (of state {s.name!r}) on a row that is not its episode's last "
+                                "step; the final state is the state after an episode's last step",
+                                column=s.final, row=int(stray[0]),
+                                hint="Leave the final-state column null except on each episode's last row")
         if self.step is not None:
             step = frame.get_column(self.step)
             if step.null_count():

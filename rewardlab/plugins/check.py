@@ -434,6 +434,13 @@ def check_plugin(
                                    contract=chosen)
             outcome.plugin = loaded.portable()
             send(outcome)
+        for probe in _padding_probes(chosen, arrays):  # does the plug-in read padded next states?
+            [outcome] = run_shards(probe, [loaded], mode="episodes", batch_size=None, seed=seed,
+                                   contiguous=False, num_workers=num_workers, strict=strict, collect=True,
+                                   bar=None, convention=configs[0].convention, setting="episodes (padding probe)",
+                                   status=status, interrupts_are_plugins=isolate, contract=chosen)
+            outcome.plugin = loaded.portable()
+            send(outcome)
         return None
 
     try:
@@ -446,8 +453,10 @@ def check_plugin(
     if isinstance(result, isolation.ChildFailure) and not parts:
         raise failure_error(result, name, path, loading=True)
     report_plugin = item if isinstance(item, Plugin) else parts[0]
-    outcomes: list[RunOutcome] = parts[1:]
-    if isinstance(result, isolation.ChildFailure):
+    outcomes: list[RunOutcome] = parts[1:len(configs) + 1]
+    probes: list[RunOutcome] = parts[len(configs) + 1:]
+    probe_failed = isinstance(result, isolation.ChildFailure) and len(outcomes) == len(configs)
+    if isinstance(result, isolation.ChildFailure) and not probe_failed:
         cfg = configs[len(outcomes)]
         error = failure_error(result, name, path, loading=False)
         how = (f"ran out of time ({result.detail})" if result.how == "timeout" else
@@ -477,14 +486,48 @@ def check_plugin(
                 _differences([ref, (sim, sim_run)], report_plugin, locator))
     first = outcomes[0]
     scale = (reward_scale(first.rewards, first.dones) if first.error is None and n else None)
+    padding = _padding_warning(chosen, arrays, first, probes, probe_failed, locator)
     return CheckReport(
         plugin=report_plugin, transitions=n, episodes=sum(int(chosen.episode_flags(a).sum()) for a in arrays),
         runs=runs,
         problems=_merge_problems(outcomes, runs), differences=differences, scale=scale, seed=seed,
         convention_differences=convention_differences,
-        warnings=tuple(_warnings(report_plugin, outcomes, runs)),
+        warnings=tuple(_warnings(report_plugin, outcomes, runs)) + padding,
         hints=tuple(_hints(report_plugin)) if any(not d.allowed for d in differences) else (),
         stopped=stopped, num_workers=num_workers)
+
+
+def _padding_probes(contract: Contract, arrays: list):
+    """Each probe of the contract (:meth:`Contract.padding_probes`) as a list of shard arrays, built one at a time."""
+    probes = [contract.padding_probes(a) for a in arrays]
+    for k in range(max((len(p) for p in probes), default=0)):
+        yield [p[k] if p else a for p, a in zip(probes, arrays)]
+
+
+def _padding_warning(contract: Contract, arrays: list, first: RunOutcome, probes: list, failed: bool,
+                     locator: Locator) -> tuple:
+    """The warning for a plug-in whose rewards change with the padding after last steps lacking a final state."""
+    if first.error is not None or not (probes or failed):
+        return ()
+    keys = sorted({k for a in arrays for k in contract.padded_states(a)})
+    lacking = sum(int(getattr(a, "missing_final", np.zeros(0, bool)).sum()) for a in arrays)
+    what = (f"{' and '.join(keys)} on the last step of the {lacking:,} episode{'s' if lacking != 1 else ''} "
+            "whose final state the data lacks (there it is the state's padding, not an observation)")
+    remedy = ("load data that keeps each episode's final state (rewardlab.record, RLlib with new_obs, "
+              "Minari, a step table with final rows or next_ columns), or leave the next state alone where "
+              '("next", "done") is True')
+    if failed or any(p.error is not None for p in probes):
+        return (f"the plug-in failed when the padding in {what} was changed, so it reads it; {remedy}",)
+    changed = np.zeros(first.rewards.shape[0], dtype=bool)
+    for probe in probes:
+        changed |= ~np.isclose(probe.rewards, first.rewards, rtol=1e-7, atol=1e-9, equal_nan=True)
+    rows = np.flatnonzero(changed)
+    if rows.size == 0:
+        return ()
+    shown = "; ".join(locator.transition(int(r)) for r in rows[:5])
+    more = f" and {rows.size - 5:,} more" if rows.size > 5 else ""
+    return (f"the plug-in reads {what}: its reward changes when that padding does, on {rows.size:,} "
+            f"step{'s' if rows.size != 1 else ''} ({shown}{more}); {remedy}",)
 
 
 def _label(cfg: _Config, num_workers: int) -> str:

@@ -217,9 +217,15 @@ def _exact_schema(spec: FrameSpec) -> dict | None:
 
 
 def _checked_columns(spec: FrameSpec) -> tuple[str, ...]:
-    """The columns a dataset of ``spec`` must hold without nulls."""
+    """The columns a dataset of ``spec`` must hold without nulls (final-state columns: no null inside a value)."""
     exact = _exact_schema(spec)
     return tuple(exact) if exact is not None else spec.required
+
+
+def _outer_nulls(spec: FrameSpec, name: str, count: int) -> int:
+    """The null values that count against column ``name``: none for a final-state column, null off the
+    episodes' last rows and where the data lacks the final state (``FrameSpec.validate`` checks where)."""
+    return 0 if name in spec.final_names else count
 
 
 def _array_layout(schema) -> dict[str, tuple[str, int]]:
@@ -337,6 +343,7 @@ def _to_fixed_size_binary(frame: pl.DataFrame, spec: FrameSpec | None = None):
 
     spec = dataset_spec(frame, spec)
     arrays = _array_layout(frame.schema)
+    nullable = set(spec.final_names)
     table = frame.drop(list(arrays)).to_arrow()
     columns = {}
     for name in frame.columns:
@@ -345,14 +352,22 @@ def _to_fixed_size_binary(frame: pl.DataFrame, spec: FrameSpec | None = None):
             continue
         dtype, width = arrays[name]
         series = frame.get_column(name)
-        values = series.to_numpy()  # (rows, width); floats when there are nulls
+        validity = None
+        if name in nullable and series.null_count():  # a final-state column: null off the episodes' ends
+            held = series.is_not_null().to_numpy()
+            values = np.zeros((series.len(), width), dtype=np.dtype(dtype).newbyteorder("="))
+            values[held] = series.filter(pl.Series(held)).to_numpy()
+            validity = pa.py_buffer(np.packbits(held, bitorder="little"))
+            series = series.filter(pl.Series(held))
+        else:
+            values = series.to_numpy()  # (rows, width); floats when there are nulls
         if values.dtype != np.dtype(dtype).newbyteorder("=") or (
                 values.dtype.kind == "f" and (series.null_count() or series.arr.explode().null_count())):
             raise FrameError(f"column {name!r} has null values; a dataset's array columns cannot",
                              hint="Drop or fill those rows first")
         data = np.ascontiguousarray(values.astype(dtype, copy=False))
         columns[name] = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(data.itemsize * width), len(data), [None, pa.py_buffer(data)])
+            pa.binary(data.itemsize * width), len(data), [validity, pa.py_buffer(data)])
     metadata = {LAYOUT_KEY: LAYOUT, SPEC_KEY: spec.to_json(),
                 ARRAYS_KEY: json.dumps({c: {"dtype": d, "width": w} for c, (d, w) in arrays.items()})}
     return pa.table(columns).replace_schema_metadata(metadata)
@@ -754,7 +769,7 @@ def _check_nulls(path: Path, frame: pl.DataFrame, spec: FrameSpec) -> None:
     """Refuse nulls in the spec's columns: whole values, and elements inside the array columns."""
     for name in _checked_columns(spec):
         series = frame.get_column(name)
-        outer = series.null_count()
+        outer = _outer_nulls(spec, name, series.null_count())
         inner = 0 if outer or not isinstance(series.dtype, pl.Array) else sum(
             chunk.to_arrow().flatten().null_count for chunk in series.get_chunks())
         _nulls(path, name, outer, inner)
@@ -806,7 +821,8 @@ def _read_fsb(path: Path, info: _FileInfo) -> pl.DataFrame:
         column = table[name]
         if name in arrays:
             dtype, width = arrays[name]
-            chunks = [_fixed_size_list(chunk, np.dtype(dtype), width, path, name)
+            chunks = [_fixed_size_list(chunk, np.dtype(dtype), width, path, name,
+                                       nullable=name in info.spec.final_names)
                       for chunk in column.chunks]
             value_type = pa.from_numpy_dtype(np.dtype(dtype).newbyteorder("="))
             column = pa.chunked_array(chunks, type=pa.list_(value_type, width))
@@ -815,17 +831,20 @@ def _read_fsb(path: Path, info: _FileInfo) -> pl.DataFrame:
     return pl.from_arrow(pa.table(columns), rechunk=False)
 
 
-def _fixed_size_list(chunk, dtype: np.dtype, width: int, path: Path, name: str):
-    """A FixedSizeBinary chunk as a fixed-size list of ``dtype`` (no copy on little-endian hosts)."""
+def _fixed_size_list(chunk, dtype: np.dtype, width: int, path: Path, name: str, *, nullable: bool = False):
+    """A FixedSizeBinary chunk as a fixed-size list of ``dtype`` (no copy on little-endian hosts); null
+    values stay null where ``nullable`` (a final-state column), and are refused elsewhere."""
     import pyarrow as pa
 
-    _nulls(path, name, chunk.null_count, 0)
+    if not nullable:
+        _nulls(path, name, chunk.null_count, 0)
     n = len(chunk) * width
     data = chunk.buffers()[1]
     values = (np.frombuffer(data, dtype=dtype, count=n, offset=chunk.offset * width * dtype.itemsize)
               if n else np.empty(0, dtype=dtype))
     values = values.astype(dtype.newbyteorder("="), copy=False)  # a no-op on little-endian hosts
-    return pa.FixedSizeListArray.from_arrays(pa.array(values), width)
+    mask = chunk.is_null() if chunk.null_count else None
+    return pa.FixedSizeListArray.from_arrays(pa.array(values), width, mask=mask)
 
 
 
@@ -955,7 +974,7 @@ def _verify_parquet(path: Path, spec: FrameSpec | None = None) -> pl.DataFrame:
         for table in _row_groups(path):
             for name in _checked_columns(spec):
                 column = table[name]
-                outer = column.null_count
+                outer = _outer_nulls(spec, name, column.null_count)
                 inner = 0 if outer or not pa.types.is_fixed_size_list(column.type) else sum(
                     chunk.flatten().null_count for chunk in column.chunks)
                 _nulls(path, name, outer, inner)
@@ -1052,7 +1071,7 @@ def _verify_ipc(path: Path, spec: FrameSpec | None = None) -> pl.DataFrame:
         raise _damaged(path, exc) from exc
     for name in checked:  # an exploded null array counts once more: take the outer ones off
         outer = nulls[f"outer {name}"]
-        _nulls(path, name, outer, nulls.get(f"inner {name}", outer) - outer)
+        _nulls(path, name, _outer_nulls(spec, name, outer), nulls.get(f"inner {name}", outer) - outer)
     return ids
 
 

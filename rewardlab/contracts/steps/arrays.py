@@ -1,8 +1,10 @@
 """Rows of a step table -> the TensorDict of the steps contract, in TorchRL's key layout.
 
 For each state column ``s`` of the spec the TensorDict holds ``s`` (this
-step's value) and ``("next", s)`` (the following row's value, or the
-column's ``pad`` after an episode's last step); the spec's numeric and
+step's value) and ``("next", s)`` (the following row's value; after an
+episode's last step the episode's final state where the frame has one, in
+the state's final column, and the column's ``pad`` only where the data
+lacks it); the spec's numeric and
 Boolean extra columns (``action``, ...) sit at the root; the flags are
 ``("next", "done")`` = ``("next", "terminated") | ("next", "truncated")``.
 Every tensor keeps the column's dtype and is a fresh copy (a plug-in's
@@ -20,9 +22,20 @@ Examples
 >>> td = StepsArrays(frame, spec).tensordict()
 >>> td["next", "obs"].tolist(), td["next", "done"].tolist(), td["next", "truncated"].tolist()
 ([1.5, -1.0, -1.0], [False, True, True], [False, False, True])
+
+With the episodes' final observations (episode 1's is missing, so it keeps the pad):
+
+>>> final = StateColumn("obs", None, "float32", -1.0, final="final_obs")
+>>> framed = frame.with_columns(final_obs=pl.Series([None, 3.5, None], dtype=pl.Float32))
+>>> arrays = StepsArrays(framed, FrameSpec(name="toy", episode=("ep",), terminated="term",
+...                                        truncated="trunc", states=(final,), columns=("action",)))
+>>> arrays.tensordict()["next", "obs"].tolist(), arrays.missing_final.tolist()
+([1.5, 3.5, -1.0], [False, False, True])
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import polars as pl
@@ -48,6 +61,31 @@ def _column(frame: pl.DataFrame, name: str, dtype: np.dtype | None) -> np.ndarra
     if arr.dtype == object:  # an Array column Polars could not view as 2-D
         arr = np.stack(arr)
     return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+def _final(frame: pl.DataFrame, state: StateColumn) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, held)`` of a state's final column: the final states where held, the state's ``pad`` elsewhere."""
+    series = frame.get_column(state.final)
+    held = series.is_not_null().to_numpy()
+    shape = (frame.height,) if state.width is None else (frame.height, state.width)
+    values = np.full(shape, state.pad, dtype=state.numpy_dtype)
+    if held.any():
+        values[held] = _column(series.filter(pl.Series(held)).to_frame(), state.final, state.numpy_dtype)
+    return values, held
+
+
+def _beyond(values: np.ndarray, pad, high: bool):
+    """A value above (``high``) or below every element of ``values`` and ``pad``, kept in the dtype's range."""
+    if values.dtype == bool:
+        return not bool(pad)
+    edge = max(values.max(initial=pad), pad) if high else min(values.min(initial=pad), pad)
+    step = 1 if high else -1
+    if values.dtype.kind in "iu":
+        info = np.iinfo(values.dtype)
+        if info.min <= edge + step <= info.max:
+            return edge + step
+        return info.min if high else info.max  # the range is full on that side: the other end
+    return edge + step * max(1.0, abs(float(edge)))
 
 
 def _handed(series_dtype: pl.DataType) -> bool:
@@ -79,12 +117,20 @@ class StepsArrays(RowArrays):
         ``{name: StateColumn}``.
     states : dict
         ``{name: array [N] or [N, width]}``.
+    finals : dict
+        ``{name: array [N] or [N, width]}`` for the states with a final
+        column: the final state on episodes' last rows that have one, the
+        state's ``pad`` on every other row.
+    missing_final : bool array of shape ``[N]``
+        True on each episode's last row whose next state is padding because
+        the data lacks the final state (every last row when no state names a
+        final column).
     extras : dict
         ``{name: array}`` of the extra columns handed over.
     """
 
     #: The per-row fields :meth:`~rewardlab.core.rows.RowArrays.window` and ``concat`` slice and join.
-    row_fields = ("states", "extras", "episode_end", "terminated", "truncated")
+    row_fields = ("states", "finals", "extras", "episode_end", "terminated", "truncated", "missing_final")
 
     def __init__(self, frame: pl.DataFrame, spec: FrameSpec | None):
         if isinstance(frame, pl.LazyFrame):
@@ -106,10 +152,45 @@ class StepsArrays(RowArrays):
             self.episode_end = frame.select(spec.episode_end()).to_series().to_numpy().astype(bool)
         else:
             self.episode_end = np.zeros(0, dtype=bool)
+        self.finals: dict[str, np.ndarray] = {}
+        self.missing_final = self.episode_end.copy()
+        for s in spec.states:
+            if s.final is not None:
+                self.finals[s.name], held = _final(frame, s)
+                self.missing_final &= ~held
         self.truncated = (_column(frame, spec.truncated, None).astype(bool) if spec.truncated
                           else np.zeros(self.n, dtype=bool))
         self.terminated = (_column(frame, spec.terminated, None).astype(bool) if spec.terminated
                            else self.episode_end & ~self.truncated)
+
+    def probe(self, *, high: bool) -> "StepsArrays":
+        """A copy whose padded next states (:attr:`missing_final` rows) hold another value than ``pad``.
+
+        Each state's probe value lies above (``high``) or below every value
+        of the state in these rows and its pad (within the dtype's range);
+        the other rows are unchanged, so a plug-in whose rewards differ on a
+        probe reads the padding.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from rewardlab.core.spec import FrameSpec, StateColumn
+        >>> spec = FrameSpec(name="toy", episode=("ep",), terminated="term",
+        ...                  states=(StateColumn("obs", None, "float32", 0.0),))
+        >>> arrays = StepsArrays(pl.DataFrame({"ep": [0, 0], "obs": [0.5, 2.0], "term": [False, True]},
+        ...                                   schema_overrides={"obs": pl.Float32}), spec)
+        >>> arrays.probe(high=True).tensordict()["next", "obs"].tolist()
+        [2.0, 4.0]
+        """
+        out = copy.copy(self)
+        out.finals = dict(self.finals)
+        for name, values in self.states.items():
+            state = self.state_columns[name]
+            finals = out.finals.get(name)
+            finals = np.full(values.shape, state.pad, dtype=values.dtype) if finals is None else finals.copy()
+            finals[self.missing_final] = _beyond(values, state.pad, high)
+            out.finals[name] = finals
+        return out
 
     @property
     def keys(self) -> tuple:
@@ -157,7 +238,8 @@ class StepsArrays(RowArrays):
             state = self.state_columns[name]
             root[name] = torch.from_numpy(np.array(arr[rows], copy=True))
             after = arr[nxt]  # a gather: already a copy
-            after[end] = state.pad
+            final = self.finals.get(name)
+            after[end] = state.pad if final is None else final[rows][end]
             following[name] = torch.from_numpy(after)
         for name, arr in self.extras.items():
             root[name] = torch.from_numpy(np.array(arr[rows], copy=True))

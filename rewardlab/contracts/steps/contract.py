@@ -2,8 +2,9 @@
 
 What the plug-in receives (:class:`~rewardlab.contracts.steps.arrays.StepsArrays`):
 the spec's state columns and its numeric extra columns (``action``, ...) at
-the root, ``("next", state)`` for each state's following value (its ``pad``
-after an episode's last step), ``("next", "done")``,
+the root, ``("next", state)`` for each state's following value (after an
+episode's last step its final state where the data keeps it, else the
+state's ``pad``), ``("next", "done")``,
 ``("next", "terminated")`` and ``("next", "truncated")``.  What it must give
 back: ``("next", "reward")``, a finite float16/32/64 CPU tensor of shape
 ``[B]`` or ``[B, 1]``; every other field unchanged except
@@ -69,6 +70,18 @@ class StepsContract(Contract):
         terminated = np.ascontiguousarray(arrays.terminated[rows])
         truncated = np.ascontiguousarray(arrays.truncated[rows])
         return terminated | truncated, terminated, truncated
+
+    def padding_probes(self, arrays: StepsArrays) -> list[StepsArrays]:
+        """Two copies whose padded next states are above and below every value of the state (see
+        :meth:`StepsArrays.probe <rewardlab.contracts.steps.arrays.StepsArrays.probe>`); none when no
+        last step lacks its final state."""
+        if not arrays.missing_final.any() or not arrays.states:
+            return []
+        return [arrays.probe(high=True), arrays.probe(high=False)]
+
+    def padded_states(self, arrays: StepsArrays) -> tuple[str, ...]:
+        """The ``("next", state)`` keys that hold padding on some last step."""
+        return tuple(key_text(("next", name)) for name in arrays.states) if arrays.missing_final.any() else ()
 
     def check_done(self, done, ends: np.ndarray, terminated: np.ndarray,
                    truncated: np.ndarray) -> Violation | None:

@@ -8,7 +8,10 @@ A user records their own environment in two lines::
 
 The table has one row per step (:data:`COLUMNS`): ``episode_id``, ``t``,
 ``obs`` (the observation the action was taken in, flattened to a fixed-size
-list of floats), ``action``, the reward Gymnasium returned as
+list of floats), ``final_obs`` (on each episode's last step, the observation
+that step returned: the episode's final observation, where the goal is
+reached or the time limit cuts; null on every other row), ``action``, the
+reward Gymnasium returned as
 ``reward_recorded`` (Float64) with ``done_recorded`` (``terminated |
 truncated``: True on each episode's last step), and Gymnasium's own
 ``terminated`` and ``truncated`` flags (a ``TimeLimit`` cut is
@@ -22,9 +25,11 @@ rewardlab step ends its episode one way and termination is what happened:
 returns bootstrap with zero there, and both normalizer replays reset as the
 libraries do.  Each state is stored once, as
 in every rewardlab frame: the next observation of a row is the following
-row's, and the episode's final observation is not kept, so a truncated
-episode's last step cannot be bootstrapped from the table alone (pass the
-value of its final state yourself, e.g. ``next_value=`` of the returns).  The frame carries a
+row's, and after an episode's last step its final observation
+(``final_obs``, the spec's :attr:`~rewardlab.core.spec.StateColumn.final`),
+so a plug-in's ``("next", "obs")`` on the last step is the real observation
+and a truncated episode's last step can be bootstrapped from it
+(``next_value=`` of the returns takes a function of the final observation).  The frame carries a
 :class:`~rewardlab.core.spec.FrameSpec` (contract ``"steps"``), and the
 Parquet file stores it in its metadata, so ``rewardlab.load(path)`` reads it
 back through the ``"dataset"`` source and plug-ins run on it under the steps
@@ -39,7 +44,7 @@ Examples
 >>> env = gymnasium.make("CartPole-v1")
 >>> frame = rewardlab.record(env, lambda obs: int(obs[2] > 0), episodes=2, seed=0)
 >>> frame.columns
-['episode_id', 't', 'obs', 'action', 'reward_recorded', 'done_recorded', 'terminated', 'truncated']
+['episode_id', 't', 'obs', 'final_obs', 'action', 'reward_recorded', 'done_recorded', 'terminated', 'truncated']
 >>> frame.group_by("episode_id").len().height
 2
 """
@@ -53,14 +58,17 @@ import polars as pl
 
 from rewardlab.core.errors import ParameterError, check_int
 from rewardlab.core.files import atomic_path, check_output
-from rewardlab.core.spec import FrameSpec, StateColumn, attach
+from rewardlab.core.spec import FrameSpec, StateColumn, attach, final_column
 from rewardlab.sources.steps.reader import RECORDED, RECORDED_DONE
 from rewardlab.sources.storage import write_table
 
-__all__ = ["record", "COLUMNS", "recording_spec"]
+__all__ = ["record", "COLUMNS", "FINAL_OBS", "recording_spec"]
+
+#: The column of each episode's final observation (on its last step; null elsewhere).
+FINAL_OBS = final_column("obs")
 
 #: The step table's columns, in order (the steps source's layout for a table of Gymnasium's own columns).
-COLUMNS = ("episode_id", "t", "obs", "action", RECORDED, RECORDED_DONE, "terminated", "truncated")
+COLUMNS = ("episode_id", "t", "obs", FINAL_OBS, "action", RECORDED, RECORDED_DONE, "terminated", "truncated")
 
 _INSTALL_HINT = "Install the gym extra: pip install 'rewardlab[gym]' (Gymnasium, pinned)."
 
@@ -78,17 +86,18 @@ def recording_spec(obs_width: int, obs_dtype: str = "float32", *, description: s
 
     ``action`` and the recorded reward ``reward_recorded`` are its extra
     columns: the steps contract hands both to plug-ins at the root of the
-    TensorDict.
+    TensorDict.  ``final_obs`` holds each episode's final observation.
 
     Examples
     --------
     >>> recording_spec(4).states
-    (StateColumn(name='obs', width=4, dtype='float32', pad=0.0),)
+    (StateColumn(name='obs', width=4, dtype='float32', pad=0.0, final='final_obs'),)
     >>> recording_spec(4).columns
     ('action', 'reward_recorded')
     """
     return FrameSpec(name="gymnasium", episode=("episode_id",), step="t", terminated="terminated",
-                     truncated="truncated", states=(StateColumn("obs", obs_width, obs_dtype, 0.0),),
+                     truncated="truncated",
+                     states=(StateColumn("obs", obs_width, obs_dtype, 0.0, final=FINAL_OBS),),
                      columns=("action", RECORDED), contract="steps", description=description)
 
 
@@ -177,8 +186,10 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
     Returns
     -------
     polars.DataFrame
-        :data:`COLUMNS`: ``episode_id`` and ``t`` Int64; ``obs``
-        ``Array(Float32 | Float64, width)``; ``action`` Int64 (Discrete) or an
+        :data:`COLUMNS`: ``episode_id`` and ``t`` Int64; ``obs`` and
+        ``final_obs`` ``Array(Float32 | Float64, width)`` (``final_obs``: the
+        observation the episode's last ``step`` returned, on that step's
+        row; null elsewhere); ``action`` Int64 (Discrete) or an
         Array; ``reward_recorded`` Float64 (the reward ``env.step`` returned);
         ``done_recorded``, ``terminated`` and ``truncated`` Boolean
         (``done_recorded`` is ``terminated | truncated``).
@@ -196,8 +207,8 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
     >>> import gymnasium, rewardlab
     >>> env = gymnasium.make("MountainCar-v0", max_episode_steps=50)
     >>> frame = rewardlab.record(env, lambda obs: 2 if obs[1] >= 0 else 0, episodes=1, seed=3)
-    >>> frame["truncated"].to_list()[-1], frame.height
-    (True, 50)
+    >>> frame["truncated"].to_list()[-1], frame.height, frame["final_obs"].null_count()
+    (True, 50, 49)
     """
     gym = _gymnasium()
     spaces = gym.spaces
@@ -240,6 +251,7 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
             rows["episode_id"].append(episode)
             rows["t"].append(t)
             rows["obs"].append(flat)
+            rows[FINAL_OBS].append(None)
             rows["action"].append(np.array(action, copy=True) if isinstance(action, np.ndarray) else action)
             rows[RECORDED].append(reward)
             rows[RECORDED_DONE].append(terminated or truncated)
@@ -247,6 +259,7 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
             rows["truncated"].append(truncated)
             t += 1
             if terminated or truncated:
+                rows[FINAL_OBS][-1] = _flat_obs(obs, width, episode, t)
                 break
 
     version = getattr(gym, "__version__", "?")
@@ -257,6 +270,7 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
         "episode_id": pl.Series(rows["episode_id"], dtype=pl.Int64),
         "t": pl.Series(rows["t"], dtype=pl.Int64),
         "obs": pl.Series(np.stack(rows["obs"]).astype(obs_dtype, copy=False), dtype=spec.states[0].polars_dtype),
+        FINAL_OBS: _final_column(rows[FINAL_OBS], width, obs_dtype, spec.states[0].polars_dtype),
         "action": _action_column(rows["action"], action_dtype),
         RECORDED: pl.Series(rows[RECORDED], dtype=pl.Float64),
         RECORDED_DONE: pl.Series(rows[RECORDED_DONE], dtype=pl.Boolean),
@@ -281,6 +295,16 @@ def _flat_obs(obs, width: int, episode: int, t: int) -> np.ndarray:
         raise ParameterError("env", f"should return observations of {width} numbers (its observation space); "
                              f"at episode {episode}, step {t} it returned", obs)
     return flat
+
+
+def _final_column(finals: list, width: int, obs_dtype: str, dtype: pl.DataType) -> pl.Series:
+    """The final observations (arrays on episodes' last rows, None elsewhere) as a nullable column."""
+    held = np.array([f is not None for f in finals], dtype=bool)
+    values = np.zeros((len(finals), width), dtype=obs_dtype)
+    if held.any():
+        values[held] = np.stack([f for f in finals if f is not None])
+    series = pl.Series(FINAL_OBS, values, dtype=dtype)
+    return pl.select(pl.when(pl.Series(held)).then(series).alias(FINAL_OBS)).to_series()
 
 
 def _action_column(actions: list, dtype: pl.DataType) -> pl.Series:
