@@ -215,8 +215,13 @@ def test_sample_batch_lines_with_dones_and_an_episode_over_two_files(tmp_path):
     clean = rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE).head(frame.height)
     spanning = batch_of(rows[1])["eps_id"][-1]
     assert spanning == batch_of(rows[2])["eps_id"][0]  # this episode goes on in the next file
-    assert frame.drop("truncated", "done_recorded").equals(clean.drop("truncated", "done_recorded"))
+    flags = ("truncated", "done_recorded", "final_obs")
+    assert frame.drop(*flags).equals(clean.drop(*flags))
     assert not frame["truncated"][:-1].any() and frame["truncated"][-1]
+    # the episode the shorter input cuts keeps its last new_obs (the full input goes on: null there)
+    cut = frame.height - 1
+    assert frame["final_obs"].head(cut).equals(clean["final_obs"].head(cut))
+    assert frame["final_obs"][cut].to_list() == batch_of(rows[3])["new_obs"][-1] and clean["final_obs"][cut] is None
 
 
 # --- bad input, built from real lines ----------------------------------------------------------------

@@ -14,9 +14,9 @@ Examples
 """
 
 from rewardlab.sources.rllib.files import DEFAULT_AGENT, RECORDED_NAME, sniff_rllib
-from rewardlab.sources.rllib.reader import RLLIB_SPEC, load_rllib, read_rllib, rllib_spec
+from rewardlab.sources.rllib.reader import FINAL_OBS, RLLIB_SPEC, load_rllib, read_rllib, rllib_spec
 from rewardlab.sources.rllib.skipped import SKIP_REASONS
 from rewardlab.sources.rllib.source import SOURCE
 
-__all__ = ["read_rllib", "load_rllib", "rllib_spec", "RLLIB_SPEC", "SKIP_REASONS", "sniff_rllib", "RECORDED_NAME",
-           "DEFAULT_AGENT", "SOURCE"]
+__all__ = ["read_rllib", "load_rllib", "rllib_spec", "RLLIB_SPEC", "FINAL_OBS", "SKIP_REASONS", "sniff_rllib",
+           "RECORDED_NAME", "DEFAULT_AGENT", "SOURCE"]

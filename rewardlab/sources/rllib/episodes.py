@@ -1,9 +1,15 @@
 """Episode rules of an RLlib load: step order, ``new_obs`` against the next ``obs``, flags at the ends.
 
+Of ``new_obs`` only each episode's last value is kept (its final observation,
+which no following ``obs`` holds): :func:`episode_checks` returns them, one
+per episode, and :func:`final_states` puts them on the episodes' last rows.
+
 Examples
 --------
 >>> format_key(7, 0)
 'episode 7 agent 0'
+>>> final_states(np.array([0, 0, 2]), np.array([5.0, 6.0, 7.0]), "final_obs").to_list()
+[None, 5.0, 7.0]
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ import polars as pl
 
 from rewardlab.sources.rllib.files import unit_name
 
-__all__ = ["rows_differ", "format_key", "episode_checks", "stack_rows", "values_text", "unit_text"]
+__all__ = ["rows_differ", "format_key", "episode_checks", "final_states", "stack_rows", "values_text",
+           "unit_text"]
+
 
 def rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Per row: whether ``a`` and ``b`` differ (NaN equals NaN)."""
@@ -31,7 +39,21 @@ def format_key(eps, agent) -> str:
 
 
 def episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished: str, names: list[str]):
-    """(frame sorted by episode, problems: list of (row, column, rule, message)) for the whole load."""
+    """The whole load's episodes, sorted and checked.
+
+    Returns
+    -------
+    frame : pl.DataFrame
+        The rows sorted by episode (each (episode, agent) in one block, in
+        order of first appearance), without ``new_obs``.
+    episode : int64 array of shape ``[N]``
+        Each row's episode ordinal (0, 1, ...: the blocks' order).
+    problems : list
+        ``(row, column, rule, message)`` per broken rule.
+    finals : array of shape ``[E]`` or ``[E, width]``, or None
+        Each episode's last ``new_obs`` (its final observation), by episode
+        ordinal; None when the rows have no ``new_obs``.
+    """
     n = frame.height
     codes = frame.select(pl.struct("eps_id", "agent").rank("dense").cast(pl.Int64) - 1).to_series().to_numpy()
     first = np.full(int(codes.max()) + 1 if n else 0, n, dtype=np.int64)
@@ -70,6 +92,11 @@ def episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished: 
                              f"step t={t[r]}: new_obs {values_text(new_obs[r])} differs from the obs "
                              f"{values_text(obs[r + 1])} of the following step t={t[r + 1]} "
                              f"({unit_text(frame, r + 1, kind, names)})"))
+        finals = new_obs[end]  # one per episode, in ordinal order (a copy: the column goes)
+        del obs, new_obs
+        frame = frame.drop("new_obs")
+    else:
+        finals = None
     terminated = frame["terminated"].to_numpy()
     truncated = frame["truncated"].to_numpy()
     for r in np.flatnonzero((terminated | truncated) & ~end):
@@ -85,7 +112,40 @@ def episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished: 
             problems.append((int(r), "terminateds", "unfinished",
                              f"the episode's last step t={t[r]} has neither terminateds nor truncateds "
                              "set (the recording stopped mid-episode?)"))
-    return frame, episode, problems
+    return frame, episode, problems, finals
+
+
+def final_states(episode: np.ndarray, finals: np.ndarray, name: str) -> pl.Series:
+    """A final-state column: each episode's final state on its last row, null on every other row.
+
+    Parameters
+    ----------
+    episode : int array of shape ``[N]``
+        Each row's episode ordinal; an episode's rows are one block (the
+        ordinals need not be contiguous: skipped episodes leave gaps).
+    finals : array of shape ``[E]`` or ``[E, width]``
+        The final state of each episode ordinal (``E`` > every ordinal).
+    name : str
+        The column's name.
+
+    Returns
+    -------
+    pl.Series
+        ``N`` rows, the dtype ``pl.Series`` gives ``finals`` (``Array`` of
+        its width for 2-D values).
+
+    Examples
+    --------
+    >>> column = final_states(np.array([0, 0, 1, 3]), np.arange(8.0).reshape(4, 2), "final_obs")
+    >>> column.dtype, column.to_list()
+    (Array(Float64, shape=(2,)), [None, [0.0, 1.0], [2.0, 3.0], [6.0, 7.0]])
+    """
+    n = episode.shape[0]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = episode[1:] != episode[:-1]
+    values = np.zeros((n, *finals.shape[1:]), dtype=finals.dtype)
+    values[last] = finals[episode[last]]
+    return pl.select(pl.when(pl.Series(last)).then(pl.Series(name, values)).alias(name)).to_series()
 
 
 def stack_rows(series: pl.Series) -> np.ndarray:

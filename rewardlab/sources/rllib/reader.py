@@ -23,8 +23,15 @@ column: ``Array`` of its width, flattened, or a scalar column), ``actions``,
 ``terminated``, ``truncated``, and the recorded reward as the candidate
 ``reward_recorded`` / ``done_recorded`` (a baseline for comparisons).
 ``new_obs`` is checked against the following step's ``obs`` of the same
-episode and agent, then dropped (the steps contract hands the next row's
-``obs`` as ``("next", "obs")``).  Columns RLlib compressed are decoded by
+episode and agent; of it the frame keeps only each episode's (and agent's)
+last value, its final observation, as ``final_obs`` on the episode's last
+row (null on every other row; the spec's state is
+``StateColumn("obs", ..., final="final_obs")``), so the steps contract hands
+the next row's ``obs`` as ``("next", "obs")`` and, after an episode's last
+step, the observation RLlib recorded after it.  That holds for an episode
+the recording cut (loaded with ``unfinished="truncate"``) too.  Rows without
+``new_obs`` give a frame without ``final_obs`` (the next state after a last
+step is then the ``obs`` column's pad).  Columns RLlib compressed are decoded by
 :mod:`rewardlab.sources.rllib.compression` (arrays only unless
 ``allow_pickle=True``).  With ``dones`` alone (older RLlib) ``dones`` is
 ``terminated``; a step with both flags set counts as terminated.
@@ -56,15 +63,18 @@ import polars as pl
 from rewardlab.core.columns import done_column, reward_column
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
 from rewardlab.core.files import check_not_input, check_output
-from rewardlab.core.spec import FrameSpec, StateColumn, attach
+from rewardlab.core.spec import FrameSpec, StateColumn, attach, final_column
 from rewardlab.sources.results import LoadResult, write_skipped_lines
-from rewardlab.sources.rllib.episodes import episode_checks, format_key
+from rewardlab.sources.rllib.episodes import episode_checks, final_states, format_key
 from rewardlab.sources.rllib.files import (RECORDED_NAME, Piece, Problem, input_files, json_lines, layout_of,
                                            parquet_row_groups, unit_kind, unit_name)
 from rewardlab.sources.rllib.skipped import (drop_skipped_episodes, skipped_lines, skipped_rows,
                                              write_skipped_rows)
 
-__all__ = ["read_rllib", "load_rllib", "rllib_spec", "RLLIB_SPEC"]
+__all__ = ["read_rllib", "load_rllib", "rllib_spec", "RLLIB_SPEC", "FINAL_OBS"]
+
+#: The column holding each episode's final observation (its last ``new_obs``) on its last row.
+FINAL_OBS = final_column("obs")
 
 _FLAG_HINT = ("Load with options={'unfinished': 'truncate'} to mark such episodes truncated (a run "
               "with batch_mode='truncate_episodes' stops mid-episode), or on_error='skip' to skip them")
@@ -76,10 +86,14 @@ _SKIP_HINT = "Fix the input, or load with on_error='skip' (and skipped_path=...)
 def rllib_spec(obs: StateColumn | None = None) -> FrameSpec:
     """The spec of an RLlib frame whose state column is ``obs`` (None: the template without it).
 
+    A load's ``obs`` names its final column (``final_obs``) when the data has ``new_obs``.
+
     Examples
     --------
     >>> rllib_spec(StateColumn("obs", 4, "float32", 0.0)).states[0].width
     4
+    >>> rllib_spec(StateColumn("obs", 4, "float32", 0.0, final="final_obs")).required[-3:]
+    ('final_obs', 'actions', 'policy_id')
     """
     return FrameSpec(
         name="rllib", episode=("eps_id", "agent"), step="t", agent="agent", terminated="terminated",
@@ -153,7 +167,9 @@ def read_rllib(
     Returns
     -------
     LoadResult
-        ``frame`` (spec :func:`rllib_spec` attached), ``skipped`` (one row
+        ``frame`` (spec :func:`rllib_spec` attached; with ``new_obs`` in
+        the data, ``final_obs`` holds each episode's last ``new_obs`` on its
+        last row, null elsewhere), ``skipped`` (one row
         per skipped line: file, line, reason, message, text, raw) and
         ``skipped_path``.
 
@@ -194,7 +210,7 @@ def read_rllib(
             f, unit, problem = bad[0]
             raise _error(files[f], kind, unit, problem.column, problem.rule, problem.message, hint=_SKIP_HINT)
     pieces = _same_layout(pieces, files, kind, bad, skip)
-    frame, problems = _assemble(pieces, files, kind, unfinished)
+    frame, problems, finals = _assemble(pieces, files, kind, unfinished)
     if problems and not skip:
         row, column, rule, message = problems[0]
         raise _row_error(frame, row, column, rule, message, files, kind,
@@ -207,7 +223,7 @@ def read_rllib(
             skipped, where = skipped_rows(frame, problems, bad, files)
     if skip and skipped is not None and skipped.height:
         frame = drop_skipped_episodes(frame, problems, bad, files, kind)
-    frame = _finish(frame)
+    frame = _finish(frame, finals)
     spec = rllib_spec(_obs_state(frame))
     frame = attach(frame, spec)
     if not skip:
@@ -255,16 +271,17 @@ def _same_layout(pieces, files, kind, bad, skip) -> list[Piece]:
 
 
 def _assemble(pieces, files, kind, unfinished):
+    """(frame sorted by episode, problems, each episode's last new_obs or None): see ``episode_checks``."""
     if not pieces:
-        return pl.DataFrame(), []
+        return pl.DataFrame(), [], None
     names = [str(p) for p in files]
     heights = [p.height for p in pieces]
     columns = {c: _concat(c, [p.cols[c] for p in pieces]) for c in pieces[0].cols}
     frame = pl.DataFrame(list(columns.values())).with_columns(
         pl.Series("_file", np.repeat([p.file for p in pieces], heights).astype(np.uint32)),
         pl.Series("_unit", np.repeat([max(p.unit, 0) for p in pieces], heights).astype(np.uint32)))
-    frame, episode, problems = episode_checks(frame, kind, kind != "line", unfinished, names)
-    return frame.with_columns(pl.Series("_episode", episode)), problems
+    frame, episode, problems, finals = episode_checks(frame, kind, kind != "line", unfinished, names)
+    return frame.with_columns(pl.Series("_episode", episode)), problems, finals
 
 
 def _concat(name: str, parts: list) -> pl.Series:
@@ -293,14 +310,16 @@ def _group_start(path, group: int) -> int:
     return sum(meta.row_group(g).num_rows for g in range(group))
 
 
-def _finish(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame's public columns, in order, with the recorded candidate's done flags."""
+def _finish(frame: pl.DataFrame, finals) -> pl.DataFrame:
+    """The frame's public columns, in order, with the recorded candidate's done flags and, where
+    ``finals`` (each episode ordinal's last new_obs) is given, ``final_obs``."""
     if frame.height == 0 and not frame.columns:
         return pl.DataFrame(schema={"eps_id": pl.Int64, "agent": pl.Int64, "t": pl.Int64,
                                     "policy_id": pl.String, "obs": pl.Float64, "actions": pl.Int64,
                                     "terminated": pl.Boolean, "truncated": pl.Boolean,
                                     reward_column(RECORDED_NAME): pl.Float64, done_column(RECORDED_NAME): pl.Boolean})
-    return frame.select("eps_id", "agent", "t", "policy_id", "obs", "actions", "terminated", "truncated",
+    final = [] if finals is None else [final_states(frame["_episode"].to_numpy(), finals, FINAL_OBS)]
+    return frame.select("eps_id", "agent", "t", "policy_id", "obs", *final, "actions", "terminated", "truncated",
                         reward_column(RECORDED_NAME),
                         (pl.col("terminated") | pl.col("truncated")).alias(done_column(RECORDED_NAME)))
 
@@ -314,7 +333,8 @@ def _obs_state(frame: pl.DataFrame) -> StateColumn:
     name = {pl.Float32: "float32", pl.Float64: "float64", pl.Int64: "int64", pl.Int32: "int32",
             pl.Int16: "int16", pl.Int8: "int8", pl.UInt8: "uint8", pl.UInt16: "uint16", pl.UInt32: "uint32",
             pl.UInt64: "uint64", pl.Boolean: "bool"}[inner.base_type() if hasattr(inner, "base_type") else inner]
-    return StateColumn("obs", width, name, False if name == "bool" else 0)
+    final = FINAL_OBS if FINAL_OBS in frame.columns else None
+    return StateColumn("obs", width, name, False if name == "bool" else 0, final=final)
 
 
 def load_rllib(paths, *, on_error: str = "raise", skipped_path=None, overwrite: bool = False,
