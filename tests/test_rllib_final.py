@@ -19,6 +19,7 @@ import pytest
 
 import rewardlab
 from conftest import ROOT
+from rllib_lines import batch_of, with_batch, write_lines
 from rewardlab.cli import main
 from rewardlab.contracts.steps import StepsArrays
 from rewardlab.core.errors import SkippedLinesWarning
@@ -46,21 +47,6 @@ def json_file_of(folder):
 
 def lines(folder) -> list[bytes]:
     return json_file_of(folder).read_bytes().split(b"\n")[:-1]
-
-
-def write_lines(path, rows: list[bytes]):
-    path.write_bytes(b"".join(r + b"\n" for r in rows))
-    return path
-
-
-def batch_of(line: bytes) -> dict:
-    return json.loads(line)["policy_batches"]["default_policy"]
-
-
-def with_batch(line: bytes, batch: dict) -> bytes:
-    obj = json.loads(line)
-    obj["policy_batches"]["default_policy"] = batch
-    return json.dumps(obj).encode()
 
 
 # --- the independent read ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 
 import rewardlab
 from conftest import ROOT
+from rllib_lines import batch_of, with_batch, write_lines
 from rewardlab.contracts.steps import STEPS
 from rewardlab.core.errors import (DataFormatError, FilesLeftOutWarning, OutputExistsError, ParameterError,
                                    SkippedLinesWarning, StepTableError)
@@ -45,21 +46,6 @@ def lines(folder) -> list[bytes]:
 
 def stats(folder) -> dict:
     return json.loads((folder / "stats.json").read_text())
-
-
-def write_lines(path, rows: list[bytes]):
-    path.write_bytes(b"".join(r + b"\n" for r in rows))
-    return path
-
-
-def batch_of(line: bytes) -> dict:
-    return json.loads(line)["policy_batches"]["default_policy"]
-
-
-def with_batch(line: bytes, batch: dict) -> bytes:
-    obj = json.loads(line)
-    obj["policy_batches"]["default_policy"] = batch
-    return json.dumps(obj).encode()
 
 
 def episodes(frame: pl.DataFrame) -> pl.DataFrame:
