@@ -248,8 +248,10 @@ def test_a_value_function_needs_the_final_states(mountaincar):
 def test_check_plugin_warns_when_a_plug_in_reads_padding(mountaincar, goal):
     report = rewardlab.check_plugin(mountaincar, goal)
     assert report.ok and not report.warnings  # the data keeps every final state
+    assert report.final_states == (20, 20) and "final states kept for 20 of them" in str(report)
     plain = without_finals(mountaincar)
     report = rewardlab.check_plugin(plain, goal)
+    assert report.final_states == (0, 20) and "the next state is padding" in str(report)
     [warning] = report.warnings
     assert "reads data[\"next\", \"obs\"]" in warning and "20 episodes whose final state the data lacks" in warning
     assert "episode_id 0, t 199" in warning

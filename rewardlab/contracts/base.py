@@ -18,7 +18,8 @@ A contract says what a reward plug-in receives and must give back:
 ``padding_probes``  copies of the arrays whose padded next states (after
                     last steps whose final state the data lacks) hold other
                     values: ``check_plugin`` runs them to tell whether a
-                    plug-in reads padding (none by default)
+                    plug-in reads padding (none by default), and
+                    ``missing_finals`` which last steps lack one
 ==================  ==========================================================
 
 The reward's post-conditions (:func:`rewardlab.contracts.checks.check_reward`) and the
@@ -208,6 +209,11 @@ class Contract:
     def padded_states(self, arrays: ContractArrays) -> tuple[str, ...]:
         """The state keys a probe changes (named in the warning)."""
         return ()
+
+    def missing_finals(self, arrays: ContractArrays) -> np.ndarray | None:
+        """Bool ``[N]``: True on each episode's last row whose next state is padding because the data lacks
+        the final state; None for a contract whose padding is part of it (nothing to report)."""
+        return None
 
     def locator_columns(self, spec: FrameSpec | None) -> tuple[tuple[str, str], ...] | None:
         """``(column, label)`` pairs that describe a row in messages (None: the runner's default).

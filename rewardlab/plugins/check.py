@@ -181,6 +181,10 @@ class CheckReport:
         process or ran out of time).
     num_workers : int
         Workers of the ``dataloader`` runs.
+    final_states : tuple of int or None
+        ``(kept, episodes)``: how many episodes' final states the data keeps
+        (the rest hand padding as the next state after their last step);
+        None for a contract whose padding is part of it (kanachan's).
 
     Examples
     --------
@@ -202,6 +206,7 @@ class CheckReport:
     hints: tuple = ()
     stopped: str | None = None
     num_workers: int = DEFAULT_NUM_WORKERS
+    final_states: tuple | None = None
 
     @property
     def reward_dtype(self) -> str | None:
@@ -225,7 +230,11 @@ class CheckReport:
     def __str__(self) -> str:
         p = self.plugin
         lines = [f"check-plugin {p.name!r} ({p.path})",
-                 f"  data: {self.transitions:,} transitions, {self.episodes:,} episodes",
+                 f"  data: {self.transitions:,} transitions, {self.episodes:,} episodes"
+                 + ("" if self.final_states is None else
+                    f"; final states kept for {self.final_states[0]:,} of them"
+                    + ("" if self.final_states[0] == self.final_states[1] else
+                       " (after the others' last step the next state is padding)")),
                  "  runs: " + ", ".join(r.label for r in self.runs)
                  + f" (the shuffled runs use seed {self.seed})",
                  f"  reads `contiguous`: {'yes' if p.reads_contiguous else 'no'}"]
@@ -494,14 +503,23 @@ def check_plugin(
         convention_differences=convention_differences,
         warnings=tuple(_warnings(report_plugin, outcomes, runs)) + padding,
         hints=tuple(_hints(report_plugin)) if any(not d.allowed for d in differences) else (),
-        stopped=stopped, num_workers=num_workers)
+        stopped=stopped, num_workers=num_workers, final_states=_final_state_counts(chosen, arrays))
 
 
 def _padding_probes(contract: Contract, arrays: list):
-    """Each probe of the contract (:meth:`Contract.padding_probes`) as a list of shard arrays, built one at a time."""
+    """Each probe of the contract (:meth:`Contract.padding_probes`) as a list of shard arrays."""
     probes = [contract.padding_probes(a) for a in arrays]
     for k in range(max((len(p) for p in probes), default=0)):
         yield [p[k] if p else a for p, a in zip(probes, arrays)]
+
+
+def _final_state_counts(contract: Contract, arrays: list) -> tuple | None:
+    """``(kept, episodes)`` over the shards, or None where the contract has no padding probes (none to tell)."""
+    missing = [contract.missing_finals(a) for a in arrays]
+    if any(m is None for m in missing):
+        return None
+    episodes = sum(int(contract.episode_flags(a).sum()) for a in arrays)
+    return episodes - sum(int(m.sum()) for m in missing), episodes
 
 
 def _padding_warning(contract: Contract, arrays: list, first: RunOutcome, probes: list, failed: bool,
@@ -510,7 +528,7 @@ def _padding_warning(contract: Contract, arrays: list, first: RunOutcome, probes
     if first.error is not None or not (probes or failed):
         return ()
     keys = sorted({k for a in arrays for k in contract.padded_states(a)})
-    lacking = sum(int(getattr(a, "missing_final", np.zeros(0, bool)).sum()) for a in arrays)
+    lacking = sum(int(m.sum()) for m in map(contract.missing_finals, arrays) if m is not None)
     what = (f"{' and '.join(keys)} on the last step of the {lacking:,} episode{'s' if lacking != 1 else ''} "
             "whose final state the data lacks (there it is the state's padding, not an observation)")
     remedy = ("load data that keeps each episode's final state (rewardlab.record, RLlib with new_obs, "

@@ -79,6 +79,10 @@ class StepsContract(Contract):
             return []
         return [arrays.probe(high=True), arrays.probe(high=False)]
 
+    def missing_finals(self, arrays: StepsArrays) -> np.ndarray:
+        """:attr:`StepsArrays.missing_final <rewardlab.contracts.steps.arrays.StepsArrays.missing_final>`."""
+        return arrays.missing_final
+
     def padded_states(self, arrays: StepsArrays) -> tuple[str, ...]:
         """The ``("next", state)`` keys that hold padding on some last step."""
         return tuple(key_text(("next", name)) for name in arrays.states) if arrays.missing_final.any() else ()
