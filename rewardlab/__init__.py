@@ -43,6 +43,7 @@ _EXPORTS = {
     "rewardlab.domains.mahjong.rules": ("episode_outcomes", "ranks_from_scores"),
     "rewardlab.sources.kanachan.reader": ("load_kanachan", "read_kanachan", "scan_kanachan"),
     "rewardlab.sources.mjai.reader": ("load_mjai", "read_mjai"),
+    "rewardlab.sources.minari.reader": ("load_minari",),
     "rewardlab.sources.results": ("LoadResult",),
     "rewardlab.plugins": (
         "CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin", "split_shards",
@@ -52,7 +53,8 @@ _EXPORTS = {
         "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
         "normalization_constants", "reward_moments", "reward_stats",
     ),
-    "rewardlab.analysis.returns": ("episode_returns", "trajectory_returns", "gae", "reward_to_go"),
+    "rewardlab.analysis.returns": ("episode_returns", "trajectory_returns", "gae", "reward_to_go",
+                                   "bootstrap_from_final"),
     "rewardlab.analysis.normalizers": (
         "gymnasium_normalize_reward", "normalization_summary", "normalized_rewards",
         "sb3_normalize_reward",

@@ -42,6 +42,7 @@ BUILTIN_SOURCES: dict[str, str] = {
     "kanachan": "rewardlab.sources.kanachan.reader",
     "rllib": "rewardlab.sources.rllib",
     "mjai": "rewardlab.sources.mjai.source",
+    "minari": "rewardlab.sources.minari.source",
     "steps": "rewardlab.sources.steps",
 }
 
