@@ -18,7 +18,7 @@ from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.sources.registry import detect_source
 from rewardlab.sources.steps import RECORDED, RECORDED_DONE, read_steps
 
-OPTIONS = ("episode, step, agent, terminated, truncated, done, reward, time, unfinished, on_error, "
+OPTIONS = ("episode, step, agent, terminated, truncated, done, reward, time, final, unfinished, on_error, "
            "skipped_path, overwrite")
 
 

@@ -18,19 +18,9 @@ import numpy as np
 import polars as pl
 
 from rewardlab.sources.rllib.files import unit_name
+from rewardlab.sources.values import rows_differ, values_text
 
-__all__ = ["rows_differ", "format_key", "episode_checks", "final_states", "stack_rows", "values_text",
-           "unit_text"]
-
-
-def rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per row: whether ``a`` and ``b`` differ (NaN equals NaN)."""
-    if a.ndim == 1:
-        return (a != b) & ~(np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f" else a != b
-    differ = a != b
-    if a.dtype.kind == "f":
-        differ &= ~(np.isnan(a) & np.isnan(b))
-    return differ.any(axis=1)
+__all__ = ["format_key", "episode_checks", "final_states", "stack_rows", "unit_text"]
 
 
 def format_key(eps, agent) -> str:
@@ -152,13 +142,6 @@ def stack_rows(series: pl.Series) -> np.ndarray:
     """A column's rows as one NumPy array (list columns stacked)."""
     arr = series.to_numpy()
     return np.stack(arr) if arr.dtype == object else arr
-
-
-def values_text(row: np.ndarray) -> str:
-    """A row's first values, as a message shows them."""
-    values = np.atleast_1d(row).tolist()
-    text = "[" + ", ".join(repr(v) for v in values[:6]) + (", ...]" if len(values) > 6 else "]")
-    return text
 
 
 def unit_text(frame: pl.DataFrame, row: int, kind: str, names: list[str]) -> str:

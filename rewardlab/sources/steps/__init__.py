@@ -4,7 +4,9 @@
 frame carrying a :class:`~rewardlab.core.spec.FrameSpec` whose contract is
 ``"steps"``; column roles are detected by name
 (:mod:`rewardlab.sources.steps.roles`) or named by options, and reported by
-``rewardlab info``.  Detection: ``.csv``, ``.jsonl`` and ``.ndjson`` files
+``rewardlab info``; episodes' final states (N+1 rows, ``next_obs`` /
+``new_obs`` columns, ``final_obs`` columns) are read by
+:mod:`rewardlab.sources.steps.finals`.  Detection: ``.csv``, ``.jsonl`` and ``.ndjson`` files
 by suffix; a ``.parquet`` file without rewardlab metadata whose columns
 include a default episode and step name (``episode_id`` / ``eps_id`` /
 ``episode`` and ``t`` / ``step``) by content.  Other Parquet files stay with

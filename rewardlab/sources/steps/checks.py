@@ -18,7 +18,9 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
-__all__ = ["SKIP_REASONS", "Problems", "numeric", "flag", "list_values", "to_float"]
+from rewardlab.sources.steps.roles import first_value
+
+__all__ = ["SKIP_REASONS", "Problems", "numeric", "flag", "list_values", "to_float", "state_values", "looks_list"]
 
 #: The rules a row can break (and ``in_broken_episode``: a good row of an episode skipped for another).
 SKIP_REASONS: dict[str, str] = {
@@ -35,6 +37,16 @@ SKIP_REASONS: dict[str, str] = {
     "both_flags": "an episode ends one way: terminated or truncated",
     "unfinished_episode": "an episode's last step has terminated or truncated set",
     "done_recorded_mismatch": "a table's own done_recorded is True exactly on each episode's last step",
+    "final_flag_missing": "the final column is true or false on every row (not null, not NaN)",
+    "final_row_not_last": "a final row comes after its episode's last step: no row of its episode follows it",
+    "final_row_twice": "an episode has at most one final row",
+    "final_row_alone": "a final row follows a step of its own episode",
+    "final_row_reward": "a final row has no reward (null, NaN or no reward column)",
+    "final_row_flag": "a final row sets no terminal flag (they belong on the episode's last step, the row before)",
+    "next_state_mismatch": "a next-state column (next_<state>, new_<state>) equals the following step's state",
+    "final_state_mid_episode": "a final-state column (final_<state>) is null except on an episode's last step",
+    "final_state_mismatch": "the layouts that give a step's final state give the same one",
+    "final_state_shape": "a state's next and final values have its shape (a number, or a list of its length)",
     "in_broken_episode": "the row belongs to (or borders) an episode skipped for another row",
 }
 
@@ -231,6 +243,27 @@ def list_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
             pl.when(pl.col("b")).then(pl.lit(fill, dtype=series.dtype)).otherwise(pl.col("v")).alias(name)
         ).to_series()
     return series.list.to_array(width).rename(name)
+
+
+def looks_list(series: pl.Series) -> bool:
+    """True for a list column, or text whose first value is a list (``"[0.1, 0.2]"``)."""
+    if isinstance(series.dtype, (pl.List, pl.Array)):
+        return True
+    return series.dtype == pl.String and first_value(series, lambda v: v.lstrip().startswith("["))
+
+
+def state_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
+    """A state column (or a state's next or final values) checked and converted: lists as ``Array``
+    (:func:`list_values`), anything else as numbers (:func:`numeric`).
+
+    Examples
+    --------
+    >>> state_values(pl.Series("obs", ["[1, 2]", "[3, 4]"]), "obs", Problems(False)).dtype
+    Array(Float64, shape=(2,))
+    """
+    if looks_list(series):
+        return list_values(series, name, problems)
+    return numeric(series, name, problems, what="observation value")
 
 
 def _fixed_and_complete(series: pl.Series) -> bool:

@@ -14,7 +14,10 @@ skippable like any other), since it would break every order check or
 poison every statistic.  A table already in that layout (a
 ``reward_recorded`` column, as the step-table sources and ``rewardlab.record``
 write it) reads back as itself; its own ``done_recorded``, if any, must be
-True exactly on the episodes' last steps.
+True exactly on the episodes' last steps.  Each episode's final state (the
+state after its last step: a ``final`` row after it, ``next_<state>`` /
+``new_<state>`` columns, or ``final_<state>`` columns) goes into the state's
+final column (:mod:`rewardlab.sources.steps.finals`).
 
 Errors name the file, the line (CSV, JSON lines; 1-based as an editor shows
 it) or the row group (Parquet), the column and the rule
@@ -22,7 +25,8 @@ it) or the row group (Parquet), the column and the rule
 the episodes holding a bad row are dropped whole, counted by reason and kept:
 in ``result.skipped`` and, with ``skipped_path``, in a side file (text files:
 the original lines byte for byte, a CSV's header first; Parquet: a Parquet
-file of the skipped rows as read).  A file that does not parse, columns
+file of the skipped rows as read), both in file order
+(:mod:`rewardlab.sources.steps.places`).  A file that does not parse, columns
 missing or differing between files are errors in either mode.
 """
 
@@ -35,11 +39,13 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
-from rewardlab.core.files import as_paths, atomic_open, atomic_path, check_input, check_not_input, check_output
+from rewardlab.core.files import as_paths, check_input, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.results import LoadResult
 from rewardlab.sources.steps import checks as C
+from rewardlab.sources.steps import finals as F
 from rewardlab.sources.steps.files import TableFile, kind_of, read_file
+from rewardlab.sources.steps.places import SKIPPED_SCHEMA, RowPlaces, skipped_records, write_skipped
 from rewardlab.sources.steps.roles import (DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles, first_value,
                                           is_number)
 
@@ -54,10 +60,6 @@ RECORDED, RECORDED_DONE = "reward_recorded", "done_recorded"
 STEPS_SPEC = FrameSpec(name="steps", contract="steps",
                        description="a generic step table: one row per step (Parquet, CSV, JSON lines)")
 
-#: One row per skipped table row.
-SKIPPED_SCHEMA = {"file": pl.String, "line": pl.UInt32, "row_group": pl.Int32, "row": pl.UInt32,
-                  "column": pl.String, "reason": pl.String, "message": pl.String, "raw": pl.Binary}
-
 _HINT = "Fix the row, or load with on_error='skip' to skip its episode and keep it in a side file."
 
 _STATE_DTYPES = {pl.Boolean: "bool", pl.Int8: "int8", pl.Int16: "int16", pl.Int32: "int32", pl.Int64: "int64",
@@ -70,30 +72,6 @@ _STATE_DTYPES = {pl.Boolean: "bool", pl.Int8: "int8", pl.Int16: "int16", pl.Int3
 # ----------------------------------------------------------------------------
 # Files -> one raw frame
 # ----------------------------------------------------------------------------
-
-
-class _Rows:
-    """Global row numbers -> (file, row in file); ``order`` maps a row of a reordered frame back to
-    its place in the files."""
-
-    def __init__(self, tables: list[TableFile], order: np.ndarray | None = None):
-        self.tables = tables
-        self.order = order
-        self.starts = np.concatenate(([0], np.cumsum([t.frame.height for t in tables])))
-
-    def original(self, rows: np.ndarray) -> np.ndarray:
-        """The rows' places in the files' concatenation, in file order."""
-        return rows if self.order is None else np.sort(self.order[rows])
-
-    def locate(self, row: int) -> tuple[TableFile, int]:
-        if self.order is not None:
-            row = int(self.order[row])
-        k = int(np.searchsorted(self.starts, row, side="right")) - 1
-        return self.tables[k], int(row - self.starts[k])
-
-    def error(self, row: int, column: str | None, rule: str, message: str, hint: str = _HINT):
-        table, local = self.locate(row)
-        return StepTableError(table.path, rule, message, column=column, hint=hint, **table.where(local))
 
 
 def _combine(tables: list[TableFile]) -> pl.DataFrame:
@@ -275,11 +253,10 @@ def _convert(frame: pl.DataFrame, roles: StepRoles, problems: C.Problems) -> dic
     out: dict[str, pl.Series] = {}
     for name in (*roles.states, *roles.extras):
         series = frame.get_column(name)
-        looks_list = series.dtype == pl.String and first_value(series, lambda v: v.lstrip().startswith("["))
-        if isinstance(series.dtype, (pl.List, pl.Array)) or looks_list:
+        if name in roles.states:
+            out[name] = C.state_values(series, name, problems)
+        elif C.looks_list(series):
             out[name] = C.list_values(series, name, problems)
-        elif name in roles.states:
-            out[name] = C.numeric(series, name, problems, what="observation value")
         elif series.dtype == pl.String and first_value(series, is_number):
             out[name] = C.numeric(series, name, problems)
         elif series.dtype.is_numeric() or series.dtype == pl.Boolean:
@@ -313,71 +290,14 @@ def _time(series: pl.Series, name: str, problems: C.Problems) -> pl.Series:
 
 
 # ----------------------------------------------------------------------------
-# Skip mode
-# ----------------------------------------------------------------------------
-
-
-def _skipped(rows: np.ndarray, problems: C.Problems, where: _Rows) -> pl.DataFrame:
-    """One record per skipped row (in frame order), placed with whole-array lookups per file."""
-    n = rows.size
-    original = rows if where.order is None else where.order[rows]
-    k = np.searchsorted(where.starts, original, side="right") - 1
-    local = original - where.starts[k]
-    files = np.empty(n, dtype=object)
-    line = np.full(n, None, dtype=object)
-    row_group = np.full(n, None, dtype=object)
-    raw_bytes = np.full(n, None, dtype=object)
-    for i, table in enumerate(where.tables):
-        mine = np.flatnonzero(k == i)
-        if mine.size == 0:
-            continue
-        files[mine] = str(table.path)
-        places = table.places(local[mine])
-        if "line" in places:
-            line[mine] = places["line"].tolist()
-        if "row_group" in places:
-            row_group[mine] = places["row_group"].tolist()
-        if table.kind != "parquet":
-            raw_bytes[mine] = table.raw(local[mine].tolist())
-    broken = (None, "in_broken_episode", "the row belongs to an episode skipped for another row")
-    reasons = [r or broken for r in problems.reasons(rows)]
-    return pl.DataFrame({"file": files.tolist(), "line": line.tolist(), "row_group": row_group.tolist(),
-                         "row": local.tolist(), "column": [r[0] for r in reasons],
-                         "reason": [r[1] for r in reasons], "message": [r[2] for r in reasons],
-                         "raw": raw_bytes.tolist()}, schema=SKIPPED_SCHEMA)
-
-
-def _write_skipped(path: Path, rows: np.ndarray, raw: pl.DataFrame, where: _Rows, overwrite: bool) -> None:
-    """The side file: original lines (a CSV's header before each file's lines when it changes), or a
-    Parquet file of the skipped rows as read."""
-    if where.tables[0].kind == "parquet":
-        with atomic_path(path, overwrite=overwrite) as tmp:
-            raw[rows.tolist()].write_parquet(tmp)
-        return
-    rows = where.original(rows)
-    with atomic_open(path, "wb", overwrite=overwrite) as f:
-        header = None
-        for t in where.tables:
-            k = where.tables.index(t)
-            mine = rows[(rows >= where.starts[k]) & (rows < where.starts[k + 1])] - where.starts[k]
-            if mine.size == 0:
-                continue
-            if t.kind == "csv" and t.header() != header:
-                header = t.header()
-                f.write(header + b"\n")
-            for line in t.raw(mine.tolist()):
-                f.write(line + b"\n")
-
-
-# ----------------------------------------------------------------------------
 # Public API
 # ----------------------------------------------------------------------------
 
 
 def read_steps(paths, *, episode: str | None = None, step: str | None = None, agent: str | None = None,
                terminated: str | None = None, truncated: str | None = None, done: str | None = None,
-               reward: str | None = None, time: str | None = None, unfinished: str = "error",
-               on_error: str = "raise", skipped_path: str | Path | None = None,
+               reward: str | None = None, time: str | None = None, final: str | None = None,
+               unfinished: str = "error", on_error: str = "raise", skipped_path: str | Path | None = None,
                overwrite: bool = False) -> LoadResult:
     """Read step tables (``.parquet``, ``.csv``, ``.jsonl`` / ``.ndjson``) and report skipped rows.
 
@@ -385,14 +305,18 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     ----------
     paths : path or sequence of paths
         Files of one kind, one dataset, read in the order given.
-    episode, step, agent, terminated, truncated, done, reward, time : str, None or False
+    episode, step, agent, terminated, truncated, done, reward, time, final : str, None or False
         The column of each role (:mod:`rewardlab.sources.steps.roles`):
         None detects it by its default names, False uses none.  With
         ``agent``, an episode is one agent's steps in one episode (agents
         may take turns in the file: each agent's rows are gathered, keeping
         their order, in order of first appearance).  A
         ``done`` flag alone is read as terminated, and as truncated where a
-        ``truncated`` column is set.
+        ``truncated`` column is set.  ``final`` flags the rows after
+        episodes' last steps (N+1 layout): they are taken out and their
+        states become final states (:mod:`rewardlab.sources.steps.finals`,
+        which also reads ``next_<state>`` / ``new_<state>`` and
+        ``final_<state>`` columns).
     unfinished : {"error", "truncate"}
         An episode whose last step has neither terminated nor truncated set:
         an error (``"error"``) or loaded as truncated (``"truncate"``; a
@@ -401,11 +325,12 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
         ``"raise"`` stops at the first bad row with a
         :class:`~rewardlab.core.errors.StepTableError` naming file, line or
         row group, and column.  ``"skip"`` drops every episode holding a bad
-        row, whole, and reports them (``result.skipped``, ``skip_counts``).
+        row, whole (with its final row), and reports them (``result.skipped``,
+        in file order, and ``skip_counts``).
     skipped_path : path, optional
         With ``on_error="skip"``, also write the skipped rows to this file
         (text: the original lines, byte for byte, after a CSV's header;
-        Parquet: the rows as read).  An existing file is not replaced unless
+        Parquet: the rows as read; in file order).  An existing file is not replaced unless
         ``overwrite``.
     overwrite : bool
         Replace an existing ``skipped_path``.
@@ -430,6 +355,15 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     >>> spec = attached(result.frame)
     >>> spec.episode, spec.terminated, spec.state_names, spec.columns
     (('ep',), 'done', ('obs_x',), ('action', 'reward_recorded'))
+
+    An N+1 table: the final row's state becomes ``final_obs_x`` of the step before.
+
+    >>> (folder / "n1.csv").write_text("ep,t,obs_x,reward,done,final\\n0,0,0.5,1.0,false,false\\n"
+    ...                                "0,1,0.25,0.0,true,false\\n0,2,0.75,,,true\\n")
+    93
+    >>> frame = read_steps(folder / "n1.csv", episode="ep").frame
+    >>> frame["final_obs_x"].to_list(), attached(frame).states[0].final
+    ([None, 0.75], 'final_obs_x')
     """
     check_choice("unfinished", unfinished, ("error", "truncate"))
     check_choice("on_error", on_error, ("raise", "skip"))
@@ -452,9 +386,9 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     if skipped_path is not None:
         check_output(skipped_path, overwrite=overwrite)  # before any work
     options = dict(episode=episode, step=step, agent=agent, terminated=terminated, truncated=truncated,
-                   done=done, reward=reward, time=time)
+                   done=done, reward=reward, time=time, final=final)
     tables = [read_file(p) for p in files]
-    raw = _combine(tables)
+    as_read = raw = _combine(tables)
     roles = detect_roles(raw, **options)
     for role in ("episode", "step"):
         if getattr(roles, role) is None:
@@ -466,9 +400,15 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     order = _agent_order(raw, keys_names) if roles.agent else None
     if order is not None:
         raw = raw[order]
-    where = _Rows(tables, order)
     skip = on_error == "skip"
     problems = C.Problems(skip)
+    rows = F.split_final_rows(raw, roles, keys_names, problems)  # frame rows: the steps, then final rows
+    if rows.order is not None:
+        order = rows.order if order is None else order[rows.order]
+    where = RowPlaces(tables, order)
+    if problems and not skip:  # the layout first: a flag on a final row would read as an unfinished episode
+        raise _first(problems, where)
+    raw = rows.steps
     ends, keys = _key_ends(raw, keys_names, problems)
     step_values = C.numeric(raw.get_column(roles.step), roles.step, problems, what="step", finite=True)
     step_np = (step_values.to_numpy() if step_values.dtype.is_numeric() and not step_values.null_count()
@@ -505,33 +445,41 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     unflagged = _check_episodes(sub_keys, sub_ends, sub_step, roles.step, sub_flags, checked, unfinished)
     if index is not None:
         unflagged = index[unflagged]
+    finals = F.final_states(raw, roles, converted, rows, ends, keyed, step_np, keys, problems)
     keep = None
     if problems and not skip:
-        r, column, rule, message = problems.first
-        raise where.error(r, column, rule, message(r),
-                          hint=_UNFINISHED_HINT if rule == "unfinished_episode" else _HINT)
+        raise _first(problems, where)
     skipped_rows = np.zeros(0, dtype=np.int64)
+    all_keys = keys if rows.keys is None else pl.concat([keys, rows.keys])  # by frame row: final rows last
     if problems:
         bad = problems.bad_rows
-        bad_keys = keys[bad].unique()
-        drop = keys.with_row_index("_r").join(bad_keys, on=keys.columns, how="semi")["_r"].to_numpy()
+        bad_keys = all_keys[bad].unique()
+        drop = all_keys.with_row_index("_r").join(bad_keys, on=keys.columns, how="semi")["_r"].to_numpy()
         skipped_rows = np.union1d(drop, bad).astype(np.int64)
         keep = np.ones(raw.height, dtype=bool)
-        keep[skipped_rows] = False
-    frame, spec = _build(raw, roles, converted, flags, ends, unflagged, keep)
-    skipped = _skipped(skipped_rows, problems, where) if skipped_rows.size else pl.DataFrame(schema=SKIPPED_SCHEMA)
+        keep[skipped_rows[skipped_rows < raw.height]] = False
+    frame, spec = _build(raw, roles, converted, flags, ends, unflagged, keep, finals)
+    skipped = (skipped_records(skipped_rows, problems, where) if skipped_rows.size
+               else pl.DataFrame(schema=SKIPPED_SCHEMA))
     result_path = None
     if skip and skipped_path is not None and skipped_rows.size:
         result_path = Path(skipped_path)
-        _write_skipped(result_path, skipped_rows, raw, where, overwrite)
+        write_skipped(result_path, skipped_rows, as_read, where, overwrite)
     result = LoadResult(attach(frame, spec), skipped, result_path)
     if skipped.height:
         counts = ", ".join(f"{k}: {v}" for k, v in result.skip_counts.items())
-        episodes = keys[skipped_rows].n_unique()
+        episodes = all_keys[skipped_rows].n_unique()
         kept = f"; kept in {result_path}" if result_path else "; see result.skipped"
-        warnings.warn(SkippedLinesWarning(
-            f"skipped {episodes} episodes, {skipped.height} of {raw.height} rows ({counts}){kept}"), stacklevel=2)
+        warnings.warn(SkippedLinesWarning(f"skipped {episodes} episodes, {skipped.height} of {as_read.height} "
+                                          f"rows ({counts}){kept}"), stacklevel=2)
     return result
+
+
+def _first(problems: C.Problems, where: RowPlaces) -> StepTableError:
+    """The error of the earliest problem (raise mode)."""
+    r, column, rule, message = problems.first
+    hint = _UNFINISHED_HINT if rule == "unfinished_episode" else F.HINTS.get(rule, _HINT)
+    return where.error(r, column, rule, message(r), hint=hint)
 
 
 _UNFINISHED_HINT = ("Set terminated (the episode ended) or truncated (it was cut short) on its last step, or "
@@ -539,8 +487,10 @@ _UNFINISHED_HINT = ("Set terminated (the episode ended) or truncated (it was cut
 
 
 def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, ends: np.ndarray,
-           unflagged: np.ndarray, keep: np.ndarray | None) -> tuple[pl.DataFrame, FrameSpec]:
-    """The frame (converted columns, flags, recorded reward) and its spec."""
+           unflagged: np.ndarray, keep: np.ndarray | None, finals: dict) -> tuple[pl.DataFrame, FrameSpec]:
+    """The frame (converted columns, flags, recorded reward, final states) and its spec."""
+    final_of = roles.final_columns()  # a table's own final column stays in place, a new one follows its state
+    dropped, own = {c for _, c in roles.nexts}, {c for _, c in roles.finals}
     recorded_layout = roles.reward == RECORDED
     columns: list[pl.Series] = []
     terminated_name = roles.terminated
@@ -554,13 +504,19 @@ def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, en
     if unflagged.size and truncated_name is None:
         truncated_name = truncate_added = _free("truncated", raw.columns)
     for name in raw.columns:
-        if name == roles.reward:
+        if name in dropped:
+            continue
+        if name in own:
+            columns.append(finals[name])
+        elif name == roles.reward:
             columns.append(converted[name].rename(RECORDED))
             columns.append(pl.Series(RECORDED_DONE, ends))
         elif name == RECORDED_DONE and roles.reward == RECORDED:  # checked equal to ends: added above
             continue
         elif name in converted:
             columns.append(converted[name])
+            if name in final_of and final_of[name] not in raw.columns:
+                columns.append(finals[final_of[name]])
         elif name in flags and name != terminated_name and roles.done != name:
             values = flags[name]
             if name == truncated_name and unflagged.size:
@@ -589,9 +545,12 @@ def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, en
     states = []
     for name in roles.states:
         series, dtype, width = _state_dtype(frame.get_column(name))
+        final = final_of.get(name)
         if series.dtype != frame.schema[name]:
             frame = frame.with_columns(series)
-        states.append(StateColumn(name, width, dtype, 0))
+        if final is not None and frame.schema[final] != series.dtype:
+            frame = frame.with_columns(frame.get_column(final).cast(series.dtype))
+        states.append(StateColumn(name, width, dtype, 0, final=final))
     extras = [c for c in roles.extras if not (recorded_layout and c == RECORDED_DONE)] + (
         [RECORDED] if roles.reward else [])
     spec = FrameSpec(name="steps", episode=(roles.episode, *((roles.agent,) if roles.agent else ())),
@@ -623,8 +582,8 @@ def read_tables(paths) -> pl.DataFrame:
 
 def load_steps(paths, *, episode: str | None = None, step: str | None = None, agent: str | None = None,
                terminated: str | None = None, truncated: str | None = None, done: str | None = None,
-               reward: str | None = None, time: str | None = None, unfinished: str = "error",
-               on_error: str = "raise", skipped_path: str | Path | None = None,
+               reward: str | None = None, time: str | None = None, final: str | None = None,
+               unfinished: str = "error", on_error: str = "raise", skipped_path: str | Path | None = None,
                overwrite: bool = False) -> pl.DataFrame:
     """Load step tables into a frame carrying its spec (see :func:`read_steps` for the options).
 
@@ -640,5 +599,5 @@ def load_steps(paths, *, episode: str | None = None, step: str | None = None, ag
                              hint="Name a side file, or call rewardlab.sources.steps.read_steps() to get "
                              "them in memory.")
     return read_steps(paths, episode=episode, step=step, agent=agent, terminated=terminated,
-                      truncated=truncated, done=done, reward=reward, time=time, unfinished=unfinished,
+                      truncated=truncated, done=done, reward=reward, time=time, final=final, unfinished=unfinished,
                       on_error=on_error, skipped_path=skipped_path, overwrite=overwrite).frame

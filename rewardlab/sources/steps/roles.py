@@ -18,6 +18,8 @@ done           ``done``, ``dones``                            one flag for both:
 reward         ``reward``, ``rewards``,                       ``reward_recorded``
                ``reward_recorded``
 time           ``time``, ``timestamp``                        the spec's ``time``
+final          ``final``                                      a flag marking *final rows*
+                                                              (see below); not kept
 =============  =============================================  ===========================
 
 Every other column is kept.  A numeric, Boolean or list column whose name
@@ -36,9 +38,36 @@ it) reads back as itself: ``reward_recorded`` is its reward role.
 Pass ``False`` for an optional role to use no column for it (``reward=False``:
 keep a ``reward`` column as a plain extra).
 
+**Final states** (the state after an episode's last step; each becomes a
+column ``final_<state>``, :func:`~rewardlab.core.spec.final_column`, on the
+frame: the final state on each episode's last row, null elsewhere and where
+the table lacks it; :mod:`rewardlab.sources.steps.finals` reads them) come
+in three layouts, detected by name and usable together:
+
+=========================  ===============================================  ============================
+layout                     columns                                          read as
+=========================  ===============================================  ============================
+N+1 rows                   ``final`` (the ``final`` role): true on one      the row removed, its states
+                           extra row after an episode's last step           -> ``final_<state>`` of the
+                                                                            last step
+next-state columns         ``next_<state>`` or ``new_<state>`` beside a     checked equal to the next
+                           state ``<state>``: the next state on every row   row's state; dropped; the
+                                                                            last row's -> final
+final-state columns        ``final_<state>`` beside a state: the final      kept (checked: null except on
+                           state on each episode's last row                 episodes' last rows)
+=========================  ===============================================  ============================
+
+A next-state or final-state column is one only when its values could be a
+state (numbers, lists, or all null); otherwise it is an extra.
+
 Examples
 --------
 >>> import polars as pl
+>>> roles = detect_roles({"episode_id": pl.Int64, "t": pl.Int32, "obs": pl.List(pl.Float32),
+...                       "new_obs": pl.List(pl.Float32), "final": pl.Boolean})
+>>> roles.final, roles.nexts, roles.extras, roles.final_columns()
+('final', (('obs', 'new_obs'),), (), {'obs': 'final_obs'})
+
 >>> roles = detect_roles({"episode_id": pl.Int64, "t": pl.Int32, "obs": pl.List(pl.Float32),
 ...                       "action": pl.Int64, "reward": pl.Float64, "terminated": pl.Boolean,
 ...                       "truncated": pl.Boolean})
@@ -54,8 +83,10 @@ from dataclasses import dataclass
 import polars as pl
 
 from rewardlab.core.errors import ParameterError
+from rewardlab.core.spec import FINAL_PREFIX, final_column
 
-__all__ = ["StepRoles", "detect_roles", "DEFAULT_NAMES", "ROLE_OPTIONS", "STATE_NAME", "first_value", "is_number"]
+__all__ = ["StepRoles", "detect_roles", "DEFAULT_NAMES", "ROLE_OPTIONS", "STATE_NAME", "NEXT_PREFIXES",
+           "first_value", "is_number"]
 
 #: Each role's default column names, tried in order.
 DEFAULT_NAMES: dict[str, tuple[str, ...]] = {
@@ -67,7 +98,11 @@ DEFAULT_NAMES: dict[str, tuple[str, ...]] = {
     "done": ("done", "dones"),
     "reward": ("reward", "rewards", "reward_recorded"),
     "time": ("time", "timestamp"),
+    "final": ("final",),
 }
+
+#: A column named one of these followed by a state's name holds that state's next value on every row.
+NEXT_PREFIXES = ("next_", "new_")
 
 #: The role options of the ``"steps"`` format, in order.
 ROLE_OPTIONS = tuple(DEFAULT_NAMES)
@@ -84,8 +119,14 @@ class StepRoles:
     ----------
     episode, step : str
     agent, terminated, truncated, done, reward, time : str or None
+    final : str or None
+        The flag marking final rows (N+1 layout).
     states : tuple of str
         State columns (observations).
+    nexts : tuple of (str, str)
+        ``(state, column)``: the table's next-state columns (``next_obs``).
+    finals : tuple of (str, str)
+        ``(state, column)``: the table's final-state columns (``final_obs``).
     extras : tuple of str
         Every other column, in table order.
     ignored : tuple of str
@@ -102,10 +143,52 @@ class StepRoles:
     done: str | None = None
     reward: str | None = None
     time: str | None = None
+    final: str | None = None
     states: tuple[str, ...] = ()
+    nexts: tuple[tuple[str, str], ...] = ()
+    finals: tuple[tuple[str, str], ...] = ()
     extras: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()
     given: tuple[str, ...] = ()
+
+    def final_columns(self) -> dict[str, str]:
+        """``{state: final column}`` of the frame: every state with a final row (when the table has a
+        ``final`` column), a next-state or a final-state column; the table's own final column, else
+        ``final_<state>`` (with ``_`` appended while the table has a column of that name).
+
+        Examples
+        --------
+        >>> roles = StepRoles("ep", "t", states=("obs", "x"), nexts=(("x", "next_x"),), extras=("final_x",))
+        >>> roles.final_columns()
+        {'x': 'final_x_'}
+        """
+        own = dict(self.finals)
+        with_final = {s for s, _ in (*self.nexts, *self.finals)}
+        taken = {c for c in (self.episode, self.step, self.agent, self.terminated, self.truncated, self.done,
+                             self.reward, self.time, self.final, *self.states, *self.extras) if c}
+        taken |= {c for _, c in (*self.nexts, *self.finals)}
+        out = {}
+        for state in self.states:
+            if state in own:
+                out[state] = own[state]
+            elif self.final is not None or state in with_final:
+                name = final_column(state)
+                while name in taken:
+                    name += "_"
+                out[state] = name
+                taken.add(name)
+        return out
+
+    def final_sources(self, state: str) -> list[str]:
+        """Where ``state``'s final values come from: ``"final rows"``, its next- and final-state columns.
+
+        Examples
+        --------
+        >>> StepRoles("ep", "t", final="final", states=("obs",), nexts=(("obs", "new_obs"),)).final_sources("obs")
+        ['final rows', 'new_obs']
+        """
+        rows = ["final rows"] if self.final is not None else []
+        return rows + [c for s, c in (*self.nexts, *self.finals) if s == state]
 
     def as_dict(self) -> dict:
         """The roles as a JSON-ready dict (what ``rewardlab info`` prints).
@@ -121,12 +204,20 @@ class StepRoles:
             if column is None:
                 continue
             shown = column + (" -> reward_recorded" if role == "reward" else "")
+            if role == "final":
+                shown += " (rows after an episode's last step: removed, their states -> final states)"
             if role == "done" and column in self.ignored:
                 shown += " (not used: terminated is present)"
             elif role == "done":
                 shown += " (read as terminated" + (", except where truncated)" if self.truncated else ")")
             out[role] = shown
         out["states"] = list(self.states)
+        if self.nexts:
+            out["next"] = [f"{c} (the next {s}: checked against the following step's, then dropped)"
+                           for s, c in self.nexts]
+        finals = self.final_columns()
+        if finals:
+            out["finals"] = [f"{c} (from " + ", ".join(self.final_sources(s)) + ")" for s, c in finals.items()]
         out["extras"] = list(self.extras)
         return out
 
@@ -171,6 +262,14 @@ def _may_be_state(name: str, dtype, values: pl.Series | None) -> bool:
     """A state's name, and numbers: numeric, Boolean, a list, or text whose first value is a number or list."""
     if not STATE_NAME.match(name):
         return False
+    return _may_be_values(dtype, values)
+
+
+def _may_be_values(dtype, values: pl.Series | None, *, empty: bool = False) -> bool:
+    """Numbers: numeric, Boolean, a list, or text whose first value is a number or list (``empty``: or
+    a column without a value)."""
+    if empty and values is not None and values.len() and values.null_count() == values.len():
+        return True
     if dtype.is_numeric() or dtype in (pl.Boolean, pl.Null) or isinstance(dtype, (pl.List, pl.Array)):
         return True
     if dtype == pl.String and values is not None:
@@ -189,8 +288,8 @@ def detect_roles(schema, **options) -> StepRoles:
         its first value is a number or a list (with a mere schema, never).
     **options
         ``episode``, ``step``, ``agent``, ``terminated``, ``truncated``,
-        ``done``, ``reward``, ``time``: a column name, None (detect by
-        default name) or False (none).
+        ``done``, ``reward``, ``time``, ``final``: a column name, None
+        (detect by default name) or False (none).
 
     Returns
     -------
@@ -244,12 +343,30 @@ def detect_roles(schema, **options) -> StepRoles:
     ignored = ()
     if chosen["done"] is not None and chosen["terminated"] is not None:
         ignored = (chosen["done"],)
-    states, extras = [], []
+    states, others = [], []
     for name in names:
         if name in seen:
             continue
         values = frame.get_column(name) if frame is not None else None
-        (states if _may_be_state(name, schema[name], values) else extras).append(name)
+        (states if _may_be_state(name, schema[name], values) else others).append(name)
+    nexts, finals, extras = [], [], []
+    for name in others:
+        values = frame.get_column(name) if frame is not None else None
+        state = _state_of(name, states)
+        if state is not None and _may_be_values(schema[name], values, empty=True):
+            (finals if name.startswith(FINAL_PREFIX) else nexts).append((state, name))
+        else:
+            extras.append(name)
     return StepRoles(**{k: v for k, v in chosen.items() if k not in ("episode", "step")},
                      episode=chosen["episode"], step=chosen["step"], states=tuple(states),
-                     extras=tuple(extras), ignored=ignored, given=tuple(given))
+                     nexts=tuple(nexts), finals=tuple(finals), extras=tuple(extras), ignored=ignored,
+                     given=tuple(given))
+
+
+def _state_of(name: str, states: list[str]) -> str | None:
+    """The state whose next-state (``next_<state>``, ``new_<state>``) or final-state (``final_<state>``)
+    column ``name`` is, or None."""
+    for prefix in (*NEXT_PREFIXES, FINAL_PREFIX):
+        if name.startswith(prefix) and name[len(prefix):] in states:
+            return name[len(prefix):]
+    return None

@@ -42,8 +42,12 @@ def sniff_steps(path) -> bool:
 
 
 def step_roles(paths, *, episode=None, step=None, agent=None, terminated=None, truncated=None, done=None,
-               reward=None, time=None) -> dict:
+               reward=None, time=None, final=None) -> dict:
     """Which column plays which role in the tables at ``paths`` (the first file's columns), as a dict.
+
+    With final states (:mod:`rewardlab.sources.steps.finals`), ``"finals"``
+    lists each final column of the frame and where it comes from (``rewardlab
+    info``'s episode digest counts the episodes that keep one).
 
     Examples
     --------
@@ -52,7 +56,7 @@ def step_roles(paths, *, episode=None, step=None, agent=None, terminated=None, t
     """
     first = Path(paths[0] if isinstance(paths, (list, tuple)) else paths)
     roles = detect_roles(head_of(first), episode=episode, step=step, agent=agent, terminated=terminated,
-                         truncated=truncated, done=done, reward=reward, time=time)
+                         truncated=truncated, done=done, reward=reward, time=time, final=final)
     out = roles.as_dict()
     for role in ("episode", "step"):
         out.setdefault(role, "(not found: pass " + role + "='COLUMN')")
@@ -64,8 +68,8 @@ _DEFAULTS = dict(unfinished="error", on_error="raise", overwrite=False)
 
 
 def _load(paths, *, episode=None, step=None, agent=None, terminated=None, truncated=None, done=None,
-          reward=None, time=None, unfinished="error", on_error="raise", skipped_path=None, overwrite=False,
-          spec=None):
+          reward=None, time=None, final=None, unfinished="error", on_error="raise", skipped_path=None,
+          overwrite=False, spec=None):
     """``load_steps``; with a declared ``spec`` the rows as read (``rewardlab.load`` checks them against it).
 
     A declared spec names the roles itself and is checked on the whole frame, with no per-line errors and
@@ -74,8 +78,8 @@ def _load(paths, *, episode=None, step=None, agent=None, terminated=None, trunca
     if spec is not None:
         given = {k: v for k, v in dict(
             episode=episode, step=step, agent=agent, terminated=terminated, truncated=truncated, done=done,
-            reward=reward, time=time, unfinished=unfinished, on_error=on_error, skipped_path=skipped_path,
-            overwrite=overwrite).items() if v != _DEFAULTS.get(k)}
+            reward=reward, time=time, final=final, unfinished=unfinished, on_error=on_error,
+            skipped_path=skipped_path, overwrite=overwrite).items() if v != _DEFAULTS.get(k)}
         if given:
             raise ParameterError(
                 next(iter(given)), "cannot be used with spec=: a declared spec names the columns' roles "
@@ -85,7 +89,7 @@ def _load(paths, *, episode=None, step=None, agent=None, terminated=None, trunca
                 "skipped_path, ...), or drop the options to check the rows against spec.")
         return read_tables(paths)
     return load_steps(paths, episode=episode, step=step, agent=agent, terminated=terminated,
-                      truncated=truncated, done=done, reward=reward, time=time, unfinished=unfinished,
+                      truncated=truncated, done=done, reward=reward, time=time, final=final, unfinished=unfinished,
                       on_error=on_error, skipped_path=skipped_path, overwrite=overwrite)
 
 
