@@ -51,6 +51,18 @@ def run(report) -> None:
                "target >= 5e6")
         t = best_time(lambda: pl.read_parquet(path), repeat=2)
         report("  of which a raw pl.read_parquet", STEPS / t, "steps/s")
+        final_rows = Path(tmp) / "steps_final.parquet"
+        plain = pl.read_parquet(path).with_columns(final=pl.lit(False))
+        ends = plain.filter(pl.col("terminated") | pl.col("truncated"))
+        extra = ends.select("episode_id", (pl.col("t") + 1).alias("t"), "obs",
+                            final=pl.lit(True))  # the state after each episode's last step
+        with_finals = pl.concat([plain, extra], how="diagonal_relaxed").sort("episode_id", "t",
+                                                                             maintain_order=True)
+        with_finals.write_parquet(final_rows)
+        t = best_time(lambda: rewardlab.load(final_rows), repeat=2)
+        report(f"Parquet step table load, N+1 layout ({STEPS:,} steps + a final row per episode)", STEPS / t,
+               "steps/s", "target >= 5e6")
+        del plain, ends, extra, with_finals
         small = Path(tmp) / "steps.csv"
         table = step_table(1_000_000).with_columns(pl.col("obs").arr.get(i).alias(f"obs_{i}") for i in range(4))
         table.drop("obs").write_csv(small)
@@ -76,3 +88,17 @@ def run(report) -> None:
         report(f"kanachan TensorDict, {million.height:,} rows, {label}", million.height / tk, "rows/s")
         report(f"steps TensorDict, same state columns, {label}", million.height / ts, "rows/s")
         report(f"steps / kanachan time per row, {label}", ts / tk, "x", "target <= 1.5")
+
+    # the same steps TensorDict when every state has its episodes' final states (next state on last steps)
+    end = pl.col(S.END_OF_GAME)
+    finals = steps_frame.with_columns(pl.when(end).then(pl.col(c)).alias(f"final_{c}") for c in spec.state_names)
+    final_spec = FrameSpec(name="equal-width-final", episode=spec.episode, step=spec.step,
+                           terminated=spec.terminated, columns=spec.columns, contract="steps",
+                           states=tuple(StateColumn(s.name, s.width, s.dtype, s.pad, final=f"final_{s.name}")
+                                        for s in spec.states))
+    with_final = StepsArrays(finals, final_spec)
+    for label, arg in (("one batch", None), ("shuffled rows", rows)):
+        ts = best_time(lambda: steps.tensordict(arg), repeat=2)
+        tf = best_time(lambda: with_final.tensordict(arg), repeat=2)
+        report(f"steps TensorDict with final states / without, time per row, {label}", tf / ts, "x",
+               "target <= 1.25")

@@ -281,3 +281,25 @@ def test_info_and_the_episode_summary_say_how_many_episodes_keep_their_final_sta
     assert "kanachan's contract pads the state" in capsys.readouterr().out
     detail = episode_detail(mountaincar, {"episode_id": 2}, rewards="recorded")
     assert detail.final["obs"] == pytest.approx(mountaincar.filter(pl.col("episode_id") == 2)["final_obs"][-1].to_list())
+
+
+@pytest.mark.parametrize("dtype, values, pad", [
+    ("float32", [0.5, 2.0, float("nan")], 0.0), ("uint8", [0, 255], 0), ("uint8", [3, 7], 0),
+    ("int16", [-5, 9], 1),
+])
+def test_padding_probes_hold_values_the_data_does_not(dtype, values, pad):
+    polars_dtype = {"float32": pl.Float32, "uint8": pl.UInt8, "int16": pl.Int16}[dtype]
+    spec = FrameSpec(name="toy", episode=("ep",), terminated="term",
+                     states=(StateColumn("s", None, dtype, pad),))
+    frame = pl.DataFrame({"ep": [0] * len(values), "s": pl.Series(values, dtype=polars_dtype),
+                          "term": [False] * (len(values) - 1) + [True]})
+    arrays = StepsArrays(frame, spec)
+    seen = {v for v in values if v == v}
+    for high in (True, False):
+        value = arrays.probe(high=high).tensordict()["next", "s"][-1].item()
+        assert value != pad  # the probe changes the padding
+        full = dtype == "uint8" and seen == {0, 255}
+        if not full:  # outside the data's range where the dtype leaves room
+            assert value not in seen and (value > max(seen) or value < min(seen))
+    np.testing.assert_array_equal(arrays.probe(high=True).tensordict()["s"].numpy(),
+                                  arrays.tensordict()["s"].numpy())  # the states themselves are unchanged

@@ -75,17 +75,20 @@ def _final(frame: pl.DataFrame, state: StateColumn) -> tuple[np.ndarray, np.ndar
 
 
 def _beyond(values: np.ndarray, pad, high: bool):
-    """A value above (``high``) or below every element of ``values`` and ``pad``, kept in the dtype's range."""
+    """A value above (``high``) or below every element of ``values`` and ``pad``, within the dtype's range
+    (where the values fill that side of the range: beyond the other side; where they fill it all: not ``pad``)."""
     if values.dtype == bool:
         return not bool(pad)
-    edge = max(values.max(initial=pad), pad) if high else min(values.min(initial=pad), pad)
-    step = 1 if high else -1
-    if values.dtype.kind in "iu":
-        info = np.iinfo(values.dtype)
-        if info.min <= edge + step <= info.max:
-            return edge + step
-        return info.min if high else info.max  # the range is full on that side: the other end
-    return edge + step * max(1.0, abs(float(edge)))
+    if values.dtype.kind == "f":
+        values = values[np.isfinite(values)]  # NaN or infinite observations do not set the range
+        lo, hi = min(float(values.min(initial=pad)), pad), max(float(values.max(initial=pad)), pad)
+        return hi + max(1.0, abs(hi)) if high else lo - max(1.0, abs(lo))
+    info = np.iinfo(values.dtype)
+    lo, hi = min(int(values.min(initial=pad)), int(pad)), max(int(values.max(initial=pad)), int(pad))
+    for value in ((hi + 1, lo - 1) if high else (lo - 1, hi + 1)):
+        if info.min <= value <= info.max:
+            return value
+    return info.max if int(pad) != info.max else info.min
 
 
 def _handed(series_dtype: pl.DataType) -> bool:
@@ -232,6 +235,7 @@ class StepsArrays(RowArrays):
             size = rows.size
             nxt = np.minimum(rows + 1, max(self.n - 1, 0))
         end = self.episode_end[rows]
+        ended = None  # the frame positions of the batch's last steps, found once if a final state is read
         root: dict = {}
         following: dict = {}
         for name, arr in self.states.items():
@@ -239,7 +243,12 @@ class StepsArrays(RowArrays):
             root[name] = torch.from_numpy(np.array(arr[rows], copy=True))
             after = arr[nxt]  # a gather: already a copy
             final = self.finals.get(name)
-            after[end] = state.pad if final is None else final[rows][end]
+            if final is None:
+                after[end] = state.pad
+            elif end.any():  # the last steps' final states (the state's pad where the data lacks one)
+                if ended is None:
+                    ended = (rows.start + np.flatnonzero(end) if isinstance(rows, slice) else rows[end])
+                after[end] = final[ended]
             following[name] = torch.from_numpy(after)
         for name, arr in self.extras.items():
             root[name] = torch.from_numpy(np.array(arr[rows], copy=True))
