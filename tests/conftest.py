@@ -20,6 +20,22 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 os.environ.setdefault("REWARDLAB_PROGRESS", "0")
 
+
+
+def pytest_addoption(parser):
+    parser.addoption("--long-fuzz", action="store_true", default=False,
+                     help="also run the long fuzz runs (tests marked long_fuzz): many more hostile inputs per source")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--long-fuzz"):
+        return
+    skip = pytest.mark.skip(reason="a long fuzz run: pass --long-fuzz to run it (the CI-sized run is beside it)")
+    for item in items:
+        if "long_fuzz" in item.keywords:
+            item.add_marker(skip)
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sample.tsv.gz"
 PLUGINS_DIR = ROOT / "data" / "plugins"
