@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[lab,test]'
 	$(BIN)/python -m rewardlab.sources.kanachan.tokenizer
 	$(BIN)/python -m rewardlab.analysis.replay_kernels
+	$(BIN)/python -m rewardlab.analysis.sums
 	$(BIN)/python -m rewardlab.sources.mjai.compile
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)

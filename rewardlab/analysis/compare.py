@@ -38,7 +38,8 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice, check_int
 from rewardlab.sources.registry import known_specs, spec_of
-from rewardlab.analysis.scopes import episode_end_expr, segment_id_expr
+from rewardlab.analysis.scopes import episode_end_expr, summed_segments
+from rewardlab.analysis.sums import tie_groups
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
 
 __all__ = [
@@ -63,6 +64,9 @@ __all__ = [
 def rankdata(x) -> np.ndarray:
     """Ranks of each column (1-based, ties get the average rank), as SciPy's ``rankdata(method="average")``.
 
+    Values equal up to summation error (:func:`rewardlab.analysis.sums.tie_groups`: a few units in the
+    last place) are ties: episode returns that are equal sums of other orders of the same rewards tie.
+
     Parameters
     ----------
     x : array of shape ``[N]`` or ``[N, K]``
@@ -75,6 +79,8 @@ def rankdata(x) -> np.ndarray:
     --------
     >>> rankdata(np.array([10.0, 20.0, 10.0, 5.0]))
     array([2.5, 4. , 2.5, 1. ])
+    >>> rankdata(np.array([0.1 + 0.2, 0.3, 1.0]))  # equal up to rounding: a tie
+    array([1.5, 1.5, 3. ])
     """
     a = np.asarray(x, dtype=np.float64)
     if a.ndim not in (1, 2):
@@ -85,8 +91,7 @@ def rankdata(x) -> np.ndarray:
     for k in range(cols.shape[1]):  # one vectorized pass per candidate column
         order = np.argsort(cols[:, k], kind="stable")
         sorted_vals = cols[order, k]
-        new_group = np.ones(n, dtype=bool)
-        new_group[1:] = sorted_vals[1:] != sorted_vals[:-1]
+        new_group = tie_groups(sorted_vals)
         group = np.cumsum(new_group) - 1
         starts = np.flatnonzero(new_group)
         ends = np.append(starts[1:], n)
@@ -209,15 +214,9 @@ def episode_return_table(data, rewards=None, *, spec: FrameSpec | None = None) -
         raise ParameterError("rewards", "should not be named like a key column of the returns table "
                              f"({', '.join(dict.fromkeys(['episode', *keys]))})", clash)
     index = "episode" if "episode" not in keys else "_episode"  # an episode key named so is the index
-    table = (
-        lf.select(segment_id_expr(episode_end_expr(names, here), index), *keys,
-                  *[pl.col(columns.reward_column(n)).cast(pl.Float64).alias(n) for n in use])
-        .group_by(index)
-        .agg(*[pl.col(k).first() for k in keys], *[pl.col(n).sum() for n in use])
-        .sort(index)
-        .with_columns(pl.col(index).cast(pl.Int64))
-        .collect()
-    )
+    table = summed_segments(lf, episode_end_expr(names, here),
+                            {n: pl.col(columns.reward_column(n)) for n in use}, keep=keys)
+    table = table.select(pl.int_range(table.height, dtype=pl.Int64).alias(index), pl.all())
     if index != "episode":
         table = table.drop(index)
     return attach(table, here.project(table.columns)) if here.episode else table

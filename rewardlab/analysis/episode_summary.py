@@ -53,7 +53,7 @@ import math
 import numpy as np
 import polars as pl
 
-from rewardlab.analysis.scopes import declared_spec, episode_end_expr, segment_id_expr
+from rewardlab.analysis.scopes import declared_spec, episode_end_expr, segment_id_expr, summed_segments
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 from rewardlab.core import columns
 from rewardlab.core.errors import ParameterError, SpecError
@@ -172,7 +172,7 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
         *([pl.col(truncated).fill_null(False).alias("_truncated")] if truncated else []),
         *([pl.col(time).alias("_time")] if time else []),
         *([pl.all_horizontal(pl.col(f).is_not_null() for f in finals).alias("final_state")] if finals else []),
-        *[v.alias(RETURN_PREFIX + n) for n, v in values.items()],
+        *([v.alias(RETURN_PREFIX + n) for n, v in values.items()] if lists else []),
     ]
     aggregated = [
         *[pl.col(k).first() for k in keys],
@@ -184,7 +184,6 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
         *([pl.col("final_state").last()] if finals else []),
     ]
     for n in use:
-        aggregated.append(pl.col(RETURN_PREFIX + n).sum())
         if lists:
             aggregated.append(pl.col(RETURN_PREFIX + n).alias(REWARDS_PREFIX + n))
     table = (
@@ -195,6 +194,9 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
         .with_columns(pl.col(index).cast(pl.Int64))
         .collect()
     )
+    if use:  # the returns: compensated sums in each episode's own order (the same wherever it lies)
+        table = table.with_columns(summed_segments(lf, episode_end_expr(names, here),
+                                                   {RETURN_PREFIX + n: v for n, v in values.items()}))
     expr = None
     for flag, word in (("_terminated", "terminated"), ("_truncated", "truncated")):
         if flag in table.columns:

@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.analysis.scopes import episode_end_expr, segment_id_expr
+from rewardlab.analysis.sums import running_sums, segment_sums
 from rewardlab.analysis.tables import column_names, lazy_table, rewards_to_use
 from rewardlab.core import columns
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError
@@ -259,7 +260,7 @@ def episode_detail(data, episode, *, rewards=None, spec: FrameSpec | None = None
         cols.append(rcol[name].alias(_reward_col(name)))
         if name in done:
             cols.append(pl.col(done[name]))
-        cols.append(rcol[name].cum_sum().alias(RETURN_PREFIX + name))
+        cols.append(pl.Series(RETURN_PREFIX + name, running_sums(picked.select(rcol[name]).to_series().to_numpy())))
     cols += [pl.col(c).fill_null(False) for c in (*boundaries, *terminals)]
     cols += [pl.col(c) for c in extra if c not in (step, *boundaries, *terminals)]
     steps = picked.select(cols)
@@ -279,7 +280,7 @@ def episode_detail(data, episode, *, rewards=None, spec: FrameSpec | None = None
         SEGMENT: np.arange(starts.size, dtype=np.int64),
         "step": steps[step_expr.meta.output_name()].gather(np.flatnonzero(ends)).to_list(),
         "length": np.diff(np.append(starts, n)).astype(np.int64),
-        **{RETURN_PREFIX + name: np.add.reduceat(steps[_reward_col(name)].to_numpy(), starts) for name in use},
+        **{RETURN_PREFIX + name: segment_sums(steps[_reward_col(name)].to_numpy(), starts) for name in use},
     })
     final = {state: _plain(picked[column][n - 1]) for state, column in finals.items()}
     final = {k: v.to_list() if isinstance(v, pl.Series) else v for k, v in final.items()}

@@ -68,6 +68,7 @@ from rewardlab.core.spec import FrameSpec, attach
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range
 from rewardlab.sources.registry import spec_of
 from rewardlab.analysis.scopes import cut_expr, episode_end_expr, trajectory_end_expr
+from rewardlab.analysis.sums import segment_sums
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 
 __all__ = [
@@ -237,7 +238,7 @@ def segment_returns(reward, done):
     if ends.size == 0 or ends[-1] != r.shape[0] - 1:
         ends = np.append(ends, r.shape[0] - 1)
     starts = np.concatenate(([0], ends[:-1] + 1))
-    returns = np.add.reduceat(r, starts)
+    returns = segment_sums(r, starts)  # compensated, in order: the same wherever the segment lies
     lengths = (ends - starts + 1).astype(np.int64)
     return _like(reward, returns), _like(reward, lengths)
 

@@ -58,6 +58,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
+from rewardlab.analysis.sums import segment_sums
 from rewardlab.analysis.tables import column_names, lazy_table, need_column, resolve_reward
 from rewardlab.core import columns
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, SpecError, check_choice
@@ -67,6 +68,7 @@ from rewardlab.sources.registry import known_specs, spec_of
 __all__ = [
     "SCOPES", "SCOPE_ALIASES", "VALUE", "check_scope", "scope_values", "scope_lazy", "declared_spec",
     "episode_end_expr", "trajectory_end_expr", "cut_expr", "segment_id_expr", "scope_mask_expr", "RETURN_SCOPES",
+    "summed_segments",
 ]
 
 #: The scopes every statistic accepts (see the module docstring): the generic ones, then
@@ -175,6 +177,46 @@ def segment_id_expr(end: pl.Expr, name: str = "_episode") -> pl.Expr:
     return end.shift(1, fill_value=False).cast(pl.UInt32).cum_sum().alias(name)
 
 
+def summed_segments(lf: pl.LazyFrame, end: pl.Expr, values: dict, *, keep=()) -> pl.DataFrame:
+    """One row per segment (segments end where ``end`` is True, and at the last row), in data order: the
+    first value of each ``keep`` column, then each of ``values`` summed over the segment.
+
+    Sums are :func:`rewardlab.analysis.sums.segment_sums` (compensated, step by step in the segment's
+    order), so a segment's sum does not depend on where it lies in the data; nulls count as 0, as in a
+    Polars sum.
+
+    Parameters
+    ----------
+    lf : polars.LazyFrame
+    end : polars.Expr
+        Boolean, True on each segment's last row.
+    values : dict
+        ``{name: expression}`` of the values to sum (cast to Float64).
+    keep : sequence of str
+        Columns whose first value per segment to keep.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``keep`` columns, then one Float64 column per name of ``values``.
+
+    Examples
+    --------
+    >>> lf = pl.LazyFrame({"e": [0, 0, 1], "r": [0.1, 0.2, 4.0]})
+    >>> summed_segments(lf, pl.col("e") != pl.col("e").shift(-1), {"r": pl.col("r")}, keep=["e"]).rows()
+    [(0, 0.30000000000000004), (1, 4.0)]
+    """
+    df = lf.select(end.fill_null(True).alias("_end"), *keep,
+                   *[e.cast(pl.Float64).fill_null(0.0).alias(f"_sum {n}") for n, e in values.items()]).collect()
+    if df.height == 0:
+        return pl.DataFrame({**{k: df[k] for k in keep}, **{n: pl.Series(n, [], dtype=pl.Float64) for n in values}})
+    ends = df["_end"].to_numpy().astype(bool)
+    starts = np.flatnonzero(np.concatenate(([True], ends[:-1])))
+    out = {k: df[k].gather(starts) for k in keep}
+    out.update({n: pl.Series(n, segment_sums(df[f"_sum {n}"].to_numpy(), starts)) for n in values})
+    return pl.DataFrame(out)
+
+
 def check_scope(scope: str) -> str:
     return check_choice("scope", scope, SCOPES)
 
@@ -263,26 +305,13 @@ def scope_lazy(lf: pl.LazyFrame, name: str, scope: str, spec: FrameSpec | None =
                             hint="Pass the full frame or a rewards table with its episode keys, use "
                             "scope='trajectory_return' (cut at done_<name>), or declare the episodes "
                             "with spec=rewardlab.FrameSpec(name=..., episode=('episode_id',))")
-        end = episode_end_expr(names, here)
-        return (
-            lf.select(value, segment_id_expr(end))
-            .group_by("_episode")
-            .agg(pl.col(VALUE).sum())
-            .sort("_episode")
-            .select(VALUE)
-        )
+        return summed_segments(lf, episode_end_expr(names, here), {VALUE: value}).lazy()
     if scope != "trajectory_return":
         return lf.filter(scope_mask_expr(names, name, scope, here, declared)).select(value)
     done = columns.DONE_PREFIX + name
     if done not in names:
         raise ColumnNotFoundError(done, [c for c in names if c.startswith(columns.DONE_PREFIX)])
-    return (
-        lf.select(value, segment_id_expr(trajectory_end_expr(names, done, here)))
-        .group_by("_episode")
-        .agg(pl.col(VALUE).sum())
-        .sort("_episode")
-        .select(VALUE)
-    )
+    return summed_segments(lf, trajectory_end_expr(names, done, here), {VALUE: value}).lazy()
 
 
 def scope_values(data, reward: str, *, scope: str = "all", spec: FrameSpec | None = None) -> np.ndarray:

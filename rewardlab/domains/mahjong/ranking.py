@@ -48,6 +48,7 @@ from rewardlab.core.errors import FrameError, ParameterError, check_choice, chec
     check_int
 from rewardlab.domains.mahjong.rules import ranks_from_scores, require_mahjong
 from rewardlab.analysis.stats import Moments
+from rewardlab.analysis.sums import segment_sums
 from rewardlab.analysis.tables import lazy_table, column_names, rewards_to_use
 
 __all__ = [
@@ -576,7 +577,7 @@ def reward_by_rank(data, rewards=None, *, table: RankTable | None = None, confid
     rows = []
     for n in use:
         r = df[columns.reward_column(n)].to_numpy()
-        per_episode = np.add.reduceat(r, starts) if table.episodes else np.zeros(0)
+        per_episode = segment_sums(r, starts) if table.episodes else np.zeros(0)
         for k in range(S.NUM_SEATS):
             x = per_episode[table.rank == k]
             ci = bootstrap_mean_ci(x, n_resamples=n_resamples, confidence=confidence, seed=seed)
