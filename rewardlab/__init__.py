@@ -34,9 +34,10 @@ _SUBMODULES = {
 _EXPORTS = {
     "rewardlab.sources.dispatch": ("load", "scan"),
     "rewardlab.sources.gymnasium.recorder": ("record",),
-    "rewardlab.sources.steps": ("read_steps",),
+    "rewardlab.sources.steps": ("read_steps", "load_steps"),
+    "rewardlab.sources.rllib": ("read_rllib", "load_rllib"),
     "rewardlab.core.spec": ("FrameSpec", "StateColumn"),
-    "rewardlab.sources.registry": ("Source", "register_source"),
+    "rewardlab.sources.registry": ("Source", "register_source", "spec_of"),
     "rewardlab.contracts": ("Contract", "register_contract", "get_contract"),
     "rewardlab.contracts.kanachan.batching": ("FrameArrays", "to_tensordict"),
     "rewardlab.dataset": ("DatasetSummary", "convert", "summarize"),
