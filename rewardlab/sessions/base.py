@@ -32,8 +32,9 @@ from rewardlab._version import __version__
 from rewardlab.core.errors import (
     FrameError, ParameterError, RewardlabError, RewardlabWarning, check_choice,
 )
-from rewardlab.sessions.inputs import parse_number, check_bool
-from rewardlab.sessions.state import Pinned, SavedState, read_state, state_error, write_state
+from rewardlab.core.files import check_input
+from rewardlab.sessions.inputs import LoadedData, check_bool, load_frame, parse_number
+from rewardlab.sessions.state import Pinned, SavedState, pin_label_rule, read_state, state_error, write_state
 
 __all__ = [
     "Param",
@@ -41,6 +42,7 @@ __all__ = [
     "Pinned",
     "HISTORY_LIMIT",
     "saved_data",
+    "check_fingerprint",
 ]
 
 
@@ -416,14 +418,9 @@ class Session:
         return record
 
     def _check_label(self, label) -> None:
-        if not isinstance(label, str) or not label.strip():
-            raise ParameterError("label", "should be a non-empty string", label)
-        if label in ("live", "statistic") or any(label == f"{p} - live" for p in self._pins):
-            raise ParameterError("label", "should not be 'live', 'statistic' or '<a pin> - live' (the "
-                                 "comparison table's columns)", label)
-        if label in self._pins:
-            raise ParameterError("label", "should differ from the pinned candidates' labels ("
-                                 + ", ".join(self._pins) + ")", label)
+        problem = pin_label_rule(label, self._pins)
+        if problem is not None:
+            raise ParameterError("label", problem, label)
 
     def unpin(self, label: str) -> Pinned:
         """Forget the pinned candidate ``label``; returns it.
@@ -634,13 +631,17 @@ class Session:
             :class:`~rewardlab.core.errors.RewardlabWarning` and the state is
             applied anyway.
         **options
-            Passed to the session's constructor (e.g. ``spec=``).
+            Passed to the session's constructor (e.g. ``spec=``; a
+            comparison's ``plugins=``: loading a state file runs no plug-in
+            the call does not name, see
+            :meth:`rewardlab.sessions.ComparisonSession.saved_plugins`).
 
         Raises
         ------
         DataFormatError
-            The file is not a state file of this kind (naming the file and
-            the field).
+            The file is not a state file of this kind, or one of its values
+            (the parameters, constants, a pinned candidate) breaks the
+            session's rules (naming the file and the field).
         FrameError
             The data differs from the data the state was saved with.
 
@@ -654,7 +655,7 @@ class Session:
         if cls is not Session and target is not cls:
             raise state_error(path, "kind", f"is {state.kind!r}; {cls.__name__} reads {cls.state_kind!r} "
                               f"(load it with {target.__name__}.load_state)")
-        session = target._from_state(state, data, path, **options)
+        session = target._open_state(state, data, path, on_mismatch, **options)
         session._apply_saved(state, path, on_mismatch)
         session._undo.clear()
         session._redo.clear()
@@ -664,7 +665,8 @@ class Session:
         """Put this session in the state saved in ``path`` (its pinned candidates replace the current ones).
 
         One change for :meth:`undo` (the pins are not part of the history).
-        Errors as in :meth:`load_state`; nothing changes then.
+        Errors as in :meth:`load_state`; nothing changes then.  No plug-in
+        runs: a session restores parameters and pins on the data it holds.
 
         Examples
         --------
@@ -682,36 +684,47 @@ class Session:
         """A fresh session on ``data`` (default: the path the state records), before the state is applied."""
         return cls(saved_data(state, data, path), **options)
 
+    @classmethod
+    def _open_state(cls, state: SavedState, data, path, on_mismatch: str, **options) -> "Session":
+        """:meth:`_from_state`; a tuner that runs code to build itself (plug-ins) checks the data first."""
+        return cls._from_state(state, data, path, **options)
+
     def _apply_saved(self, state: SavedState, path, on_mismatch: str) -> None:
-        found = self.data_fingerprint()
-        if state.fingerprint != found:
-            saved = f"{state.fingerprint}" + (f" ({state.data_path}" if state.data_path else " (in memory")
-            saved += f", {state.rows:,} rows)" if state.rows is not None else ")"
-            now = f"{found}" + (f" ({self._data_rows():,} rows)" if self._data_rows() is not None else "")
-            text = (f"the data differs from the data the state file {path} was saved with: fingerprint "
-                    f"expected {saved}, found {now}")
-            hint = ("Load the state with the data it was saved with, or pass on_mismatch='warn' to apply "
-                    "its parameters to this data anyway")
-            if on_mismatch == "raise":
-                raise FrameError(text, hint=hint)
-            warnings.warn(f"{text}; the state is applied anyway", RewardlabWarning, stacklevel=3)
-        for k, pin in enumerate(state.pinned):
-            if pin.label in ("live", "statistic"):
-                raise state_error(path, f"pinned[{k}].label", f"should not be {pin.label!r} (a column of the "
-                                  "comparison table)")
+        self._check_options(state, path)
+        check_fingerprint(state, path, self.data_fingerprint(), self._data_rows(), on_mismatch=on_mismatch)
+        checked = self._checked_pins(state, path)
         try:
             with self._change({"state": str(path)}):
                 self._apply_state(dict(state.parameters), state.constants)
-        except ParameterError as exc:
-            field = f"parameters.{exc.name}" if exc.name in state.parameters else \
-                f"constants.{exc.name}" if state.constants is not None and exc.name in state.constants else \
-                "parameters"
-            raise state_error(path, field, f"is refused: {exc}") from None
-        except (KeyError, TypeError) as exc:
-            raise state_error(path, "parameters", f"is incomplete or of the wrong type ({exc})") from None
+        except _REFUSED as exc:
+            raise _refusal(path, "", exc, state.parameters, state.constants) from None
         self._pins = {p.label: p for p in state.pinned}
+        self._pinned_cache.update(checked)
         self.state_path, self._state_snapshot = Path(path), self._snapshot()
         self._pins_changed()
+
+    def _checked_pins(self, state: SavedState, path) -> dict:
+        """Each pinned candidate of ``state`` through the session's own rules: its parameters and constants
+        validated, its results computed and finite (as for a live change); the results, for
+        :meth:`pinned_results`."""
+        data = getattr(self, "frame", None)
+        checked = {}
+        for k, pin in enumerate(state.pinned):
+            clone = object.__new__(type(self))
+            clone.__dict__.update(self.__dict__)
+            clone._params, clone._observers = dict(self._params), []
+            try:
+                clone._apply_state(dict(pin.parameters), pin.constants)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    results = clone._compute()
+                bad = clone._nonfinite(results)
+                if bad:
+                    raise ParameterError("parameters", "should keep every statistic finite, but with them "
+                                         + "; ".join(bad[:3]), dict(pin.parameters))
+            except _REFUSED as exc:
+                raise _refusal(path, f"pinned[{k}].", exc, pin.parameters, pin.constants) from None
+            checked[pin.label] = (pin, data, results)
+        return checked
 
     # state hooks (subclasses refine them)
     def _state_parameters(self) -> dict:
@@ -725,6 +738,9 @@ class Session:
     def _state_options(self) -> dict:
         """What the session was built with besides its parameters, as JSON data."""
         return {}
+
+    def _check_options(self, state: SavedState, path) -> None:
+        """Refuse (naming the file and the field) ``options`` of the wrong shape; they are not applied here."""
 
     def _apply_state(self, parameters: dict, constants) -> None:
         """Set the saved parameters (inside a change: validated, recomputed, kept only if all is well)."""
@@ -750,8 +766,62 @@ class Session:
         return []
 
 
+#: What applying a state file's values may raise besides a rewardlab error (values of the wrong shape).
+_REFUSED = (RewardlabError, KeyError, TypeError, ValueError, ArithmeticError, IndexError, AttributeError)
+
+
+def _refusal(path, prefix: str, exc: BaseException, parameters, constants):
+    """The state-file error for a value the session refused: the field is ``prefix`` + where the value is."""
+    if isinstance(exc, ParameterError):
+        name = exc.name
+        field = f"parameters.{name}" if name in parameters else \
+            f"constants.{name}" if constants is not None and name in constants else \
+            "constants.provenance" if name == "provenance" and constants is not None else \
+            "constants" if name == "constants" else "parameters"
+        return state_error(path, prefix + field, f"is refused: {exc}")
+    if isinstance(exc, RewardlabError):
+        return state_error(path, prefix + "parameters", f"is refused: {exc}")
+    return state_error(path, prefix + "parameters", f"is incomplete or of the wrong type ({type(exc).__name__}: "
+                       f"{str(exc)[:200]})")
+
+
+def check_fingerprint(state: SavedState, path, found: str | None, rows: int | None, *, on_mismatch: str,
+                      expected: str | None = None, what: str = "the data") -> None:
+    """Compare the data's fingerprint ``found`` with the one the state file ``path`` records.
+
+    ``expected``: the recorded fingerprint (default: ``state.fingerprint``).
+    A difference raises a FrameError (``on_mismatch="raise"``) or warns
+    (:class:`~rewardlab.core.errors.RewardlabWarning`, ``"warn"``); both
+    name the file and the two fingerprints.
+
+    Examples
+    --------
+    >>> from rewardlab.sessions.state import read_state
+    >>> check_fingerprint(read_state("s.json"), "s.json", "blake2b-128:00", 10, on_mismatch="raise")  # doctest: +SKIP
+    Traceback (most recent call last):
+    rewardlab.core.errors.FrameError: the data differs from the data the state file s.json was saved with: ...
+    """
+    expected = state.fingerprint if expected is None else expected
+    if expected == found:
+        return
+    saved = f"{expected}" + (f" ({state.data_path}" if state.data_path else " (in memory")
+    saved += f", {state.rows:,} rows)" if state.rows is not None else ")"
+    now = f"{found}" + (f" ({rows:,} rows)" if rows is not None else "")
+    text = (f"{what} differs from the data the state file {path} was saved with: fingerprint "
+            f"expected {saved}, found {now}")
+    if on_mismatch == "raise":
+        raise FrameError(text, hint="Load the state with the data it was saved with, or pass on_mismatch='warn' "
+                         "to apply its parameters to this data anyway")
+    warnings.warn(f"{text}; the state is applied anyway", RewardlabWarning, stacklevel=4)
+
+
 def saved_data(state: SavedState, data, path):
-    """``data``, or when None the paths the state file records (a ParameterError when it records none).
+    """``data``, or when None the data the state file records, read (a ParameterError when it records none).
+
+    The recorded paths are read here (:class:`~rewardlab.sessions.inputs.LoadedData`,
+    which a session takes as it takes the paths), so a recorded path that
+    cannot be read (missing, not a file, no access, not data) is a
+    DataFormatError naming the state file and the field.
 
     Examples
     --------
@@ -763,4 +833,16 @@ def saved_data(state: SavedState, data, path):
     if not state.data_paths:
         raise ParameterError("data", f"should be given: the state file {path} records no data path (the data "
                              "was in memory)", None)
-    return list(state.data_paths) if len(state.data_paths) > 1 else state.data_paths[0]
+    hint = "Pass the data to load_state, or fix the field."
+    for k, recorded in enumerate(state.data_paths):
+        try:
+            check_input(recorded, folder=True)
+        except (RewardlabError, ValueError) as exc:  # ValueError: a path the system cannot name
+            raise state_error(path, f"data.paths[{k}]", f"names data that cannot be read: {exc}",
+                              hint=hint) from None
+    paths = list(state.data_paths) if len(state.data_paths) > 1 else state.data_paths[0]
+    try:
+        frame, source = load_frame(paths)
+    except RewardlabError as exc:
+        raise state_error(path, "data.paths", f"names data that does not load: {exc}", hint=hint) from None
+    return LoadedData(frame, source, tuple(state.data_paths))

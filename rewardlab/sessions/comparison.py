@@ -21,13 +21,16 @@ from rewardlab.analysis.compare import (
 )
 from rewardlab.core.errors import FrameError, ParameterError, check_choice, check_int
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
+from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.analysis.episodes import EpisodeDetail, episode_keys
-from rewardlab.sessions.base import Param, Session, saved_data
+from rewardlab.sessions.base import Param, Session, check_fingerprint, saved_data
 from rewardlab.sessions.episodes import open_episode
 from rewardlab.sessions.inputs import (
     CancelToken, cancel_token, check_bool, load_frame, progress_callback, source_paths,
 )
-from rewardlab.sessions.state import fingerprint_columns, spec_columns
+from rewardlab.sessions.state import (
+    SavedState, fingerprint_columns, read_state, shown_value, spec_columns, state_error,
+)
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["ComparisonResults", "ComparisonSession"]
@@ -88,11 +91,31 @@ class ComparisonSession(Session):
         How the frame's rows form episodes; default: the spec the frame
         carries or its columns show (:func:`rewardlab.sources.registry.spec_of`).
 
+    Attributes
+    ----------
+    plugin_paths : list of str
+        The plug-in files applied, absolute (what :meth:`save_state` records).
+    base_fingerprint : str
+        The fingerprint of the data as given (its reward columns and the
+        columns the spec reads), before any plug-in ran: what
+        :meth:`load_state` checks before it runs the plug-ins.
+
+    Notes
+    -----
+    A saved state (:meth:`save_state`) lists the plug-in files, but loading
+    it runs none of them unless the call names them: pass
+    ``plugins=[...]`` to :meth:`load_state` (:meth:`saved_plugins` lists
+    the files a state names, without running anything).  The data the
+    plug-ins run on is checked against the file's fingerprint first.
+
     Examples
     --------
     >>> s = ComparisonSession(frame, ["data/plugins/rank_top.py", "data/plugins/raw_points.py"])  # doctest: +SKIP
     >>> s.results.comparison.pairs()  # doctest: +SKIP
     >>> s.add_plugin("my_reward.py")  # doctest: +SKIP
+    >>> s.save_state("cmp.state.json")  # doctest: +SKIP
+    >>> ComparisonSession.load_state("cmp.state.json", frame, plugins=["data/plugins/rank_top.py",
+    ...                                                              "data/plugins/raw_points.py"])  # doctest: +SKIP
     """
 
     chosen = Param("The candidates shown (names of reward columns).")
@@ -107,10 +130,22 @@ class ComparisonSession(Session):
     def __init__(self, data, plugins=(), *, batch_mode: str = "episodes", batch_size: int | None = None,
                  chosen=None, metric: str = "spearman", k: int = 10, spec: FrameSpec | None = None):
         super().__init__()
+        self._read_data(data, spec)
+        self._add_candidates(plugins, batch_mode=batch_mode, batch_size=batch_size, chosen=chosen, metric=metric,
+                             k=k)
+
+    def _read_data(self, data, spec) -> None:
+        """The data before any plug-in runs, and its fingerprint (:attr:`base_fingerprint`)."""
         frame, source = load_frame(data)
         self.data_path, self.data_paths = source, source_paths(data)
         self.frame = frame
         self.spec = spec_of(frame, spec)
+        names = [columns.reward_column(c) for c in columns.reward_names(frame)] + spec_columns(self.spec, frame)
+        self.base_fingerprint = fingerprint_columns(frame, names)
+
+    def _add_candidates(self, plugins, *, batch_mode: str = "episodes", batch_size: int | None = None, chosen=None,
+                        metric: str = "spearman", k: int = 10) -> None:
+        """Apply the plug-ins (the only code the session runs), then the candidates and parameters."""
         self.batch_mode = batch_mode
         self.batch_size = batch_size
         if isinstance(plugins, (str, Path)) or not hasattr(plugins, "__iter__"):
@@ -299,17 +334,64 @@ class ComparisonSession(Session):
         return self.frame.height
 
     def _state_options(self) -> dict:
-        return {"plugins": list(self.plugin_paths), "batch_mode": self.batch_mode, "batch_size": self.batch_size}
+        return {"plugins": list(self.plugin_paths), "batch_mode": self.batch_mode, "batch_size": self.batch_size,
+                "base_fingerprint": self.base_fingerprint}
+
+    def _check_options(self, state: SavedState, path) -> None:
+        _saved_options(state, path)  # restore applies none of them (no plug-in runs) but refuses a malformed one
+
+    @classmethod
+    def saved_plugins(cls, path) -> list[str]:
+        """The plug-in files a saved comparison state names (absolute paths), read without running any.
+
+        What :meth:`load_state` asks for as ``plugins=``: look at them, and
+        pass the ones you trust.
+
+        Raises
+        ------
+        DataFormatError
+            Not a comparison state file, or a malformed one (naming the file and the field).
+
+        Examples
+        --------
+        >>> ComparisonSession.saved_plugins("cmp.state.json")  # doctest: +SKIP
+        ['/home/me/rewardlab/data/plugins/rank_top.py', '/home/me/rewardlab/data/plugins/raw_points.py']
+        """
+        state = read_state(path, kinds=tuple(Session.kinds))
+        if state.kind != cls.state_kind:
+            raise state_error(path, "kind", f"is {state.kind!r}; {cls.__name__} reads {cls.state_kind!r}")
+        return _saved_options(state, path)["plugins"]
 
     @classmethod
     def _from_state(cls, state, data, path, **options) -> "ComparisonSession":
-        saved = state.options
-        if "plugins" not in options:
-            options["plugins"] = list(saved.get("plugins", ()))
-        options.setdefault("batch_mode", saved.get("batch_mode", "episodes"))
-        options.setdefault("batch_size", saved.get("batch_size"))
-        plugins = options.pop("plugins")
-        return cls(saved_data(state, data, path), plugins, **options)
+        return cls._open_state(state, data, path, "raise", **options)
+
+    @classmethod
+    def _open_state(cls, state: SavedState, data, path, on_mismatch: str, *, plugins=None, batch_mode=None,
+                    batch_size=None, spec: FrameSpec | None = None, **options) -> "ComparisonSession":
+        """The session the state describes: its data checked against the file's fingerprint, then the
+        plug-ins the caller passed applied (never the ones the file names)."""
+        saved = _saved_options(state, path)
+        if plugins is None:
+            if saved["plugins"]:
+                named = saved["plugins"]
+                listed = ", ".join(repr(p[:200]) for p in named[:10]) + (f", ... ({len(named) - 10} more)"
+                                                                         if len(named) > 10 else "")
+                raise ParameterError(
+                    "plugins", f"should list the plug-in files to run: the state file {path} names {len(named)} "
+                    f"({listed}), and loading a state runs no code the call does not name", None,
+                    hint=f"Read them, then pass the ones you trust: ComparisonSession.load_state({str(path)!r}, "
+                    f"data, plugins=[{listed}]) (ComparisonSession.saved_plugins(path) lists them).")
+            plugins = ()
+        session = cls.__new__(cls)
+        Session.__init__(session)
+        session._read_data(saved_data(state, data, path), spec)
+        if saved["base_fingerprint"] is not None and on_mismatch == "raise":  # "warn": the whole data warns later
+            check_fingerprint(state, path, session.base_fingerprint, session.frame.height, on_mismatch="raise",
+                              expected=saved["base_fingerprint"], what="the data (before any plug-in ran)")
+        session._add_candidates(plugins, batch_mode=saved["batch_mode"] if batch_mode is None else batch_mode,
+                                batch_size=saved["batch_size"] if batch_size is None else batch_size, **options)
+        return session
 
     def _summary(self, r: ComparisonResults) -> dict:
         """Per chosen candidate, its episode returns: mean, std, min, median, max; the pair's correlation."""
@@ -323,3 +405,27 @@ class ComparisonSession(Session):
             i, j = r.comparison.names.index(r.a), r.comparison.names.index(r.b)
             out[f"{r.metric}: {r.a} vs {r.b}"] = float(getattr(r.comparison, r.metric)[i, j])
         return out
+
+
+def _saved_options(state: SavedState, path) -> dict:
+    """A comparison state's ``options``, checked: plug-in paths, batch mode and size, the data's fingerprint."""
+    options = state.options
+    plugins = options.get("plugins", ())
+    if not isinstance(plugins, tuple):
+        raise state_error(path, "options.plugins", f"should be a list of paths, not {shown_value(plugins)}")
+    for k, p in enumerate(plugins):
+        if not isinstance(p, str) or not p or "\x00" in p:
+            raise state_error(path, f"options.plugins[{k}]", f"should be a path, not {shown_value(p)}")
+    batch_mode = options.get("batch_mode", "episodes")
+    if batch_mode not in BATCH_MODES:
+        raise state_error(path, "options.batch_mode", "should be one of " + ", ".join(BATCH_MODES)
+                          + f", not {shown_value(batch_mode)}")
+    batch_size = options.get("batch_size")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                   or batch_size < 1):
+        raise state_error(path, "options.batch_size", "should be a positive integer or null, not "
+                          + shown_value(batch_size))
+    base = options.get("base_fingerprint")
+    if base is not None and not isinstance(base, str):
+        raise state_error(path, "options.base_fingerprint", f"should be a string or null, not {shown_value(base)}")
+    return {"plugins": list(plugins), "batch_mode": batch_mode, "batch_size": batch_size, "base_fingerprint": base}

@@ -1,7 +1,7 @@
 """What a session reads: data (frames, paths, the sample), numbers typed as text, cancel tokens, progress.
 
 :func:`locate` (the sample data from a notebook), :func:`load_frame`,
-:func:`source_paths`, :func:`base_columns` (a session's data),
+:func:`source_paths`, :class:`LoadedData`, :func:`base_columns` (a session's data),
 :func:`parse_number` and :func:`check_bool` (values typed in a widget),
 :class:`CancelToken`, :func:`cancel_token` and :func:`progress_callback`
 (long work that reports progress and can stop).
@@ -14,8 +14,10 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+import sys
 import threading
 from pathlib import Path
 from typing import Callable
@@ -37,6 +39,7 @@ __all__ = [
     "check_bool",
     "load_frame",
     "source_paths",
+    "LoadedData",
     "base_columns",
 ]
 
@@ -100,6 +103,7 @@ def locate(relative: str | Path, *, start: str | Path | None = None) -> Path:
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 _DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_MAX_DIGITS = 309  # float64's largest value has 309 digits (int() would refuse 4,300 with a ValueError)
 
 
 def parse_number(name: str, value, *, integer: bool = False):
@@ -144,18 +148,22 @@ def parse_number(name: str, value, *, integer: bool = False):
     if not isinstance(value, str):
         return value
     text = value.strip()
+    shown = value if len(value) <= 60 else f"{value[:40]}...{value[-10:]} ({len(value):,} characters)"
     if integer and _INTEGER_TEXT.fullmatch(text):
-        return int(text)
+        digits = text.lstrip("+-").lstrip("0") or "0"
+        if len(digits) > _MAX_DIGITS or int(digits) > sys.float_info.max:
+            raise ParameterError(name, "should be a finite number (it overflows float64)", shown)
+        return -int(digits) if text.startswith("-") else int(digits)
     if not _DECIMAL_TEXT.fullmatch(text):
         rule = ("should be a whole number such as 1000" if integer else
                 "should be a number such as 0.5, -3 or 1e-3 (a dot for decimals, no thousands separators)")
-        raise ParameterError(name, rule, value)
+        raise ParameterError(name, rule, shown)
     number = float(text)
     if not math.isfinite(number):
-        raise ParameterError(name, "should be a finite number (it overflows float64)", value)
+        raise ParameterError(name, "should be a finite number (it overflows float64)", shown)
     if integer:
         if not number.is_integer():
-            raise ParameterError(name, "should be a whole number such as 1000", value)
+            raise ParameterError(name, "should be a whole number such as 1000", shown)
         return int(number)
     return number
 
@@ -247,8 +255,36 @@ def check_bool(name: str, value) -> bool:
     return bool(value)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class LoadedData:
+    """Data already read from files: a session takes it as it takes the paths (same description and paths).
+
+    What :func:`rewardlab.sessions.base.saved_data` hands a session built
+    from the paths a state file records, so a path that does not load is
+    reported with the state file before the session is built.
+
+    Attributes
+    ----------
+    frame : polars.DataFrame
+    source : str
+        The description :func:`load_frame` gives paths (their names, joined).
+    paths : tuple of str
+        The absolute paths (:func:`source_paths`).
+
+    Examples
+    --------
+    >>> d = LoadedData(pl.DataFrame({"x": [1]}), "/data/a.tsv", ("/data/a.tsv",))
+    >>> load_frame(d)[1], source_paths(d)
+    ('/data/a.tsv', ('/data/a.tsv',))
+    """
+
+    frame: pl.DataFrame
+    source: str
+    paths: tuple
+
+
 def load_frame(data) -> tuple[pl.DataFrame, str | None]:
-    """An eager frame and, when ``data`` was a path, its description.
+    """An eager frame and, when ``data`` was a path (or :class:`LoadedData`), its description.
 
     The spec ``data`` carries (:func:`rewardlab.core.spec.attached`) stays
     attached to the frame returned.
@@ -260,6 +296,8 @@ def load_frame(data) -> tuple[pl.DataFrame, str | None]:
     """
     if isinstance(data, pl.DataFrame):
         return data, None
+    if isinstance(data, LoadedData):
+        return data.frame, data.source
     if isinstance(data, pl.LazyFrame):
         return keep_spec(data, data.collect()), None
     if isinstance(data, (str, Path)) or (isinstance(data, (list, tuple)) and data
@@ -283,6 +321,8 @@ def source_paths(data) -> tuple[str, ...] | None:
     >>> source_paths("/data/a.tsv")
     ('/data/a.tsv',)
     """
+    if isinstance(data, LoadedData):
+        return data.paths
     if isinstance(data, (str, Path)):
         data = [data]
     if isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, Path)) for p in data):

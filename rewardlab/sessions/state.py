@@ -7,7 +7,10 @@ writes: the session kind, the rewardlab version, the parameters, constants,
 pinned candidates, the data's path and its fingerprint.  :func:`write_state`
 and :func:`read_state` move it to and from a JSON file (atomic write, no
 overwrite unless asked; a malformed file is refused naming the file and the
-field); :func:`fingerprint_columns` hashes the columns a session reads.
+field: not JSON, NaN or Infinity, a number beyond 64 bits, nesting deeper than
+:data:`MAX_DEPTH`, a file over :data:`MAX_STATE_BYTES`, a field of the wrong
+type); :func:`pin_label_rule` is the rule pinned labels follow;
+:func:`fingerprint_columns` hashes the columns a session reads.
 The session methods that use them are in :mod:`rewardlab.sessions.base`.
 
 Examples
@@ -33,15 +36,21 @@ import polars as pl
 
 from rewardlab.core.files import atomic_open, check_input
 from rewardlab._version import __version__
-from rewardlab.core.errors import DataFormatError, ParameterError
+from rewardlab.core.errors import DataFormatError, FileAccessError, ParameterError
 from rewardlab.export import export_target
 
-__all__ = ["STATE_FORMAT", "Pinned", "SavedState", "frozen", "jsonable", "fingerprint_columns", "spec_columns",
-           "write_state", "read_state", "state_error"]
+__all__ = ["STATE_FORMAT", "MAX_STATE_BYTES", "MAX_DEPTH", "Pinned", "SavedState", "frozen", "jsonable",
+           "fingerprint_columns", "spec_columns", "write_state", "read_state", "state_error", "pin_label_rule",
+           "shown_value"]
 
 #: The state file format this rewardlab writes and reads (the file's ``format`` field).
 STATE_FORMAT = 1
+#: The largest state file :func:`read_state` reads (bytes); a saved session is a few kilobytes.
+MAX_STATE_BYTES = 32 * 2**20
+#: How deeply a state file may nest arrays and objects (a saved session nests about 6 levels).
+MAX_DEPTH = 32
 _RULE = "state_file"
+_INT64 = 2**63
 
 
 def frozen(value):
@@ -83,23 +92,74 @@ def jsonable(value):
     raise ParameterError("value", "should be JSON data (numbers, text, lists, mappings)", value)
 
 
-def state_error(path, field: str, problem: str) -> DataFormatError:
+def state_error(path, field: str, problem: str, *, hint: str | None = None) -> DataFormatError:
     """The error for a state file whose ``field`` is wrong: names the file and the field.
+
+    ``hint``: what to do (default: save the state again, or fix the field).
 
     Examples
     --------
     >>> str(state_error("s.json", "format", "is 7; this rewardlab reads format 1"))
     "s.json: field 'format' is 7; this rewardlab reads format 1 [rule: state_file] Save the state again with this rewardlab, or fix the field."
     """
+    if len(field) > 120:
+        field = field[:100] + "..." + field[-12:]
     return DataFormatError(path, None, None, _RULE, f"field {field!r} {problem}",
-                           hint="Save the state again with this rewardlab, or fix the field.")
+                           hint=hint or "Save the state again with this rewardlab, or fix the field.")
+
+
+def pin_label_rule(label, others) -> str | None:
+    """What is wrong with ``label`` as a pinned candidate's label beside the labels ``others``, or None.
+
+    A label is a non-empty string, differs from the others, and names no
+    other column of :meth:`~rewardlab.sessions.Session.compare_pinned`'s
+    table (``statistic``, ``live``, and ``<label> - live`` for each pin).
+
+    Examples
+    --------
+    >>> pin_label_rule("best", ["pin 1"]) is None
+    True
+    >>> pin_label_rule("a - live", ["a"])
+    "should not be 'live', 'statistic' or '<a pin> - live' (the comparison table's columns)"
+    >>> pin_label_rule("a", ["a - live"])
+    "should not be a pinned candidate's label without its ' - live' ('a - live' is pinned: the comparison table's columns)"
+    """
+    if not isinstance(label, str) or not label.strip():
+        return "should be a non-empty string"
+    others = list(others)
+    if label in ("live", "statistic") or any(label == f"{p} - live" for p in others):
+        return "should not be 'live', 'statistic' or '<a pin> - live' (the comparison table's columns)"
+    if f"{label} - live" in others:
+        return (f"should not be a pinned candidate's label without its ' - live' ({label + ' - live'!r} is "
+                "pinned: the comparison table's columns)")
+    if label in others:
+        return "should differ from the pinned candidates' labels (" + ", ".join(others) + ")"
+    return None
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def shown_value(value) -> str:
+    """``value`` as JSON text for a message, cut to 80 characters (what a state file's field held).
+
+    Examples
+    --------
+    >>> shown_value(frozen({"a": [1, 2]})), shown_value("x" * 100)[-5:]
+    ('{"a": [1, 2]}', 'xx...')
+    """
+    try:
+        return _cut(json.dumps(jsonable(value)))
+    except (ParameterError, ValueError, TypeError):
+        return _cut(repr(value))
 
 
 def _expect(path, field: str, value, types, what: str, *, optional: bool = False):
     if value is None and optional:
         return None
     if isinstance(value, bool) and bool not in types or not isinstance(value, types):
-        raise state_error(path, field, f"should be {what}, not {json.dumps(value)[:80]}")
+        raise state_error(path, field, f"should be {what}, not {shown_value(value)}")
     return value
 
 
@@ -245,16 +305,129 @@ def write_state(state: SavedState, path, *, overwrite: bool = False) -> Path:
     return target
 
 
+class _Refused:
+    """A number the parser met that a state file may not hold (NaN, Infinity, beyond 64 bits): why, for the walk."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+def _parse_int(text: str):
+    digits = len(text.lstrip("-"))
+    if digits > 19 or not -_INT64 <= int(text) < _INT64:
+        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]}"
+        return _Refused(f"is the integer {shown} ({digits} digits), beyond the 64-bit integers a state file "
+                        "holds")
+    return int(text)
+
+
+def _parse_float(text: str):
+    value = float(text)
+    if not math.isfinite(value):
+        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]}"
+        return _Refused(f"is {shown}, beyond the range of a 64-bit float")
+    return value
+
+
+def _parse_constant(text: str):
+    return _Refused(f"is {text}, not a finite number (a missing value is written null)")
+
+
+def _field_name(parts) -> str:
+    name = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+    return name[1:] if name.startswith(".") else name or "(top level)"
+
+
+def _walk(path, data) -> None:
+    """Refuse, naming the field, a refused number, a lone surrogate or nesting deeper than MAX_DEPTH.
+
+    Iterative and in document order, so the first problem of the file is reported.
+    """
+    stack = [(data, ())]
+    while stack:
+        value, parts = stack.pop()
+        if isinstance(value, _Refused):
+            raise state_error(path, _field_name(parts), value.why)
+        if isinstance(value, str):
+            if not _is_text(value):
+                raise state_error(path, _field_name(parts), "is not valid text (a lone UTF-16 surrogate)")
+            continue
+        if isinstance(value, (dict, list)):
+            if len(parts) >= MAX_DEPTH:
+                raise state_error(path, _field_name(parts), f"nests deeper than {MAX_DEPTH} levels; a state "
+                                  "file nests about 6")
+            if isinstance(value, dict):
+                for key in value:
+                    if not _is_text(key):
+                        raise state_error(path, _field_name(parts), "has a name that is not valid text (a lone "
+                                          "UTF-16 surrogate)")
+                children = [(v, (*parts, k)) for k, v in value.items()]
+            else:
+                children = [(v, (*parts, k)) for k, v in enumerate(value)]
+            stack.extend(reversed(children))
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _load_json(path):
+    """The file's JSON data, read with bounded memory; every problem a DataFormatError naming the file."""
+    size = check_input(path).st_size
+    too_big = f"is larger than {MAX_STATE_BYTES:,} bytes, the most a state file may be (a saved session is a " \
+              "few kilobytes)"
+    if size > MAX_STATE_BYTES:
+        raise DataFormatError(path, None, None, _RULE, too_big.replace("is larger", f"is {size:,} bytes, larger"),
+                              hint="Is this a rewardlab state file?")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_STATE_BYTES + 1)
+    except OSError as exc:
+        raise FileAccessError(path, f"cannot be read ({exc.strerror or exc})",
+                              hint="Check the path and the permissions of its folders") from None
+    if len(raw) > MAX_STATE_BYTES:  # grew since it was checked
+        raise DataFormatError(path, None, None, _RULE, too_big, hint="Is this a rewardlab state file?")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(path, None, None, _RULE, f"is not UTF-8 text (byte {exc.start})",
+                              hint="Is this a rewardlab state file?") from None
+    try:
+        data = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, exc.lineno, exc.colno, _RULE, f"is not JSON: {exc.msg}",
+                              hint="Is this a rewardlab state file?") from None
+    except RecursionError:
+        raise DataFormatError(path, None, None, _RULE, f"nests arrays or objects deeper than {MAX_DEPTH} levels "
+                              "(a state file nests about 6)", hint="Is this a rewardlab state file?") from None
+    except ValueError as exc:  # defensive: any other refusal of the parser
+        raise DataFormatError(path, None, None, _RULE, f"is not JSON: {exc}",
+                              hint="Is this a rewardlab state file?") from None
+    _walk(path, data)
+    return data
+
+
 def read_state(path, *, kinds=None) -> SavedState:
     """Read and check a state file; anything wrong is refused naming the file and the field.
 
-    ``kinds``: the session kinds accepted (default: any string).
+    ``kinds``: the session kinds accepted (default: any string).  What is
+    checked here is the file's shape; the session that reads it checks the
+    parameters, constants and every pinned candidate with its own rules
+    (:meth:`rewardlab.sessions.Session.load_state`).
 
     Raises
     ------
     DataFormatError
-        Not JSON (with the line and column), an unknown ``format``, or a
-        field of the wrong type.
+        Not JSON (with the line and column), larger than
+        :data:`MAX_STATE_BYTES`, NaN or Infinity, a number beyond 64 bits,
+        nesting deeper than :data:`MAX_DEPTH`, an unknown ``format``, a
+        field of the wrong type, or pinned labels that clash.
 
     Examples
     --------
@@ -263,24 +436,16 @@ def read_state(path, *, kinds=None) -> SavedState:
     """
     if not isinstance(path, (str, Path)):
         raise ParameterError("path", "should be a str or Path", path)
-    check_input(path)
-    raw = Path(path).read_bytes()
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(path, None, None, _RULE, f"is not UTF-8 text (byte {exc.start})",
-                              hint="Is this a rewardlab state file?") from None
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, exc.lineno, exc.colno, _RULE, f"is not JSON: {exc.msg}",
-                              hint="Is this a rewardlab state file?") from None
+    data = _load_json(path)
     _expect(path, "(top level)", data, (dict,), "an object")
     fmt = data.get("format")
     if fmt != STATE_FORMAT or isinstance(fmt, bool):
-        raise state_error(path, "format", f"is {json.dumps(fmt)}; this rewardlab ({__version__}) reads "
+        raise state_error(path, "format", f"is {shown_value(fmt)}; this rewardlab ({__version__}) reads "
                           f"format {STATE_FORMAT}")
     kind = _expect(path, "kind", data.get("kind"), (str,), "a session kind")
     if kinds is not None and kind not in kinds:
-        raise state_error(path, "kind", f"is {kind!r}, not a session kind (" + ", ".join(map(repr, kinds)) + ")")
+        raise state_error(path, "kind", f"is {_cut(repr(kind))}, not a session kind ("
+                          + ", ".join(map(repr, kinds)) + ")")
     version = _expect(path, "rewardlab_version", data.get("rewardlab_version"), (str,), "a version string")
     parameters = _expect(path, "parameters", data.get("parameters"), (dict,), "an object")
     constants = _expect(path, "constants", data.get("constants"), (dict,), "an object or null", optional=True)
@@ -292,18 +457,26 @@ def read_state(path, *, kinds=None) -> SavedState:
     pinned = tuple(Pinned.from_json(p, path=path, where=f"pinned[{k}]") for k, p in enumerate(pins))
     labels = [p.label for p in pinned]
     if len(set(labels)) != len(labels):
-        raise state_error(path, "pinned", f"should have distinct labels, not {labels}")
+        raise state_error(path, "pinned", f"should have distinct labels, not {_cut(repr(labels))}")
     for k, p in enumerate(pinned):
+        problem = pin_label_rule(p.label, labels[:k] + labels[k + 1:])
+        if problem is not None:
+            raise state_error(path, f"pinned[{k}].label", f"{problem}, not {_cut(repr(p.label))}")
         if p.kind != kind:
-            raise state_error(path, f"pinned[{k}].kind", f"should be {kind!r} (the file's kind), not {p.kind!r}")
+            raise state_error(path, f"pinned[{k}].kind", f"should be {kind!r} (the file's kind), not "
+                              f"{_cut(repr(p.kind))}")
     where = _expect(path, "data", data.get("data"), (dict,), "an object")
     data_path = _expect(path, "data.path", where.get("path"), (str,), "a string or null", optional=True)
     paths = _expect(path, "data.paths", where.get("paths"), (list,), "a list of paths or null", optional=True)
     for k, p in enumerate(paths or ()):
         _expect(path, f"data.paths[{k}]", p, (str,), "a path")
+        if not p or "\x00" in p:
+            raise state_error(path, f"data.paths[{k}]", f"should be a path, not {_cut(repr(p))}")
     fingerprint = _expect(path, "data.fingerprint", where.get("fingerprint"), (str,), "a string or null",
                           optional=True)
     rows = _expect(path, "data.rows", where.get("rows"), (int,), "an integer or null", optional=True)
+    if rows is not None and rows < 0:
+        raise state_error(path, "data.rows", f"should be a count of rows (>= 0) or null, not {rows}")
     options = _expect(path, "options", data.get("options", {}), (dict,), "an object")
     return SavedState(kind=kind, version=version, parameters=frozen(parameters),
                       constants=None if constants is None else frozen(constants), pinned=pinned,
