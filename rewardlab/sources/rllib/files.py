@@ -3,8 +3,10 @@
 Which files a load reads (a folder's ``*.json`` / ``*.parquet`` files, less
 readable files that are clearly not sample data), how a JSON line's
 ``SampleBatch`` / ``MultiAgentBatch`` or a Parquet row group becomes NumPy
-columns, and the problem of a line or row group (:class:`Problem`, rule names
-in :data:`rewardlab.sources.rllib.skipped.SKIP_REASONS`).
+columns, and the problem of a line or row group (a
+:class:`~rewardlab.sources.rllib.columns.Problem`, rule names in
+:data:`rewardlab.sources.rllib.skipped.SKIP_REASONS`); the rules on one column's values are in
+:mod:`rewardlab.sources.rllib.columns`.
 
 Examples
 --------
@@ -23,21 +25,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from rewardlab.core.columns import reward_column
 from rewardlab.core.errors import FilesLeftOutWarning, ParameterError
 from rewardlab.core.files import as_paths, check_input
-from rewardlab.sources.rllib.compression import UndecodableColumn, UnsafePickle, unpack
+from rewardlab.sources.rllib.columns import (PICKLE_OVERHEAD, STEP_VALUE_BYTES, Problem, as_array, decode,
+                                             step_columns)
 from rewardlab.sources.storage import has_rewardlab_metadata
 
-__all__ = ["RECORDED_NAME", "DEFAULT_AGENT", "REQUIRED_COLUMNS", "parse_json", "BATCH_HEAD", "Piece", "Problem",
-           "unit_name", "as_array", "layout_of", "batch_columns", "step_columns", "line_columns", "line_batches",
-           "json_lines", "arrow_column", "column_array", "parquet_row_groups", "input_files", "folder_files",
-           "maybe_sample_data", "is_rllib_parquet", "unit_kind", "sniff_rllib"]
-
-#: The candidate name of the rewards RLlib recorded: its columns are ``reward_recorded`` (the steps
-#: source's ``RECORDED`` column) and ``done_recorded``.
-RECORDED_NAME = "recorded"
-
+__all__ = ["DEFAULT_AGENT", "REQUIRED_COLUMNS", "parse_json", "BATCH_HEAD", "Piece", "unit_name",
+           "batch_columns", "line_columns", "line_batches", "json_lines", "arrow_column", "column_array",
+           "packed_rows", "id_column", "parquet_row_groups", "input_files", "folder_files", "maybe_sample_data",
+           "is_rllib_parquet", "unit_kind", "sniff_rllib"]
 
 #: The agent of Parquet rows whose ``agent_id`` is empty (RLlib's ``DEFAULT_AGENT_ID``).
 DEFAULT_AGENT = "default_agent"
@@ -68,66 +65,11 @@ class Piece:
         return len(self.cols["t"])
 
 
-class Problem(Exception):
-    """A problem of one line / row group: the column, rule and message."""
-
-    def __init__(self, column: str | None, rule: str, message: str):
-        self.column, self.rule, self.message = column, rule, message
-        super().__init__(message)
-
-
 def unit_name(kind: str, unit: int) -> str:
     """How a message names a line or row group (``unit`` -1: the whole file)."""
     if unit < 0:
         return "the whole file"
     return f"line {unit}" if kind == "line" else f"row group {unit}"
-
-
-def as_array(name: str, value, n: int, *, allow_pickle: bool) -> np.ndarray:
-    """One column's values of a batch as an array of ``n`` rows (decoding a packed column;
-    ``n=-1``: one packed value of any shape)."""
-    if isinstance(value, str):
-        try:
-            arr = unpack(value, allow_pickle=allow_pickle)
-        except UnsafePickle as exc:
-            raise Problem(name, "unsafe_pickle",
-                       f"the compressed column refers to {exc.name}, not only to NumPy arrays; "
-                       "rewardlab decodes RLlib's compressed columns (cloudpickle + LZ4 + base64) "
-                       "without running code from the file. Pass options={'allow_pickle': True} "
-                       "only for files you trust") from None
-        except UndecodableColumn as exc:
-            raise Problem(name, "undecodable_column", f"the compressed column cannot be decoded: "
-                       f"{exc.reason}") from None
-    else:
-        if not isinstance(value, list):
-            raise Problem(name, "column_length", f"should be a list of {n} values, found "
-                       f"{type(value).__name__}")
-        try:
-            arr = np.asarray(value)
-        except ValueError:
-            arr = None
-        if arr is None or arr.dtype == object:
-            lengths = [len(v) if isinstance(v, list) else -1 for v in value]
-            first = lengths[0] if lengths else 0
-            bad = next((i for i, k in enumerate(lengths) if k != first), 0)
-            raise Problem(name, "ragged", f"step {bad} of the batch has "
-                       f"{'a scalar' if lengths[bad] < 0 else f'{lengths[bad]} values'}, step 0 has "
-                       f"{'a scalar' if first < 0 else f'{first} values'} (ragged values)")
-    if n == -1:
-        return arr
-    if arr.ndim == 0 or arr.shape[0] != n:
-        raise Problem(name, "column_length", f"has {0 if arr.ndim == 0 else arr.shape[0]} values, the "
-                   f"batch has {n} steps")
-    if arr.dtype.kind not in "biuf":
-        raise Problem(name, "mixed_dtype", f"holds {arr.dtype} values, not numbers")
-    return arr.reshape(n, -1) if arr.ndim > 2 else arr
-
-
-def layout_of(arr: np.ndarray | pl.Series) -> str:
-    """A column's dtype and width, as the mixed-dtype message says them: ``float64 x 4``."""
-    if isinstance(arr, pl.Series):  # Parquet ids (text)
-        return str(arr.dtype)
-    return f"{arr.dtype}" + (f" x {arr.shape[1]}" if arr.ndim == 2 else "")
 
 
 def batch_columns(batch: dict, policy: str, *, allow_pickle: bool) -> dict:
@@ -138,52 +80,36 @@ def batch_columns(batch: dict, policy: str, *, allow_pickle: bool) -> dict:
     if missing:
         raise Problem(missing[0], "missing_column",
                    f"the batch lacks {', '.join(missing)}; it has {', '.join(sorted(batch)) or 'none'}")
-    rewards = batch["rewards"]
-    steps = next((len(batch[c]) for c in ("rewards", "eps_id", "t", "obs") if isinstance(batch[c], list)), 0)
+    steps = next((len(batch[c]) for c in ("rewards", "eps_id", "t", "obs") if isinstance(batch[c], list)), None)
     if steps == 0 and all(isinstance(batch[c], list) for c in REQUIRED_COLUMNS):
         return {}
     obs = as_array("obs", batch["obs"], steps, allow_pickle=allow_pickle)
     n = obs.shape[0]
-    cols = {"eps_id": as_array("eps_id", batch["eps_id"], n, allow_pickle=allow_pickle),
-            "agent": (as_array("agent_index", batch["agent_index"], n, allow_pickle=allow_pickle)
-                      if "agent_index" in batch else np.zeros(n, dtype=np.int64)),
-            "t": as_array("t", batch["t"], n, allow_pickle=allow_pickle)}
+
+    def one_a_step(name):  # one value a step: a packed one decodes to at most 8 bytes a step
+        return as_array(name, batch[name], n, allow_pickle=allow_pickle, per_step=True)
+
+    cols = {"eps_id": one_a_step("eps_id"),
+            "agent": one_a_step("agent_index") if "agent_index" in batch else np.zeros(n, dtype=np.int64),
+            "t": one_a_step("t")}
     for name in ("eps_id", "agent", "t"):
         if cols[name].ndim != 1 or cols[name].dtype.kind not in "iu":
             raise Problem("agent_index" if name == "agent" else name, "mixed_dtype",
                        f"should hold one integer per step, found {cols[name].dtype} of shape "
                        f"{cols[name].shape}")
+    t = cols["t"]
+    if t.dtype.kind == "u" and n and t.max() > np.iinfo(np.int64).max:
+        raise Problem("t", "mixed_dtype", f"step {int(np.argmax(t > np.iinfo(np.int64).max))} of the batch is "
+                      f"{t.max()}, past the largest 64-bit step")
     actions = as_array("actions", batch["actions"], n, allow_pickle=allow_pickle)
-    reward = as_array("rewards", rewards, n, allow_pickle=allow_pickle)
-    if reward.ndim != 1:
-        raise Problem("rewards", "mixed_dtype", f"should hold one number per step, found shape {reward.shape}")
-    if "terminateds" in batch:
-        terminated = as_array("terminateds", batch["terminateds"], n, allow_pickle=allow_pickle)
-        truncated = (as_array("truncateds", batch["truncateds"], n, allow_pickle=allow_pickle)
-                     if "truncateds" in batch else np.zeros(n, dtype=bool))
-    else:
-        terminated = as_array("dones", batch["dones"], n, allow_pickle=allow_pickle)
-        truncated = np.zeros(n, dtype=bool)
-    new_obs = (as_array("new_obs", batch["new_obs"], n, allow_pickle=allow_pickle)
+    reward = one_a_step("rewards")
+    done = "terminateds" if "terminateds" in batch else "dones"
+    terminated = one_a_step(done)
+    truncated = one_a_step("truncateds") if done == "terminateds" and "truncateds" in batch else np.zeros(n, bool)
+    new_obs = (as_array("new_obs", batch["new_obs"], n, allow_pickle=allow_pickle,
+                        limit=obs.nbytes + PICKLE_OVERHEAD)  # obs's shape and dtype
                if "new_obs" in batch else None)
-    return step_columns(cols, policy, obs, new_obs, actions, reward, terminated, truncated)
-
-
-def step_columns(cols, policy, obs, new_obs, actions, reward, terminated, truncated) -> dict:
-    """The columns rewardlab keeps, as arrays (``policy``: one name, or one per row)."""
-    n = obs.shape[0]
-    terminated = terminated.astype(bool)
-    truncated = truncated.astype(bool) & ~terminated  # both set: the episode ended (bootstrap with zero)
-    data = {"eps_id": cols["eps_id"], "agent": cols["agent"], "t": cols["t"].astype(np.int64, copy=False),
-            "policy_id": np.full(n, policy, dtype=object) if isinstance(policy, str) else policy,
-            "obs": obs, "actions": actions, "terminated": terminated, "truncated": truncated,
-            reward_column(RECORDED_NAME): reward.astype(np.float64, copy=False)}
-    if new_obs is not None:
-        if new_obs.shape != obs.shape or new_obs.dtype != obs.dtype:
-            raise Problem("new_obs", "mixed_dtype", f"has shape {new_obs.shape[1:]} and dtype {new_obs.dtype}, "
-                       f"obs has {obs.shape[1:]} and {obs.dtype}")
-        data["new_obs"] = new_obs
-    return data
+    return step_columns(cols, policy, obs, new_obs, actions, reward, terminated, truncated, done=done)
 
 
 def line_columns(obj, *, allow_pickle: bool) -> list[dict]:
@@ -234,6 +160,8 @@ def json_lines(path: Path, file: int, *, allow_pickle: bool, pieces: list, bad: 
                 obj = parse_json(raw)
             except ValueError as exc:
                 raise Problem(None, "bad_json", f"not JSON ({exc})") from None
+            except RecursionError:  # the standard library's parser (without orjson) recurses
+                raise Problem(None, "bad_json", "not JSON (nested too deeply to parse)") from None
             for frame in line_columns(obj, allow_pickle=allow_pickle):
                 pieces.append(Piece(file, number, frame))
         except Problem as problem:
@@ -249,26 +177,36 @@ def arrow_column(column):
     return column
 
 
-def column_array(table, name: str, *, allow_pickle: bool) -> np.ndarray:
-    """One Parquet column of a row group as a NumPy array (packed columns decoded)."""
+def _numeric_arrow(kind) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind)
+
+
+def _is_text(kind) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or getattr(pa.types, "is_string_view", lambda k: False)(kind))
+
+
+def column_array(table, name: str, *, allow_pickle: bool, per_row: bool = False) -> np.ndarray:
+    """One Parquet column of a row group as a NumPy array (packed columns decoded; ``per_row``: one
+    value a row, so a packed row decodes to at most 8 bytes)."""
     import pyarrow as pa
 
     column = arrow_column(table.column(name))
     n = table.num_rows
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):  # packed per row
-        values = column.to_pylist()
-        if None in values:
-            raise Problem(name, "missing_column", f"row {values.index(None)} of the row group is empty")
-        values = [as_array(name, v, -1, allow_pickle=allow_pickle) for v in values]
-        shapes = {v.shape for v in values}
-        if len(shapes) > 1:
-            raise Problem(name, "ragged", f"the rows' decoded values have shapes {sorted(shapes)} (ragged values)")
-        arr = np.stack(values) if values else np.zeros((0,))
-        return arr.reshape(n, -1) if arr.ndim > 2 else arr
+    if _is_text(column.type):  # packed per row
+        return packed_rows(name, column, allow_pickle=allow_pickle, per_row=per_row)
     if column.null_count:
         raise Problem(name, "missing_column", f"has {column.null_count} empty values")
-    series = pl.from_arrow(column)
-    if isinstance(series.dtype, pl.List):
+    if pa.types.is_fixed_size_list(column.type):
+        column = column.cast(pa.large_list(column.type.value_type))
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        if not _numeric_arrow(column.type.value_type):
+            raise Problem(name, "mixed_dtype", f"holds lists of {column.type.value_type} values, not of numbers")
+        series = pl.from_arrow(column)
         lengths = series.list.len()
         if lengths.n_unique() > 1:
             first = int(lengths[0])
@@ -276,9 +214,73 @@ def column_array(table, name: str, *, allow_pickle: bool) -> np.ndarray:
             raise Problem(name, "ragged", f"row {row} of the row group has {lengths[row]} values, row 0 has "
                        f"{first} (ragged values)")
         width = int(lengths[0]) if n else 0
-        flat = series.explode().to_numpy()
-        return flat.reshape(n, width)
-    return series.to_numpy()
+        if n and width == 0:
+            raise Problem(name, "column_length", "has no values in a step (every row's list is empty)")
+        flat = series.explode()
+        if flat.null_count():
+            row = int(flat.is_null().arg_true()[0]) // max(width, 1)
+            raise Problem(name, "missing_column", f"row {row} of the row group has an empty (null) value in "
+                          "its list")
+        return flat.to_numpy().reshape(n, width)
+    if not _numeric_arrow(column.type):
+        raise Problem(name, "mixed_dtype", f"holds {column.type} values, not numbers")
+    return pl.from_arrow(column).to_numpy()
+
+
+def packed_rows(name: str, column, *, allow_pickle: bool, per_row: bool = False) -> np.ndarray:
+    """A Parquet column RLlib packed row by row, decoded: every row the same shape and dtype.  The
+    first row decodes within :data:`~rewardlab.sources.rllib.compression.MAX_UNPACKED_BYTES` (8
+    bytes with ``per_row``), every other within the first's size; a value repeated (Parquet's
+    dictionary) is decoded once."""
+    values = column.to_pylist()
+    if None in values:
+        raise Problem(name, "missing_column", f"row {values.index(None)} of the row group is empty")
+    limit = STEP_VALUE_BYTES + PICKLE_OVERHEAD if per_row else None
+    decoded: dict = {}
+    first = None
+    rows = []
+    for row, text in enumerate(values):
+        arr = decoded.get(text)
+        if arr is None:
+            arr = decode(name, text, allow_pickle=allow_pickle, limit=limit, where=f"row {row} of the row group: ")
+            if first is None:  # row 0: the others hold as much
+                first = arr
+                limit = arr.nbytes + PICKLE_OVERHEAD if limit is None else min(limit, arr.nbytes + PICKLE_OVERHEAD)
+            elif arr.shape != first.shape:
+                raise Problem(name, "ragged", f"row {row} of the row group decodes to shape {arr.shape}, row 0 "
+                              f"to {first.shape} (ragged values)")
+            elif arr.dtype != first.dtype:
+                raise Problem(name, "mixed_dtype", f"row {row} of the row group decodes to {arr.dtype}, row 0 "
+                              f"to {first.dtype}")
+            decoded[text] = arr
+        rows.append(arr)
+    return np.stack(rows) if rows else np.zeros((0,))
+
+
+def id_column(table, name: str, default: str | None = None) -> pl.Series:
+    """A Parquet id column (episode, agent, module) as text; ``default`` fills empty values (None: an
+    empty value is a problem)."""
+    import pyarrow as pa
+
+    column = arrow_column(table.column(name))
+    kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type  # pandas' category
+    if not (_is_text(kind) or pa.types.is_integer(kind) or pa.types.is_null(kind)):
+        raise Problem(name, "mixed_dtype", f"holds {kind} values, not text or integer ids")
+    series = pl.from_arrow(column)
+    if not isinstance(series, pl.Series):
+        series = series.to_series()
+    series = series.cast(pl.String)
+    if default is not None:
+        return series.fill_null(default)
+    if series.null_count():
+        raise Problem(name, "missing_column", f"row {int(series.is_null().arg_true()[0])} of the row group is "
+                      "empty")
+    return series
+
+
+#: The Parquet columns a load reads.
+_READ_COLUMNS = ("eps_id", "agent_id", "module_id", "obs", "new_obs", "actions", "rewards", "terminateds",
+                 "truncateds")
 
 
 def parquet_row_groups(path: Path, file: int, *, allow_pickle: bool, pieces: list, bad: list):
@@ -287,40 +289,52 @@ def parquet_row_groups(path: Path, file: int, *, allow_pickle: bool, pieces: lis
 
     try:
         parquet = pq.ParquetFile(path)
+        names = parquet.schema_arrow.names
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError
         bad.append((file, -1, Problem(None, "bad_parquet", f"not a Parquet file ({exc})")))
         return
-    names = parquet.schema_arrow.names
     needed = ["eps_id", "obs", "actions", "rewards", "terminateds"]
     missing = [c for c in needed if c not in names]
     if missing:
         bad.append((file, -1, Problem(missing[0], "missing_column", f"the rows lack {', '.join(missing)}; "
                                    f"the file has {', '.join(names)}")))
         return
+    if len(set(names)) < len(names):
+        twice = next(c for c in names if names.count(c) > 1)
+        bad.append((file, -1, Problem(twice, "bad_parquet", f"the file has two columns named {twice!r}")))
+        return
     for group in range(parquet.num_row_groups):
         try:
-            table = parquet.read_row_group(group)
+            try:
+                table = parquet.read_row_group(group)
+            except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
+                raise Problem(None, "bad_parquet", f"the row group cannot be read ({exc})") from None
             n = table.num_rows
+            for name in _READ_COLUMNS:  # a corrupt page can hold text that is not UTF-8, or bad offsets
+                if name in names:
+                    try:
+                        table.column(name).validate(full=True)
+                    except Exception as exc:  # pyarrow raises ArrowInvalid
+                        raise Problem(name, "bad_parquet", f"the column's values are corrupt ({exc})") from None
 
-            def get(name):
-                return column_array(table, name, allow_pickle=allow_pickle)
+            def get(name, per_row=False):
+                return column_array(table, name, allow_pickle=allow_pickle, per_row=per_row)
 
             # ids stay Polars text columns (concatenated per load, never Python objects row by row)
-            eps = pl.from_arrow(arrow_column(table.column("eps_id"))).cast(pl.String)
-            if eps.null_count():
-                raise Problem("eps_id", "missing_column", f"row {int(eps.is_null().arg_true()[0])} of the "
-                           "row group is empty")
-            agent = (pl.from_arrow(arrow_column(table.column("agent_id"))).cast(pl.String)
-                     .fill_null(DEFAULT_AGENT) if "agent_id" in names
-                     else pl.repeat(DEFAULT_AGENT, n, eager=True, dtype=pl.String))
-            policy = (pl.from_arrow(arrow_column(table.column("module_id"))).cast(pl.String)
-                      .fill_null("default_policy") if "module_id" in names
-                      else "default_policy")
-            cols = {"eps_id": eps, "agent": agent, "t": np.full(n, -1, dtype=np.int64)}
-            truncated = get("truncateds") if "truncateds" in names else np.zeros(n, dtype=bool)
+            cols = {"eps_id": id_column(table, "eps_id"),
+                    "agent": (id_column(table, "agent_id", DEFAULT_AGENT) if "agent_id" in names
+                              else pl.repeat(DEFAULT_AGENT, n, eager=True, dtype=pl.String)),
+                    "t": np.full(n, -1, dtype=np.int64)}
+            policy = (id_column(table, "module_id", "default_policy") if "module_id" in names
+                      else pl.repeat("default_policy", n, eager=True, dtype=pl.String))
+            obs = get("obs")
+            if obs.ndim == 0 or obs.shape[0] != n:
+                raise Problem("obs", "column_length", f"has {obs.shape[0] if obs.ndim else 0} values, the row "
+                              f"group has {n} rows")
+            truncated = get("truncateds", True) if "truncateds" in names else np.zeros(n, dtype=bool)
             new_obs = get("new_obs") if "new_obs" in names else None
-            frame = step_columns(cols, policy, get("obs"), new_obs, get("actions"), get("rewards"),
-                           get("terminateds"), truncated)
+            frame = step_columns(cols, policy, obs, new_obs, get("actions"), get("rewards", True),
+                                 get("terminateds", True), truncated, where="row {} of the row group")
             frame["_row"] = np.arange(n, dtype=np.uint32)
             pieces.append(Piece(file, group, frame))
         except Problem as problem:
@@ -381,10 +395,10 @@ def maybe_sample_data(path: Path) -> bool:
         return True
     try:
         obj = parse_json(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:  # a JSON document over several lines (stats, params written with indent) is not ours
             obj = parse_json(path.read_bytes())
-        except (ValueError, OSError):  # a corrupt first line: the reader reports it, and reads the others
+        except (ValueError, RecursionError, OSError):  # a corrupt first line: the reader reports it
             return True
     return isinstance(obj, dict) and obj.get("type") in ("SampleBatch", "MultiAgentBatch")
 

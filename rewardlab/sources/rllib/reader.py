@@ -32,9 +32,13 @@ step, the observation RLlib recorded after it.  That holds for an episode
 the recording cut (loaded with ``unfinished="truncate"``) too.  Rows without
 ``new_obs`` give a frame without ``final_obs`` (the next state after a last
 step is then the ``obs`` column's pad).  Columns RLlib compressed are decoded by
-:mod:`rewardlab.sources.rllib.compression` (arrays only unless
-``allow_pickle=True``).  With ``dones`` alone (older RLlib) ``dones`` is
-``terminated``; a step with both flags set counts as terminated.
+:mod:`rewardlab.sources.rllib.compression` (numeric arrays only, within
+bounds, unless ``allow_pickle=True``).  Values are numbers: float16
+observations load as float32 (which holds them exactly), boolean ones as
+``Boolean`` (pad ``0``, False); flags are booleans or 0 / 1 (anything else:
+rule ``bad_flag``); recorded rewards are finite (``not_finite``).  With
+``dones`` alone (older RLlib) ``dones`` is ``terminated``; a step with both
+flags set counts as terminated.
 
 Errors are :class:`~rewardlab.core.errors.StepTableError` naming the file,
 the line (JSON) or row group and row (Parquet), the column, and for episode rules
@@ -66,8 +70,8 @@ from rewardlab.core.files import check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach, final_column
 from rewardlab.sources.results import LoadResult, write_skipped_lines
 from rewardlab.sources.rllib.episodes import episode_checks, final_states, format_key
-from rewardlab.sources.rllib.files import (RECORDED_NAME, Piece, Problem, input_files, json_lines, layout_of,
-                                           parquet_row_groups, unit_kind, unit_name)
+from rewardlab.sources.rllib.columns import RECORDED_NAME, Problem, layout_of
+from rewardlab.sources.rllib.files import Piece, input_files, json_lines, parquet_row_groups, unit_kind, unit_name
 from rewardlab.sources.rllib.skipped import (drop_skipped_episodes, skipped_lines, skipped_rows,
                                              write_skipped_rows)
 
@@ -161,8 +165,15 @@ def read_rllib(
         loaded with its last step marked truncated (``"truncate"``).
     allow_pickle : bool
         Decode compressed columns with Python's full unpickler (it can run
-        code from the file: trusted files only).  By default only NumPy
-        arrays are rebuilt and anything else is an error naming the column.
+        code from the file: trusted files only), without size limits.  By
+        default only numeric NumPy arrays are rebuilt, each from bytes the
+        file holds, and a packed value may decode to at most
+        :data:`~rewardlab.sources.rllib.compression.MAX_UNPACKED_BYTES`
+        (256 MiB) and to no more than its column can need (``new_obs``:
+        ``obs``'s size; a one-value-a-step column: 8 bytes a step; a
+        Parquet row: the first row's size); anything else is an error
+        naming the column (rules ``unsafe_pickle``, ``undecodable_column``,
+        ``oversized_column``), raised before the memory is taken.
 
     Returns
     -------
@@ -334,7 +345,7 @@ def _obs_state(frame: pl.DataFrame) -> StateColumn:
             pl.Int16: "int16", pl.Int8: "int8", pl.UInt8: "uint8", pl.UInt16: "uint16", pl.UInt32: "uint32",
             pl.UInt64: "uint64", pl.Boolean: "bool"}[inner.base_type() if hasattr(inner, "base_type") else inner]
     final = FINAL_OBS if FINAL_OBS in frame.columns else None
-    return StateColumn("obs", width, name, False if name == "bool" else 0, final=final)
+    return StateColumn("obs", width, name, 0, final=final)  # a bool state's pad: 0 (False)
 
 
 def load_rllib(paths, *, on_error: str = "raise", skipped_path=None, overwrite: bool = False,

@@ -28,10 +28,13 @@ SKIP_REASONS: dict[str, str] = {
     "bad_type": "the line's type is SampleBatch or MultiAgentBatch",
     "missing_column": "a batch has eps_id, t, obs, actions, rewards and terminateds or dones",
     "column_length": "every column of a batch has one value per step",
-    "undecodable_column": "a compressed column decodes to an array",
+    "undecodable_column": "a compressed column decodes to a numeric array, its bytes matching its shape",
+    "oversized_column": "a compressed column decodes within the size its values can need",
     "unsafe_pickle": "a compressed column holds arrays only (or allow_pickle=True)",
     "ragged": "every step of a column has the same number of values",
-    "mixed_dtype": "a column has one shape and dtype in every line and file",
+    "mixed_dtype": "a column holds numbers, of one shape and dtype in every line and file",
+    "bad_flag": "flags are true/false (or 1/0)",
+    "not_finite": "the recorded reward is a finite number (no NaN, no inf)",
     "step_order": "steps increase within an episode (no repeats, in file order)",
     "next_obs_mismatch": "new_obs equals the following step's obs of the same episode and agent",
     "flag_before_end": "terminated / truncated fire only on an episode's last step",
@@ -45,6 +48,8 @@ SKIPPED_SCHEMA = SKIPPED_LINES_SCHEMA  # the kanachan reader's table of skipped 
 
 def bad_episodes(frame, problems, bad, files, kind) -> tuple[np.ndarray, dict]:
     """Episodes to drop (bool per episode ordinal) and the first reason of each."""
+    if "_episode" not in frame.columns:  # no line or row group was readable: no episodes
+        return np.zeros(0, dtype=bool), {}
     n_eps = int(frame["_episode"].max()) + 1 if frame.height else 0
     drop = np.zeros(n_eps, dtype=bool)
     reason: dict[int, tuple[str, str]] = {}
@@ -135,7 +140,11 @@ def skipped_rows(frame, problems, bad, files) -> tuple[pl.DataFrame, list[tuple[
 
 
 def write_skipped_rows(where, files, path: Path, *, overwrite: bool) -> None:
-    """The skipped Parquet rows, value for value, plus ``rewardlab_file`` / ``_row_group`` / ``_row``."""
+    """The skipped Parquet rows, value for value, plus ``rewardlab_file`` / ``_row_group`` / ``_row``.
+
+    A column that cannot be read (a corrupt page) is left out of its rows; text that is not UTF-8 is
+    kept as bytes; a column whose type differs between files is kept under ``name (type)`` for the
+    rows whose type is not the first one's."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -143,18 +152,60 @@ def write_skipped_rows(where, files, path: Path, *, overwrite: bool) -> None:
     groups: dict[tuple[int, int], list[int]] = {}
     for f, g, r in where:
         groups.setdefault((f, g), []).append(r)
+    kinds: dict[str, object] = {}  # each column's type, as first read
     for (f, g), rows in groups.items():
-        table = pq.ParquetFile(files[f]).read_row_group(g).take(pa.array(rows, pa.int64()))
-        n = table.num_rows
-        tables.append(table.append_column("rewardlab_file", pa.array([str(files[f])] * n))
-                      .append_column("rewardlab_row_group", pa.array([g] * n, pa.int64()))
-                      .append_column("rewardlab_row", pa.array(rows, pa.int64())))
+        columns = _readable_columns(pq.ParquetFile(files[f]), g, pa.array(rows, pa.int64()))
+        named = {}
+        for name, column in columns.items():
+            first = kinds.get(name)
+            if first is None or pa.types.is_null(first):
+                kinds[name] = column.type
+            elif column.type != first and not pa.types.is_null(column.type):
+                name = f"{name} ({column.type})"
+            named[name] = column
+        n = len(rows)
+        named.update({"rewardlab_file": pa.array([str(files[f])] * n),
+                      "rewardlab_row_group": pa.array([g] * n, pa.int64()),
+                      "rewardlab_row": pa.array(rows, pa.int64())})
+        tables.append(pa.table(named))
     table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
     with atomic_path(path, overwrite=overwrite) as tmp:
         pq.write_table(table, tmp)
 
 
+def _readable_columns(parquet, group: int, rows) -> dict:
+    """The ``rows`` of each column of a row group that can be read (a corrupt column is left out)."""
+    import pyarrow as pa
+
+    try:
+        table = parquet.read_row_group(group)
+        read = dict(zip(table.column_names, table.columns))
+    except Exception:  # a corrupt page (pyarrow raises OSError, ArrowInvalid): column by column
+        read = {}
+        for name in dict.fromkeys(parquet.schema_arrow.names):
+            try:
+                read[name] = parquet.read_row_group(group, columns=[name]).column(0)
+            except Exception:  # this column's pages are corrupt
+                continue
+    out = {}
+    for name, column in read.items():
+        try:
+            column.validate(full=True)
+        except Exception:  # pyarrow raises ArrowInvalid: text that is not UTF-8, or broken offsets
+            if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+                continue
+            column = column.cast(pa.large_binary() if pa.types.is_large_string(column.type) else pa.binary())
+            try:
+                column.validate(full=True)
+            except Exception:  # broken offsets
+                continue
+        out[name] = column.take(rows)
+    return out
+
+
 def drop_skipped_episodes(frame, problems, bad, files, kind) -> pl.DataFrame:
     """The frame without the skipped episodes."""
     drop, _ = bad_episodes(frame, problems, bad, files, kind)
+    if not frame.height:
+        return frame
     return frame.filter(~pl.Series(drop[frame["_episode"].to_numpy()]))
