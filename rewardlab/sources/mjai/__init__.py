@@ -61,7 +61,34 @@ the deltas, and checks every score the log gives against them; each
 on the table as ``kyotaku``, and the points plus 1000 per stick must keep the
 game's total.  Sticks left at the game's end go to the top player (ties: the
 lower seat), as in Tenhou, Mahjong Soul and riichienv; an ``end_game`` with
-``scores`` must agree.
+``scores`` must agree, and one with ``ranks`` (four integers, 1 = top, or 0-3)
+must give the final scores' ranks by that rule
+(:mod:`rewardlab.sources.mjai.ranking`; rule ``ranks_mismatch``).
+
+Who pays a win is checked on its deltas (given, or the scores' change; rule
+``wrong_payment``, :data:`rewardlab.sources.mjai.tiles.PAYMENT_RULES`): in a
+ron only the discarder pays (each winner of a double ron from the same
+discarder), in a tsumo every other player pays, the two non-dealers equal
+shares and the dealer more (all three equal on the dealer's tsumo), and the
+winner gains what the others pay plus the riichi sticks on the table, which
+go to the round's first winner.  A seat that fed the pon or open kan
+completing a winner's big three dragons, big four winds or four kans is
+liable (pao): it may share a ron's payment, and a tsumo's shares are then
+free.  The value of a hand (han, fu, honba) is not checked: a log need not
+give it.  Each round must be one the round before allows (rule
+``round_order``): after a non-dealer's win the next deal with honba 0, after
+the dealer's win the same round with one more honba, after a draw one more
+honba in the same round or the next.  Scores must stay within +-2**30 (the
+frame's columns are 32-bit).
+
+Files
+-----
+A file with no event (empty, blank lines or a byte order mark) is refused
+(``empty_file``), in skip mode too; a compressed body under a plain name is
+named as such (``looks_compressed``: rename it to ``.gz`` / ``.bz2``), and a
+damaged ``.gz`` / ``.bz2`` is ``unreadable``.  Skip mode leaves such a file
+out whole: a row of ``result.skipped`` names it (``line`` and ``raw`` null),
+its bytes stay in the file and nothing of it goes to the side file.
 
 Examples
 --------

@@ -17,7 +17,13 @@ A game that breaks a rule raises :class:`~rewardlab.core.errors.DataFormatError`
 naming the file, line and rule; with ``on_error="skip"`` the whole game (its
 lines from ``start_game`` to ``end_game``) is quarantined: counted, kept
 byte for byte in ``result.skipped`` and the side file, and none of its rows
-are kept.
+are kept.  A file that cannot be read as a log (a damaged ``.gz`` / ``.bz2``,
+or a compressed body under a plain name: rule ``unreadable`` or
+``looks_compressed``) is an error too; skip mode leaves it out whole: one row
+of ``result.skipped`` names it (``line`` and ``raw`` null: its bytes stay in
+that file, and nothing of it goes to the side file).  A file with no event at
+all (empty, blank lines, a byte order mark) is refused in both modes (rule
+``empty_file``), as kanachan text and step tables are.
 
 Examples
 --------
@@ -48,7 +54,8 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.mjai import tiles as T
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult, write_skipped_lines
 
-__all__ = ["read_mjai", "load_mjai", "log_files", "MJAI_SUFFIXES", "PADDED_COLUMNS", "DEFAULTS", "BATCH_BYTES"]
+__all__ = ["read_mjai", "load_mjai", "log_files", "compression_by_content", "MJAI_SUFFIXES", "PADDED_COLUMNS",
+           "DEFAULTS", "BATCH_BYTES"]
 
 #: File names a folder's logs are found by (and a ``.gz`` or ``.bz2`` of each).
 MJAI_SUFFIXES = (".json", ".jsonl", ".mjson", ".log")
@@ -64,6 +71,11 @@ PADDED_COLUMNS = {
 DEFAULTS = {"room": 0, "grades": (0, 0, 0, 0), "game_length": "from the log: half-length when a South "
             "round is played, else east-only"}
 _CODE_NAMES = {v: k for k, v in T.RULE_CODES.items()}
+_PAYMENT_NAMES = {v: k for k, v in T.PAYMENT_RULES.items()}
+#: Leading bytes of compressed streams: (magic, kind, the suffix rewardlab reads it by, or None).
+_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"BZh", "bz2", ".bz2"), (b"\xfd7zXZ\x00", "xz", None),
+          (b"\x28\xb5\x2f\xfd", "zstd", None), (b"PK\x03\x04", "zip", None))
+_BOM = b"\xef\xbb\xbf"
 _HINT = ("Fix the log, or load with on_error='skip' (CLI: --on-error skip) to quarantine the whole game and "
          "keep its lines.")
 _PHASES = ("outside a game", "after start_game / end_kyoku (a start_kyoku or end_game comes next)",
@@ -120,13 +132,75 @@ class _Batch:
     game_lines: np.ndarray | None = None  # per good game: its start_game line number
     game_last: np.ndarray | None = None  # per good game: its last line number
     game_length: np.ndarray | None = None
-    bad: list = field(default_factory=list)  # DataFormatError per quarantined game, in file order
-    skipped: list = field(default_factory=list)  # per quarantined game: (file, first line, raw lines, error)
+    bad: list = field(default_factory=list)  # DataFormatError per quarantined game or file, in file order
+    # per quarantined game: (file, first line, raw lines, error); per file left out: (file, None, None, error)
+    skipped: list = field(default_factory=list)
+    empty: DataFormatError | None = None  # the batch's first empty file (refused in both modes)
 
 
 def _read_text(path: Path) -> bytes:
     with open_compressed(path) as f:
         return f.read()
+
+
+def compression_by_content(head: bytes) -> tuple[str, str | None] | None:
+    """``(kind, suffix)`` of the compressed stream the bytes ``head`` begin with (gzip, bz2, xz, zstd, zip;
+    ``suffix`` is the one rewardlab decompresses it by, None for kinds it does not read), or None.
+
+    Examples
+    --------
+    >>> import gzip
+    >>> compression_by_content(gzip.compress(b"{}")), compression_by_content(b'{"type":"start_game"}')
+    (('gzip', '.gz'), None)
+    """
+    for magic, kind, suffix in _MAGIC:
+        if head.startswith(magic) and (kind != "bz2" or (len(head) > 3 and head[3] in b"123456789")):
+            return kind, suffix
+    return None
+
+
+def _unreadable(path: Path, exc: Exception) -> DataFormatError:
+    """The error of a compressed log that does not decompress: what its bytes look like, and what to do."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        head = b""
+    named = compression_of(path)
+    found = compression_by_content(head)
+    text = head.removeprefix(_BOM).lstrip(b" \t\r\n")
+    if found is not None and found[0] != named and found[1] is not None:
+        hint = f"It is {found[0]}, not {named}: rename it to end in {found[1]} instead."
+    elif found is None and text[:1] == b"{":
+        hint = f"Its bytes are plain text (JSON lines), not {named}: rename it without {path.suffix}."
+    else:
+        hint = "Check the file (a download or copy cut short?), or leave it out."
+    return DataFormatError(path, None, None, "unreadable", f"cannot be read as a plain, gzip or bz2 log "
+                           f"({type(exc).__name__}: {exc})", hint=hint)
+
+
+def _file_problem(path: Path, data: bytes) -> DataFormatError | None:
+    """The error of a file whose text cannot be a log at all: a compressed body under a plain name, or no
+    event (empty, blank lines, a byte order mark); None for any other text (the kernels judge it)."""
+    if compression_of(path) is None:
+        found = compression_by_content(data[:16])
+        if found is not None:
+            kind, suffix = found
+            what = (f"rename it to {path.name}{suffix} (rewardlab decompresses .gz and .bz2 logs by their name)"
+                    if suffix else f"decompress it ({kind}); rewardlab reads plain, .gz and .bz2 logs")
+            return DataFormatError(path, None, None, "looks_compressed",
+                                   f"looks compressed: it begins with the bytes of a {kind} stream, but its name "
+                                   f"says plain text", hint=f"Check the file: {what}.")
+    if not _has_content(data[:4096]) and not _has_content(data):
+        return DataFormatError(path, None, None, "empty_file",
+                               "the file has no events (it is empty, or holds only blank lines or a byte order "
+                               "mark)", hint="Check that the path points at an MJAI log, or leave the file out.")
+    return None
+
+
+def _has_content(data: bytes) -> bool:
+    """Whether ``data`` holds anything but whitespace and byte order marks (what the scanner skips)."""
+    return bool(data.replace(_BOM, b"").strip(b" \t\r\n"))
 
 
 def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length: int) -> _Batch:
@@ -136,14 +210,20 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
 
     out = _Batch(files)
     texts, kept_files = [], []
+    problems = []  # (file index, line, error, skipped entry): sorted into file order at the end
     for f, path in enumerate(files):
         try:
             data = _read_text(path)
         except (OSError, EOFError, zlib.error) as e:
-            err = DataFormatError(path, None, None, "unreadable", f"cannot be read as a plain, gzip or bz2 log "
-                                  f"({type(e).__name__}: {e})", hint="Check the file, or leave it out.")
-            out.bad.append(err)
-            out.skipped.append((path, None, [], err))
+            err = _unreadable(path, e)
+        else:
+            err = _file_problem(path, data)
+        if err is not None:
+            problems.append((f, 0, err, (path, None, None, err)))
+            if err.rule == "empty_file" and out.empty is None:
+                out.empty = err
+            if not skip:
+                break  # raise mode: what comes after this file is not reported
             continue
         if data and not data.endswith(b"\n"):
             data += b"\n"
@@ -168,19 +248,22 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
 
     good = tr.g_code == 0
     for g in np.flatnonzero(~good):
-        path, number, _ = where(int(tr.g_line[g]))
+        path, number, k = where(int(tr.g_line[g]))
         first_path, first_number, _ = where(int(tr.g_first[g]))
         line = buf[starts[tr.g_line[g]]:ends[tr.g_line[g]]].tobytes()
         values = tr.g_values[g].copy()
         if tr.g_code[g] == T.RULE_CODES["unended_game"] and values[0] == 1:  # the line of the start_game that cut it
             values[1] = number + int(values[1] - tr.g_line[g])
-        err = _error(path, number, int(tr.g_code[g]), values, line)
-        out.bad.append(err)
+        err = _error(path, number, int(tr.g_code[g]), values, line, tr.g_final[g])
+        raws = None
         if skip:
             raws = [buf[starts[i]:ends[i]].tobytes() for i in range(int(tr.g_first[g]), int(tr.g_last[g]) + 1)]
-            out.skipped.append((first_path, first_number, raws, err))
-        elif len(out.bad) == 1:
-            break  # raise mode: the batch's first problem is all that is reported
+        problems.append((kept_files[k], number, err, (first_path, first_number, raws, err)))
+        if not skip:
+            break  # raise mode: the batch's first problem is all that is reported (files read stop at a bad one)
+    problems.sort(key=lambda p: (p[0], p[1]))
+    out.bad = [p[2] for p in problems]
+    out.skipped = [p[3] for p in problems] if skip else []
     if out.bad and not skip:
         return out
     games = np.flatnonzero(good)
@@ -213,10 +296,12 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
     return out
 
 
-def _error(path: Path, number: int, code: int, values, line: bytes) -> DataFormatError:
-    """The message of a game's broken rule (only formatted for games that are reported)."""
+def _error(path: Path, number: int, code: int, values, line: bytes, extra=(0, 0, 0, 0)) -> DataFormatError:
+    """The message of a game's broken rule (only formatted for games that are reported); ``extra``: the
+    tracker's four numbers of the record (a win's deltas, or the final scores ranks were checked by)."""
     rule = _CODE_NAMES.get(code, "invalid")
-    v0, v1, v2 = (int(x) for x in values)
+    v0, v1, v2, v3 = (int(x) for x in values)
+    four = [int(x) for x in extra]
     text = line.decode("utf-8", "replace")
     field_name = T.FIELD_NAMES.get(v0, "?")
     kind = lambda k: T.NAME_OF_KIND.get(k, str(k))  # noqa: E731
@@ -255,9 +340,20 @@ def _error(path: Path, number: int, code: int, values, line: bytes) -> DataForma
         msg = (f"the game has no end_game: a start_game (line {v1}) begins the next game after this line"
                if v0 == 1 else
                "the file ends inside a game (no end_game after its last start_game)")
+    elif rule == "out_of_range" and field_name == "scores":
+        msg = (f"a score (given, or after this event's deltas, or final) reaches {v1}, outside what kanachan's "
+               f"layout holds ({_RANGES['scores']})")
     elif rule == "out_of_range":
         shown = "ESWN"[v1] if field_name == "bakaze" and 0 <= v1 < 4 else v1
         msg = f'"{field_name}" is {shown}, outside what kanachan\'s layout holds ({_RANGES.get(field_name, "")})'
+    elif rule == "wrong_payment":
+        msg = _payment_message(v0, v1, v2, v3, four)
+    elif rule == "ranks_mismatch":
+        msg = (f"end_game gives seat {v0} rank {v1}, but the final scores {four} rank it {v2} ({v3} = top: the "
+               "higher score first, of equal scores the lower seat; riichi sticks left at the end go to the top "
+               "player)")
+    elif rule == "round_order":
+        msg = _round_order_message(v0, v1, v2, v3)
     elif rule == "hidden_tile":
         msg = (f'"{field_name}" holds a hidden tile "?": rewardlab needs full game records that show every '
                "hand and draw (a player's own view hides the others')")
@@ -278,10 +374,55 @@ _SHAPES = {"type": "a string", "actor": "a seat 0-3", "target": "a seat 0-3", "o
            "pai": "a tile name", "dora_marker": "a tile name", "consumed": "a list of up to 4 tile names",
            "tsumogiri": "true or false", "bakaze": '"E", "S", "W" or "N"', "kyoku": "an integer >= 0",
            "honba": "an integer >= 0", "kyotaku": "an integer >= 0", "scores": "4 integers",
-           "deltas": "4 integers", "tehais": "4 lists of tile names", "tenpais": "4 booleans"}
+           "deltas": "4 integers", "tehais": "4 lists of tile names", "tenpais": "4 booleans",
+           "ranks": "4 integers, 1 = top"}
 _RANGES = {"bakaze": "East, South and West rounds", "kyoku": "1-4", "honba": "0-255",
            "oya": "the dealer of kyoku k is seat k - 1", "pai": "70 draws per round",
-           "dora_marker": "5 indicators, one more per kan", "tehais": "255 rounds per game"}
+           "dora_marker": "5 indicators, one more per kan", "tehais": "255 rounds per game",
+           "scores": "within +-2^30: its score columns are 32-bit"}
+
+
+def _payment_message(sub: int, seat: int, a: int, b: int, deltas: list[int]) -> str:
+    """A ``wrong_payment`` message: which payment rule (:data:`rewardlab.sources.mjai.tiles.PAYMENT_RULES`)."""
+    name = _PAYMENT_NAMES.get(sub, "?")
+    pays = lambda s: -deltas[s]  # noqa: E731
+    if name == "bystander_pays":
+        text = (f"in a ron only the discarder (seat {b}) pays (with a seat that fed the winner's big three "
+                f"dragons, big four winds or four kans: pao), but seat {seat}, neither the winner nor the "
+                f"discarder, has a delta of {a}")
+    elif name == "discarder_free":
+        text = f"seat {seat} discarded the tile this ron wins on, so it pays, but its delta is {a}"
+    elif name == "payer_free" and b == 1:
+        text = (f"seat {seat} fed the winner's big three dragons, big four winds or four kans (pao), so it pays "
+                f"this tsumo, but its delta is {a}")
+    elif name == "payer_free":
+        text = f"in a tsumo every other player pays, but seat {seat}'s delta is {a}"
+    elif name == "unequal_shares":
+        text = (f"seats {seat} and {a} pay {pays(seat)} and {pays(a)}, but they pay equal shares of a tsumo (the "
+                "two non-dealers of a non-dealer's tsumo, all three of the dealer's)")
+    elif name == "dealer_share":
+        text = (f"the dealer (seat {seat}) pays {pays(seat)}, no more than seat {a}'s {pays(a)}: a non-dealer's "
+                "tsumo costs the dealer the larger share")
+    else:
+        paid = sum(pays(s) for s in range(4) if s != seat)
+        sticks = (b - paid) // 1000
+        text = (f"the winner (seat {seat}) gains {a}, but what the others pay ({paid}) plus the riichi sticks it "
+                f"takes ({sticks} x 1000: the table's sticks go to the round's first winner) make {b}")
+    return f"{text}; the win's deltas: {deltas} (payment rule {name})"
+
+
+def _round_order_message(case: int, given: int, honba: int, before: int) -> str:
+    """A ``round_order`` message: the round given and the round(s) the one before allows."""
+    name = lambda code: f"{'ESWN'[code // 4 % 4]}{code % 4 + 1}"  # noqa: E731
+    prev, ben = before // 1024, before % 1024
+    nxt = name(prev + 1)
+    if case == 1:
+        want = f"after a non-dealer's win in {name(prev)} honba {ben} the deal passes on: {nxt} honba 0"
+    elif case == 2:
+        want = f"after the dealer's win in {name(prev)} honba {ben} the dealer keeps it: {name(prev)} honba {ben + 1}"
+    else:
+        want = (f"after a draw in {name(prev)} honba {ben} one more honba: {name(prev)} or {nxt} honba {ben + 1}")
+    return f"this round is {name(given)} honba {honba}, but {want} comes next"
 
 
 def _clip(text: str, width: int = 120) -> str:
@@ -411,6 +552,8 @@ def read_mjai(
                 bar.update(len(batch.files))
                 if batch.bad and not skip:
                     raise batch.bad[0]
+                if batch.empty is not None:
+                    raise batch.empty  # no events at all: refused in skip mode too
                 results.append(batch)
         finally:
             for fut in futures:
@@ -420,31 +563,45 @@ def read_mjai(
     skipped = _skipped_frame(results)
     result_path = None
     if skip and skipped_path is not None:
-        result_path = write_skipped_lines(skipped["raw"].to_list(), skipped_path, overwrite=overwrite)
+        # a file left out whole has no line here (raw null): its bytes stay in the file the message names
+        result_path = write_skipped_lines([r for r in skipped["raw"].to_list() if r is not None], skipped_path,
+                                          overwrite=overwrite)
     result = LoadResult(frame, skipped, result_path)
-    games = sum(len(b.skipped) for b in results)
-    if games:
-        counts = ", ".join(f"{k}: {v}" for k, v in _game_counts(results).items())
-        where = f"; kept in {result_path}" if result_path else "; see result.skipped"
-        warnings.warn(SkippedLinesWarning(
-            f"quarantined {games} game{'s' if games > 1 else ''} ({skipped.height} lines; {counts}){where}"),
-            stacklevel=2)
+    message = _skip_message(results, skipped, result_path)
+    if message:
+        warnings.warn(SkippedLinesWarning(message), stacklevel=2)
     return result
 
 
-def _game_counts(results: list[_Batch]) -> dict[str, int]:
+def _skip_message(results: list[_Batch], skipped: pl.DataFrame, result_path) -> str:
+    """The warning of a skip-mode load: games quarantined (counted by rule) and files left out (named)."""
+    games = [err for b in results for _, _, raws, err in b.skipped if raws is not None]
+    files = [err for b in results for _, _, raws, err in b.skipped if raws is None]
+    parts = []
+    if games:
+        lines = skipped.filter(pl.col("raw").is_not_null()).height
+        where = f"; kept in {result_path}" if result_path else "; see result.skipped"
+        parts.append(f"quarantined {len(games)} game{'s' if len(games) > 1 else ''} ({lines} lines; "
+                     f"{_counts(games)}){where}")
+    if files:
+        names = ", ".join(str(err.path) for err in files[:3]) + (", ..." if len(files) > 3 else "")
+        parts.append(f"left out {len(files)} file{'s' if len(files) > 1 else ''} that cannot be read as logs "
+                     f"({_counts(files)}): {names}; their bytes stay in those files (see result.skipped)")
+    return "; ".join(parts)
+
+
+def _counts(errors: list[DataFormatError]) -> str:
     counts: dict[str, int] = {}
-    for b in results:
-        for *_, err in b.skipped:
-            counts[err.rule] = counts.get(err.rule, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    for err in errors:
+        counts[err.rule] = counts.get(err.rule, 0) + 1
+    return ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _skipped_frame(results: list[_Batch]) -> pl.DataFrame:
     rows = {k: [] for k in SKIPPED_LINES_SCHEMA}
     for b in results:
         for path, first, raws, err in b.skipped:
-            for j, raw in enumerate(raws):
+            for j, raw in enumerate(raws or ()):
                 number = first + j
                 rows["file"].append(str(path))
                 rows["line"].append(number)
@@ -454,9 +611,10 @@ def _skipped_frame(results: list[_Batch]) -> pl.DataFrame:
                                        f"in the game quarantined for {err.path}:{err.line} ({err.rule})")
                 rows["text"].append(raw.decode("utf-8", "replace"))
                 rows["raw"].append(raw)
-            if not raws:  # an unreadable file
+            if raws is None:  # a file left out whole: named, its bytes left where they are
+                message = f"{err} (the file is left out whole; its bytes stay in {path}, not in the side file)"
                 for k, v in (("file", str(path)), ("line", None), ("column", None), ("reason", err.rule),
-                             ("message", str(err)), ("text", None), ("raw", b"")):
+                             ("message", message), ("text", None), ("raw", None)):
                     rows[k].append(v)
     return pl.DataFrame(rows, schema=SKIPPED_LINES_SCHEMA)
 

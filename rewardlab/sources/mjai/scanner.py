@@ -5,16 +5,18 @@ only the fields the tracker needs (:data:`rewardlab.sources.mjai.tiles.FIELDS`),
 as small integers: the event type, seats, tiles as 37-kind codes, the
 integers of ``start_kyoku`` and the score lists.  Any other key is skipped
 whatever its value (strings with escapes, numbers, nested lists and objects).
-A line that is not one JSON object, names an unknown event type or a tile
-that does not exist, or gives a known field a value of the wrong shape gets
-an error code, the byte column and the field (:data:`CODES`); nothing here
+A line that is not one JSON object (its strings included: JSON's escapes
+only, UTF-8 only; a repeated key replaces the value, as in JSON), names an
+unknown event type or a tile that does not exist, or gives a known field a
+value of the wrong shape gets an error code, the byte column and the field
+(:data:`CODES`); nothing here
 formats messages (:mod:`rewardlab.sources.mjai.reader` does, only for the
 lines it reports).
 
 The kernel is compiled by numba on first use (cached on disk afterwards,
 ``make`` compiles it) and releases the GIL, so blocks are scanned in
 parallel threads.  ``tests/test_mjai.py`` checks it against ``json.loads``
-line by line.
+line by line (``tests/test_mjai_hostile.py`` on random strings).
 
 Examples
 --------
@@ -87,6 +89,9 @@ class Events:
         With ``has_scores`` / ``has_deltas`` (bool, shape (n,)).
     tenpais : numpy.ndarray of int8, shape (n, 4)
         0/1, -1 when absent.
+    ranks : numpy.ndarray of int64, shape (n, 4)
+        ``end_game``'s ranks as given, with ``has_ranks`` (int8, shape (n,)): 0 absent (or null), 1 four
+        integers, -1 a value of another shape (an error only where the tracker reads it: on ``end_game``).
     tehais : numpy.ndarray of int8, shape (n, 4, 14)
         Tile kinds of each seat's dealt hand, -1 padded (``start_kyoku`` only).
     code, column, detail : numpy.ndarray, shape (n,)
@@ -109,6 +114,8 @@ class Events:
         self.has_scores = np.zeros(n, dtype=np.bool_)
         self.has_deltas = np.zeros(n, dtype=np.bool_)
         self.tenpais = i8(n, 4)
+        self.ranks = np.zeros((n, 4), dtype=np.int64)
+        self.has_ranks = np.zeros(n, dtype=np.int8)
         self.tehais = i8(n, 4, 14)
         self.code = np.zeros(n, dtype=np.int8)
         self.column = np.zeros(n, dtype=np.int32)
@@ -134,12 +141,15 @@ def scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Events:
     """
     n = len(starts)
     ev = Events(n)
-    _scan_kernel(buf, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(ends, dtype=np.int64),
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    special = np.zeros(n, dtype=np.bool_)
+    _special_rows(buf, ends, special)
+    _scan_kernel(buf, np.ascontiguousarray(starts, dtype=np.int64), ends, special,
                  _KEYS[0], _KEYS[1], _KEYS[2], _TYPES[0], _TYPES[1], _TYPES[2], _TILES[0], _TILES[1], _TILES[2],
                  _WIND_CODES[0], _WIND_CODES[1], _WIND_CODES[2],
                  ev.type, ev.actor, ev.target, ev.pai, ev.tsumogiri, ev.bakaze, ev.oya, ev.dora, ev.kyoku,
                  ev.honba, ev.kyotaku, ev.consumed, ev.scores, ev.deltas, ev.has_scores, ev.has_deltas,
-                 ev.tenpais, ev.tehais, ev.code, ev.column, ev.detail)
+                 ev.tenpais, ev.tehais, ev.ranks, ev.has_ranks, ev.code, ev.column, ev.detail)
     return ev
 
 
@@ -172,8 +182,42 @@ def _lookup(buf, a, b, table, lengths, codes):
 
 
 @njit(cache=True, nogil=True)
+def _utf8_length(buf, i, e):
+    """The length of the well-formed UTF-8 sequence at ``i`` (its first byte >= 0x80), or 0."""
+    c = buf[i]
+    if 0xC2 <= c <= 0xDF:
+        n, lo, hi = 2, 0x80, 0xBF
+    elif c == 0xE0:
+        n, lo, hi = 3, 0xA0, 0xBF
+    elif c == 0xED:  # no UTF-16 surrogates
+        n, lo, hi = 3, 0x80, 0x9F
+    elif 0xE1 <= c <= 0xEF:
+        n, lo, hi = 3, 0x80, 0xBF
+    elif c == 0xF0:
+        n, lo, hi = 4, 0x90, 0xBF
+    elif 0xF1 <= c <= 0xF3:
+        n, lo, hi = 4, 0x80, 0xBF
+    elif c == 0xF4:
+        n, lo, hi = 4, 0x80, 0x8F
+    else:
+        return 0
+    if i + n > e or not lo <= buf[i + 1] <= hi:
+        return 0
+    for k in range(2, n):
+        if not 0x80 <= buf[i + k] <= 0xBF:
+            return 0
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _hex(c):
+    return 48 <= c <= 57 or 65 <= c <= 70 or 97 <= c <= 102
+
+
+@njit(cache=True, nogil=True)
 def _string_end(buf, i, e):
-    """``buf[i]`` is an opening quote: the index of the closing one, or -1."""
+    """``buf[i]`` is an opening quote: the index of the closing one, or -1 (a control byte).  Escapes
+    and UTF-8 are checked by :func:`_bad_string_byte` once the line has parsed."""
     i += 1
     while i < e:
         c = buf[i]
@@ -185,6 +229,62 @@ def _string_end(buf, i, e):
         if c < 32:
             return -1
         i += 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _special_rows(buf, ends, out):
+    """Mark ``out[row]`` for each line holding a byte >= 0x80 or a backslash: only their strings need
+    :func:`_bad_string_byte`.  Eight bytes at a time (nearly every MJAI line has neither)."""
+    n = buf.shape[0] // 8
+    words = buf[:n * 8].view(np.uint64)
+    high = np.uint64(0x8080808080808080)
+    ones = np.uint64(0x0101010101010101)
+    backslashes = np.uint64(0x5C5C5C5C5C5C5C5C)
+    for w in range(n + 1):
+        if w < n:
+            x = words[w]
+            y = x ^ backslashes
+            if (x & high) == 0 and ((y - ones) & ~y & high) == 0:
+                continue
+        for p in range(8 * w, min(8 * w + 8, buf.shape[0])):
+            if buf[p] >= 128 or buf[p] == 92:
+                row = np.searchsorted(ends, p)
+                if row < out.shape[0]:
+                    out[row] = True
+
+
+@njit(cache=True, nogil=True)
+def _bad_string_byte(buf, i, e):
+    """The index of the first byte in a string of the parsed line ``buf[i:e]`` that makes it not JSON's
+    (an escape other than ``\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX``, bytes that are not UTF-8), or -1."""
+    inside = False
+    while i < e:
+        c = buf[i]
+        if not inside:
+            inside = c == 34
+            i += 1
+        elif c == 34:
+            inside = False
+            i += 1
+        elif c == 92:
+            x = buf[i + 1] if i + 1 < e else 0
+            if x == 117:  # u and four hex digits
+                if i + 6 > e or not (_hex(buf[i + 2]) and _hex(buf[i + 3]) and _hex(buf[i + 4])
+                                     and _hex(buf[i + 5])):
+                    return i
+                i += 6
+            elif x == 34 or x == 92 or x == 47 or x == 98 or x == 102 or x == 110 or x == 114 or x == 116:
+                i += 2
+            else:
+                return i
+        elif c >= 128:
+            n = _utf8_length(buf, i, e)
+            if n == 0:
+                return i
+            i += n
+        else:
+            i += 1
     return -1
 
 
@@ -423,10 +523,10 @@ def _tile_list(buf, i, e, out, limit, ttable, tlengths, tcodes):
 
 
 @njit(cache=True, nogil=True)
-def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, ecodes, ttable, tlengths,
+def _scan_kernel(buf, starts, ends, special, ktable, klengths, kcodes, etable, elengths, ecodes, ttable, tlengths,
                  tcodes, wtable, wlengths, wcodes, etype, actor, target, pai, tsumogiri, bakaze, oya, dora,
                  kyoku, honba, kyotaku, consumed, scores, deltas, has_scores, has_deltas, tenpais, tehais,
-                 code, column, detail):
+                 ranks, has_ranks, code, column, detail):
     stack = np.empty(64, dtype=np.uint8)  # open containers of a skipped value
     for row in range(starts.shape[0]):
         s = starts[row]
@@ -501,7 +601,8 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
                         pai[row] = kind
                     else:
                         dora[row] = kind
-                elif key == 5:  # consumed
+                elif key == 5:  # consumed (a repeated key replaces the list, as in JSON)
+                    consumed[row, :] = -1
                     j, bad = _tile_list(buf, i, e, consumed[row], 4, ttable, tlengths, tcodes)
                     if j < 0:
                         err, err_at, field = _BAD_VALUE, v_at, key
@@ -540,8 +641,14 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
                         err, err_at, field = _BAD_VALUE, v_at, key
                 elif key == 12 or key == 15:  # scores deltas
                     if i + 4 <= e and buf[i] == 110 and buf[i + 1] == 117 and buf[i + 2] == 108 \
-                            and buf[i + 3] == 108:  # null: treated as absent
+                            and buf[i + 3] == 108:  # null: treated as absent (a later key wins, as in JSON)
                         j = i + 4
+                        if key == 12:
+                            has_scores[row] = False
+                            scores[row, :] = 0
+                        else:
+                            has_deltas[row] = False
+                            deltas[row, :] = 0
                     else:
                         j = _int_list(buf, i, e, scores if key == 12 else deltas, row)
                         if j < 0:
@@ -551,6 +658,7 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
                         else:
                             has_deltas[row] = True
                 elif key == 13:  # tehais: four lists of tiles
+                    tehais[row, :, :] = -1
                     if i < e and buf[i] == 91:
                         i = _ws(buf, i + 1, e)
                         p = 0
@@ -575,9 +683,25 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
                     elif err != 0:
                         j = -1
                 elif key == 16:  # tenpais
+                    tenpais[row, :] = -1
                     j = _bool_list(buf, i, e, tenpais, row)
                     if j < 0:
                         err, err_at, field = _BAD_VALUE, v_at, key
+                elif key == 17:  # ranks: 4 integers; another shape is only wrong on end_game (the tracker's call)
+                    if i + 4 <= e and buf[i] == 110 and buf[i + 1] == 117 and buf[i + 2] == 108 \
+                            and buf[i + 3] == 108:  # null: treated as absent
+                        j = i + 4
+                        has_ranks[row] = 0
+                        ranks[row, :] = 0
+                    else:
+                        j = _int_list(buf, i, e, ranks, row)
+                        if j >= 0:
+                            has_ranks[row] = 1
+                        else:
+                            has_ranks[row] = -1
+                            j = _skip_value(buf, i, e, stack)
+                            if j < 0:
+                                err, err_at = _NOT_JSON, v_at
                 else:
                     j = _skip_value(buf, i, e, stack)
                     if j < 0:
@@ -599,6 +723,10 @@ def _scan_kernel(buf, starts, ends, ktable, klengths, kcodes, etable, elengths, 
                 err, err_at = _NOT_JSON, i
             elif not seen_type:
                 err, err_at = _NO_TYPE, first
+        if err == 0 and special[row]:
+            bad = _bad_string_byte(buf, first, e)
+            if bad >= 0:  # JSON's strings: only its escapes, and UTF-8
+                err, err_at, field = _NOT_JSON, bad, 0
         if err != 0:
             code[row] = err
             column[row] = err_at - s

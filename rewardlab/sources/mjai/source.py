@@ -8,15 +8,16 @@ Examples
 
 from __future__ import annotations
 
+import bz2
 import json
 import zlib
 
 import polars as pl
 
-from rewardlab.core.files import open_compressed
+from rewardlab.core.files import compression_of, open_compressed
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.mjai import tiles as T
-from rewardlab.sources.mjai.reader import DEFAULTS, PADDED_COLUMNS, load_mjai, read_mjai
+from rewardlab.sources.mjai.reader import DEFAULTS, PADDED_COLUMNS, compression_by_content, load_mjai, read_mjai
 from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.results import LoadResult
 
@@ -25,7 +26,9 @@ __all__ = ["SOURCE", "sniff_mjai", "mjai_roles"]
 
 def sniff_mjai(path) -> bool:
     """True when the file's first non-blank line is a JSON object whose ``type`` is an MJAI event
-    (plain, ``.gz`` or ``.bz2``; reads at most 64 KiB).
+    (plain, ``.gz`` or ``.bz2``; reads at most 64 KiB).  A gzip or bz2 body under a plain name is
+    looked into too, so the load names it (rule ``looks_compressed``: rename it) instead of another
+    format misreading it.
 
     Examples
     --------
@@ -35,7 +38,12 @@ def sniff_mjai(path) -> bool:
     try:
         with open_compressed(path) as f:
             head = f.read(1 << 16)
-    except (OSError, EOFError, zlib.error):  # not readable, not gzip / bz2 after all
+        found = compression_by_content(head) if compression_of(path) is None else None
+        if found is not None and found[0] == "gzip":
+            head = zlib.decompressobj(wbits=31).decompress(head, 1 << 16)
+        elif found is not None and found[0] == "bz2":
+            head = bz2.BZ2Decompressor().decompress(head, 1 << 16)
+    except (OSError, EOFError, ValueError, zlib.error):  # not readable, not gzip / bz2 after all
         return False
     first = next((line for line in head.split(b"\n") if line.strip()), b"")
     try:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["EVENT_TYPES", "EVENT_NAMES", "FIELDS", "FIELD_NAMES", "KIND_OF_NAME", "NAME_OF_KIND", "HIDDEN",
-           "WINDS", "tile_ids", "BASE_OF_KIND", "COPIES", "SCAN_CODES", "RULE_CODES"]
+           "WINDS", "tile_ids", "BASE_OF_KIND", "COPIES", "SCAN_CODES", "RULE_CODES", "PAYMENT_RULES"]
 
 #: Event type codes (0: the line has no ``type``).
 EVENT_TYPES = {
@@ -43,7 +43,7 @@ EVENT_NAMES = {code: name for name, code in EVENT_TYPES.items()}
 FIELDS = {
     "type": 1, "actor": 2, "target": 3, "pai": 4, "consumed": 5, "tsumogiri": 6, "bakaze": 7,
     "kyoku": 8, "honba": 9, "kyotaku": 10, "oya": 11, "scores": 12, "tehais": 13, "dora_marker": 14,
-    "deltas": 15, "tenpais": 16,
+    "deltas": 15, "tenpais": 16, "ranks": 17,
 }
 FIELD_NAMES = {code: name for name, code in FIELDS.items()}
 
@@ -80,6 +80,22 @@ RULE_CODES = dict(SCAN_CODES) | {
     "deposits_mismatch": 22,  # start_kyoku's kyotaku differs from the sticks left on the table (values: given, left)
     "wrong_tile": 23,         # a tile other than the one the game says (values: seat, given, expected)
     "wrong_meld": 24,         # consumed tiles that do not make the meld (values: seat)
+    "wrong_payment": 25,      # a win's deltas do not pay as the win says (values: PAYMENT_RULES code, seat, ...)
+    "ranks_mismatch": 26,     # end_game's ranks differ from the final scores' (values: seat, given, expected, base)
+    "round_order": 27,        # a round that cannot follow the one before (values: case, round, honba, previous)
+}
+
+#: The payment rules of a win (``hora``), checked on its four deltas (given, or the scores' change), by the
+#: code a ``wrong_payment`` record carries.  A seat that fed the pon or open kan completing a big three dragons,
+#: big four winds or four kans of the winner is liable (pao) and may pay too; then a tsumo's shares are free.
+PAYMENT_RULES = {
+    "bystander_pays": 1,     # a ron: a seat that is neither the winner nor the discarder pays (or gains)
+    "discarder_free": 2,     # a ron: the discarder does not pay
+    "payer_free": 3,         # a tsumo: a player other than the winner does not pay (or a liable seat does not)
+    "unequal_shares": 4,     # a tsumo: two seats that pay the same share (the non-dealers; all three after the
+                             # dealer's tsumo) pay different amounts
+    "dealer_share": 5,       # a non-dealer's tsumo: the dealer does not pay the larger share
+    "winner_gain": 6,        # the winner gains other than what the others pay plus the riichi sticks it takes
 }
 
 KIND_OF_NAME: dict[str, int] = {"?": HIDDEN}

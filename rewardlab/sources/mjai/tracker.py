@@ -4,7 +4,9 @@ One pass over the scanned events of a block (:class:`rewardlab.sources.mjai.scan
 plays each game along: whose turn it is, each player's concealed hand (by
 37-kind counts, the drawn tile apart), melds, the tiles seen (no kind more
 often than the set holds), dora indicators, riichi sticks, scores and the
-table's deposits.  Every decision of a player (a discard, a riichi
+table's deposits, who pays each win (and who is liable for a big three
+dragons, big four winds or four kans: pao), the order of rounds and the
+``end_game`` ranks.  Every decision of a player (a discard, a riichi
 declaration, a chi / pon / open kan, a closed or added kan, a win) becomes
 one row with the state before it, in the kanachan layout (written by
 :mod:`rewardlab.sources.mjai.features`); a round's results and summary are
@@ -33,6 +35,7 @@ from numba import njit
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.mjai import tiles as T
+from rewardlab.sources.mjai.ranking import ranks_of, top_seat
 from rewardlab.sources.mjai.features import (SUMMARY_BUST, SUMMARY_DEALER_KEPT, SUMMARY_DISCARDER, SUMMARY_DRAW,
                                               SUMMARY_GAME_OVER, SUMMARY_RON, SUMMARY_TENPAI, SUMMARY_TSUMO,
                                               SUMMARY_WINNER, close_round, emit_row, summary_add)
@@ -55,6 +58,17 @@ _E_UNENDED_GAME = CODES["unended_game"]
 _E_WRONG_MELD = CODES["wrong_meld"]
 _E_WRONG_PLAYER = CODES["wrong_player"]
 _E_WRONG_TILE = CODES["wrong_tile"]
+_E_WRONG_PAYMENT = CODES["wrong_payment"]
+_E_RANKS_MISMATCH = CODES["ranks_mismatch"]
+_E_ROUND_ORDER = CODES["round_order"]
+_E_BAD_VALUE = CODES["bad_value"]
+_PAY_BYSTANDER, _PAY_DISCARDER_FREE, _PAY_PAYER_FREE, _PAY_UNEQUAL, _PAY_DEALER_SHARE, _PAY_WINNER_GAIN = (
+    T.PAYMENT_RULES["bystander_pays"], T.PAYMENT_RULES["discarder_free"], T.PAYMENT_RULES["payer_free"],
+    T.PAYMENT_RULES["unequal_shares"], T.PAYMENT_RULES["dealer_share"], T.PAYMENT_RULES["winner_gain"])
+#: What the round after a round must be, by how that round ended (``round_order`` records, value 0).
+ROUND_CASES = {"non_dealer_win": 1, "dealer_win": 2, "draw": 3}
+#: Scores, deltas and final scores must stay within this (kanachan's results and numeric are 32-bit).
+SCORE_LIMIT = 2 ** 30
 # event codes
 _START_GAME, _START_KYOKU, _TSUMO, _DAHAI, _REACH, _REACH_ACC, _CHI, _PON, _DMK, _ANKAN, _KAKAN, _DORA, _HORA, \
     _RYUKYOKU, _END_KYOKU, _END_GAME = range(1, 17)
@@ -86,11 +100,12 @@ class Tracked:
     g_first, g_last : numpy.ndarray of int64, shape (games,)
         First and last line (inclusive) of each record.
     g_code, g_line : numpy.ndarray, shape (games,)
-        The rule a record broke (0: none) and its line; ``g_values`` (games, 3) its values.
+        The rule a record broke (0: none) and its line; ``g_values`` (games, 4) its values.
     g_length : numpy.ndarray of int8, shape (games,)
         0 east-only, 1 half-length.
     g_final : numpy.ndarray of int64, shape (games, 4)
-        Final scores.
+        Final scores; for a ``wrong_payment`` record the win's four deltas, for ``ranks_mismatch`` the
+        final scores it was ranked by.
     """
 
 
@@ -144,7 +159,7 @@ def track(ev, file_starts: np.ndarray, *, room: int, grades, game_length: int) -
     out.g_last = np.zeros(cap, dtype=np.int64)
     out.g_code = np.zeros(cap, dtype=np.int8)
     out.g_line = np.zeros(cap, dtype=np.int64)
-    out.g_values = np.zeros((cap, 3), dtype=np.int64)
+    out.g_values = np.zeros((cap, 4), dtype=np.int64)
     out.g_length = np.zeros(cap, dtype=np.int8)
     out.g_final = np.zeros((cap, 4), dtype=np.int64)
     prefix = np.array([S.ROOM_OFFSET + room, S.GAME_LENGTH_OFFSET, *(S.GRADE_OFFSET + S.NUM_GRADES * s + g
@@ -153,8 +168,8 @@ def track(ev, file_starts: np.ndarray, *, room: int, grades, game_length: int) -
     rows, games = _track_kernel(
         ev.type, ev.actor, ev.target, ev.pai, ev.tsumogiri, ev.bakaze, ev.oya, ev.dora, ev.kyoku, ev.honba,
         ev.kyotaku, ev.consumed, ev.scores, ev.deltas, ev.has_scores, ev.has_deltas, ev.tenpais, ev.tehais,
-        ev.code, ev.detail, np.ascontiguousarray(file_starts, dtype=np.int64), prefix, np.int64(game_length),
-        _BASE, _COPIES,
+        ev.ranks, ev.has_ranks, ev.code, ev.detail, np.ascontiguousarray(file_starts, dtype=np.int64), prefix,
+        np.int64(game_length), _BASE, _COPIES,
         out.line, out.game, out.seat, out.step, out.round, out.chang, out.ju, out.ben, out.sparse, out.numeric,
         out.results, out.summary, out.end_of_round, out.end_of_game,
         out.g_first, out.g_last, out.g_code, out.g_line, out.g_values, out.g_length, out.g_final)
@@ -168,18 +183,63 @@ def track(ev, file_starts: np.ndarray, *, room: int, grades, game_length: int) -
 
 
 @njit(cache=True, nogil=True)
-def _rank_top(scores):
-    """The seat ranked first (highest score, the lower seat among equals)."""
-    top = 0
-    for s in range(1, 4):
-        if scores[s] > scores[top]:
-            top = s
-    return top
+def _payment_check(a, tg, dl, oya, sticks, liable):
+    """(rule, seat, value, value) of the first payment rule the win's deltas ``dl`` break, else zeros
+    (:data:`rewardlab.sources.mjai.tiles.PAYMENT_RULES`).
+
+    ``a`` wins from ``tg`` (``a == tg``: a tsumo), ``oya`` deals, the winner takes ``sticks`` riichi
+    sticks; ``liable[s]``: seat ``s`` fed the winner's big three dragons, big four winds or four kans.
+    """
+    pao = False
+    for s in range(4):
+        if s != a and liable[s]:
+            pao = True
+    paid = 0
+    for s in range(4):
+        if s != a:
+            paid -= dl[s]
+    if a != tg:  # a ron: the discarder pays, a liable seat may share, no one else pays
+        for s in range(4):
+            if s != a and s != tg and dl[s] != 0 and not (liable[s] and dl[s] < 0):
+                return _PAY_BYSTANDER, s, dl[s], tg
+        if dl[tg] >= 0:
+            return _PAY_DISCARDER_FREE, tg, dl[tg], 0
+    elif pao:  # a tsumo with a liable seat: it pays, the others may pay (the rest of a double yakuman)
+        for s in range(4):
+            if s != a and (dl[s] > 0 or (liable[s] and dl[s] == 0)):
+                return _PAY_PAYER_FREE, s, dl[s], 1 if liable[s] else 0
+    else:  # a tsumo: all pay; the non-dealers equal shares, the dealer more (all equal on the dealer's)
+        for s in range(4):
+            if s != a and dl[s] >= 0:
+                return _PAY_PAYER_FREE, s, dl[s], 0
+        ref = -1
+        for s in range(4):
+            if s != a and s != oya:
+                if ref < 0:
+                    ref = s
+                elif dl[s] != dl[ref]:
+                    return _PAY_UNEQUAL, s, ref, 0
+        if a != oya and dl[oya] >= dl[ref]:
+            return _PAY_DEALER_SHARE, oya, ref, 0
+    want = paid + _STICK * sticks
+    if dl[a] != want:
+        return _PAY_WINNER_GAIN, a, dl[a], want
+    return 0, 0, 0, 0
+
+
+@njit(cache=True, nogil=True)
+def _out_of_bounds(values):
+    """The first of four values outside +-SCORE_LIMIT, as (index, value); index -1 when all fit."""
+    for s in range(4):
+        if values[s] >= SCORE_LIMIT or values[s] <= -SCORE_LIMIT:
+            return s, values[s]
+    return -1, 0
 
 
 @njit(cache=True, nogil=True)
 def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, kyoku, honba, kyotaku, consumed,
-                  scores_ev, deltas_ev, has_scores, has_deltas, tenpais, tehais, scan_code, scan_detail,
+                  scores_ev, deltas_ev, has_scores, has_deltas, tenpais, tehais, ranks_ev, has_ranks, scan_code,
+                  scan_detail,
                   file_starts, prefix, game_length_opt, base_of, copies,
                   r_line, r_game, r_seat, r_step, r_round, r_chang, r_ju, r_ben, r_sparse, r_numeric, r_results,
                   r_summary, r_eor, r_eog, g_first, g_last, g_code, g_line, g_values, g_length, g_final):
@@ -201,6 +261,11 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
     summary = np.full(7, S.NUM_TYPES_OF_ROUND_SUMMARY, dtype=np.int8)
     tenpai = np.full(4, -1, dtype=np.int8)
     winners = np.zeros(4, dtype=np.bool_)
+    dl = np.zeros(4, dtype=np.int64)  # a result's deltas (given, or the scores' change)
+    dragon_melds = np.zeros(4, dtype=np.int8)  # per seat this round: melds of dragons, of winds, kans
+    wind_melds = np.zeros(4, dtype=np.int8)
+    kan_melds = np.zeros(4, dtype=np.int8)
+    liable = np.zeros((4, 4), dtype=np.bool_)  # [winner, seat]: seat fed the winner's pao yakuman
     # game and round state (set at start_game / start_kyoku)
     first_row = 0
     total = _ABSENT
@@ -221,6 +286,8 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
     ron_target = -1
     closed_kan = False
     result_line = 0
+    any_win = False
+    dealer_won = False
 
     for f in range(file_starts.shape[0] - 1):
         phase = _P_NONE
@@ -291,6 +358,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
             v0 = 0
             v1 = 0
             v2 = 0
+            v3 = 0
             a = actor[i]
             if scan_code[i] != 0:
                 err = scan_code[i]
@@ -337,6 +405,20 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                                 err, v0, v1, v2 = _E_SCORES_MISMATCH, s, scores_ev[i, s], scores[s]
                     if err == 0 and kyotaku[i] != deposits:
                         err, v0, v1 = _E_DEPOSITS_MISMATCH, kyotaku[i], deposits
+                    if err == 0:
+                        # the round that may follow: a non-dealer's win passes the deal on and clears the
+                        # honba; the dealer's win keeps the round, one more honba; a draw adds a honba,
+                        # and the dealer keeps the round or not (tenpai or noten: the log may not say)
+                        nc = bakaze[i]
+                        nj = kyoku[i] - 1
+                        same = nc == chang and nj == ju
+                        nxt = (nc == chang and nj == ju + 1) or (ju == 3 and nj == 0 and nc == chang + 1)
+                        case = 2 if dealer_won else (1 if any_win else 3)
+                        if not ((case == 1 and nxt and honba[i] == 0)
+                                or (case == 2 and same and honba[i] == ben + 1)
+                                or (case == 3 and (same or nxt) and honba[i] == ben + 1)):
+                            err, v0, v1, v2 = _E_ROUND_ORDER, case, nc * 4 + nj, honba[i]
+                            v3 = (chang * 4 + ju) * 1024 + ben
                 if err == 0:
                     # deal
                     hand[:, :] = 0
@@ -371,6 +453,10 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                     if has_scores[i]:
                         for s in range(4):
                             scores[s] = scores_ev[i, s]
+                        bad_seat, bad_value = _out_of_bounds(scores)
+                        if bad_seat >= 0:
+                            err, v0, v1 = _E_OUT_OF_RANGE, 12, bad_value
+                if err == 0:
                     if total == _ABSENT:
                         deposits = kyotaku[i]
                         total = scores[0] + scores[1] + scores[2] + scores[3] + _STICK * deposits
@@ -400,6 +486,12 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                     ron_target = -1
                     closed_kan = False
                     result_line = i
+                    dragon_melds[:] = 0
+                    wind_melds[:] = 0
+                    kan_melds[:] = 0
+                    liable[:, :] = False
+                    any_win = False
+                    dealer_won = False
                     phase = _P_DRAW
             elif t == _END_GAME:
                 if phase != _P_GAME or round_index < 0:
@@ -408,7 +500,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                     final = scores.copy()
                     if deposits > 0:
                         # sticks left on the table go to the top player (ties: the lower seat)
-                        final[_rank_top(scores)] += _STICK * deposits
+                        final[top_seat(scores)] += _STICK * deposits
                     if has_scores[i]:
                         # given final scores: the sticks left to the top player, or forfeited (as computed)
                         forfeited = True
@@ -423,6 +515,25 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                         if err == 0:
                             for s in range(4):
                                 final[s] = scores_ev[i, s]
+                    if err == 0:
+                        bad_seat, bad_value = _out_of_bounds(final)
+                        if bad_seat >= 0:
+                            err, v0, v1 = _E_OUT_OF_RANGE, 12, bad_value
+                    if err == 0 and has_ranks[i] == -1:
+                        err, v0 = _E_BAD_VALUE, 17
+                    elif err == 0 and has_ranks[i] == 1:
+                        # given ranks: 1 = top (0 = top when they are 0-3), by the final scores
+                        rank = ranks_of(final)
+                        given = 0
+                        for s in range(4):
+                            if 0 <= ranks_ev[i, s] <= 3:
+                                given |= 1 << ranks_ev[i, s]
+                        base = 0 if given == 15 else 1
+                        for s in range(4):
+                            if ranks_ev[i, s] != rank[s] + base:
+                                err, v0, v1, v2, v3 = _E_RANKS_MISMATCH, s, ranks_ev[i, s], rank[s] + base, base
+                                g_final[g, :] = final
+                                break
                     if err == 0:
                         bust = False
                         for s in range(4):
@@ -532,24 +643,38 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                 if err == 0:
                     # the points: deltas as given, or scores minus the current ones
                     if has_deltas[i]:
+                        for s in range(4):
+                            dl[s] = deltas_ev[i, s]
                         if has_scores[i]:
                             for s in range(4):
-                                if scores_ev[i, s] != scores[s] + deltas_ev[i, s] and err == 0:
-                                    err, v0, v1, v2 = (_E_SCORES_MISMATCH, s, scores_ev[i, s],
-                                                       scores[s] + deltas_ev[i, s])
-                        if err == 0:
-                            for s in range(4):
-                                scores[s] += deltas_ev[i, s]
-                                round_deltas[s] += deltas_ev[i, s]
+                                if scores_ev[i, s] != scores[s] + dl[s] and err == 0:
+                                    err, v0, v1, v2 = _E_SCORES_MISMATCH, s, scores_ev[i, s], scores[s] + dl[s]
                     elif has_scores[i]:
                         for s in range(4):
-                            round_deltas[s] += scores_ev[i, s] - scores[s]
-                            scores[s] = scores_ev[i, s]
+                            dl[s] = scores_ev[i, s] - scores[s]
                     else:
                         err, v0 = _E_MISSING_FIELD, 15
+                if err == 0 and t == _HORA:
+                    # who pays: the discarder of a ron, everyone on a tsumo; the first winner takes the sticks
+                    rule, p1, p2, p3 = _payment_check(a, target[i], dl, round_oya, deposits, liable[a])
+                    if rule != 0:
+                        err, v0, v1, v2, v3 = _E_WRONG_PAYMENT, rule, p1, p2, p3
+                        g_final[g, :] = dl
+                if err == 0:
+                    for s in range(4):
+                        scores[s] += dl[s]
+                        round_deltas[s] += dl[s]
+                    bad_seat, bad_value = _out_of_bounds(scores)
+                    if bad_seat < 0:
+                        bad_seat, bad_value = _out_of_bounds(round_deltas)
+                    if bad_seat >= 0:
+                        err, v0, v1 = _E_OUT_OF_RANGE, 12, bad_value
                 if err == 0:
                     if t == _HORA:
                         deposits = 0  # the sticks go to the (first) winner, in its deltas
+                        any_win = True
+                        if a == round_oya:
+                            dealer_won = True
                     result_line = i
                     phase = _P_OVER
             elif phase == _P_OVER:
@@ -660,6 +785,11 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             if err == 0:
                                 melds[a] += 1
                                 kans += 1
+                                kan_melds[a] += 1
+                                if b >= 31:
+                                    dragon_melds[a] += 1
+                                elif b >= 27:
+                                    wind_melds[a] += 1
                                 last_discard = consumed[i, 0]
                                 closed_kan = True
                                 phase = _P_KAN
@@ -673,6 +803,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                                 hand[a, k] -= 1
                                 pons[a, b] = False
                                 kans += 1
+                                kan_melds[a] += 1
                                 last_discard = k
                                 phase = _P_KAKAN
             elif t == _CHI or t == _PON or t == _DMK:
@@ -734,6 +865,21 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                             phase = _P_KAN
                         else:
                             phase = _P_ACT
+                        # the seat that feeds a big three dragons, big four winds or four kans is liable (pao)
+                        if t != _CHI:
+                            b = base_of[k]
+                            if b >= 31:
+                                dragon_melds[a] += 1
+                                if dragon_melds[a] == 3:
+                                    liable[a, tg] = True
+                            elif b >= 27:
+                                wind_melds[a] += 1
+                                if wind_melds[a] == 4:
+                                    liable[a, tg] = True
+                            if t == _DMK:
+                                kan_melds[a] += 1
+                                if kan_melds[a] == 4:
+                                    liable[a, tg] = True
             else:
                 err, v0, v1 = _E_OUT_OF_ORDER, t, phase
             if err != 0:
@@ -742,6 +888,7 @@ def _track_kernel(etype, actor, target, pai, tsumogiri, bakaze, oya, dora_ev, ky
                 g_values[g, 0] = v0
                 g_values[g, 1] = v1
                 g_values[g, 2] = v2
+                g_values[g, 3] = v3
                 n_rows = first_row  # take the game's rows back
                 phase = _P_BAD if t != _END_GAME else _P_NONE
         if phase != _P_NONE and phase != _P_BAD and g >= 0:
