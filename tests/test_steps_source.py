@@ -286,7 +286,7 @@ def test_ragged_observation_lists_name_the_line_and_column(tmp_path):
     with pytest.raises(StepTableError) as info:
         rewardlab.load(tmp_path / "a.jsonl")
     assert str(info.value).startswith(f"{tmp_path / 'a.jsonl'}:6: column 'obs': the list has 2 values; the "
-                                      "column's first list has 3 [rule: ragged_list]")
+                                      "column's lists mostly have 3 [rule: ragged_list]")
 
 
 def test_a_ragged_list_in_parquet_names_the_row_group(tmp_path):
@@ -297,7 +297,7 @@ def test_a_ragged_list_in_parquet_names_the_row_group(tmp_path):
         rewardlab.load(tmp_path / "a.parquet")
     n = len(rows)
     assert str(info.value).startswith(f"{tmp_path / 'a.parquet'}: row group {(n - 1) // 20} (row {n - 1}): "
-                                      "column 'obs': the list has 1 values; the column's first list has 3 "
+                                      "column 'obs': the list has 1 values; the column's lists mostly have 3 "
                                       "[rule: ragged_list]")
 
 

@@ -42,14 +42,44 @@ import polars as pl
 import torch
 from tensordict import TensorDict
 
+from rewardlab.contracts.checks import REWARD_KEY, key_text
 from rewardlab.core.rows import RowArrays
 from rewardlab.core.spec import DECLARE_HINT, FrameSpec, StateColumn
 from rewardlab.core.errors import ParameterError, SpecError
 
-__all__ = ["StepsArrays", "FLAG_KEYS"]
+__all__ = ["StepsArrays", "FLAG_KEYS", "RESERVED_NAMES", "RESERVED_STATES"]
 
 #: The flags under ``"next"``, in the TensorDict's order.
 FLAG_KEYS = (("next", "done"), ("next", "terminated"), ("next", "truncated"))
+
+#: Names no state or handed extra column may have: the root key of the next states, flags and reward.
+RESERVED_NAMES = (FLAG_KEYS[0][0],)
+
+#: Names no state may have: its next value ``("next", state)`` would be a flag or the plug-in's reward.
+RESERVED_STATES = (*(key[1] for key in FLAG_KEYS), REWARD_KEY[1])
+
+
+def _check_names(states, extras) -> None:
+    """Refuse a state or extra whose keys would collide with the TensorDict's own (:data:`RESERVED_NAMES`,
+    :data:`RESERVED_STATES`)."""
+    for name in (*states, *extras):
+        if name in RESERVED_NAMES or (name in states and name in RESERVED_STATES):
+            key = name if name in RESERVED_NAMES else ("next", name)
+            raise SpecError(f"the name {name!r} is reserved by the steps contract: the plug-in's TensorDict "
+                            f"has its own {key_text(key)} (it holds " + ", ".join(
+                                key_text(k) for k in (("next", "<state>"), *FLAG_KEYS, REWARD_KEY))
+                            + "), so the column's key would collide with it", column=name,
+                            hint="Rename the column (for example to " + name + "_value) and declare the spec "
+                            "with the new name.")
+
+
+def _numpy_dtype(dtype: pl.DataType) -> pl.DataType:
+    """``dtype`` with a Decimal as Float64 and a 128-bit integer as Int64 (NumPy and torch have neither)."""
+    if isinstance(dtype, pl.Array):
+        return pl.Array(_numpy_dtype(dtype.inner), dtype.size)
+    if isinstance(dtype, pl.Decimal):
+        return pl.Float64
+    return pl.Int64 if dtype in (pl.Int128, pl.UInt128) else dtype
 
 
 def _column(frame: pl.DataFrame, name: str, dtype: np.dtype | None) -> np.ndarray:
@@ -57,6 +87,15 @@ def _column(frame: pl.DataFrame, name: str, dtype: np.dtype | None) -> np.ndarra
     if series.null_count():
         raise SpecError("the column has nulls; a plug-in's data must be complete", column=name,
                         row=int(series.is_null().arg_true()[0]))
+    plain = _numpy_dtype(series.dtype)
+    if plain != series.dtype:
+        cast = series.cast(plain, strict=False)
+        lost = cast.is_null() if not isinstance(plain, pl.Array) else cast.arr.contains(None) | cast.is_null()
+        if lost.any():
+            raise SpecError(f"the value {series[int(lost.arg_true()[0])]} does not fit {plain}, the type a "
+                            "plug-in's tensor can hold", column=name, row=int(lost.arg_true()[0]),
+                            hint="Store the column as Int64 or Float64.")
+        series = cast
     arr = series.to_numpy()
     if arr.dtype == object:  # an Array column Polars could not view as 2-D
         arr = np.stack(arr)
@@ -107,6 +146,10 @@ class StepsArrays(RowArrays):
     frame : polars.DataFrame
         One row per step, episodes contiguous and complete (checked with
         :meth:`FrameSpec.validate <rewardlab.core.spec.FrameSpec.validate>`).
+        No state or handed extra is named ``"next"``, and no state
+        ``"done"``, ``"terminated"``, ``"truncated"`` or ``"reward"``
+        (:data:`RESERVED_NAMES`, :data:`RESERVED_STATES`: a
+        :class:`~rewardlab.core.errors.SpecError`).
     spec : FrameSpec
         Its spec: states, extras, terminal flags.  Where the spec has no
         ``terminated`` column, every episode end that is not truncated is
@@ -146,11 +189,11 @@ class StepsArrays(RowArrays):
         self.spec = spec
         self.n = frame.height
         self.state_columns: dict[str, StateColumn] = {s.name: s for s in spec.states}
+        handed = [c for c in spec.columns if c not in self.state_columns and _handed(frame.schema[c])]
+        _check_names(self.state_columns, handed)
         self.states: dict[str, np.ndarray] = {
             s.name: _column(frame, s.name, s.numpy_dtype) for s in spec.states}
-        self.extras: dict[str, np.ndarray] = {
-            c: _column(frame, c, None) for c in spec.columns
-            if c not in self.states and _handed(frame.schema[c])}
+        self.extras: dict[str, np.ndarray] = {c: _column(frame, c, None) for c in handed}
         if self.n:
             self.episode_end = frame.select(spec.episode_end()).to_series().to_numpy().astype(bool)
         else:

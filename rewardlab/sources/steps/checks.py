@@ -18,15 +18,20 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
-from rewardlab.sources.steps.roles import first_value
+from rewardlab.sources.steps.roles import mostly
 
-__all__ = ["SKIP_REASONS", "Problems", "numeric", "flag", "list_values", "to_float", "state_values", "looks_list"]
+__all__ = ["SKIP_REASONS", "Problems", "numeric", "flag", "list_values", "to_float", "state_values", "looks_list",
+           "common_width", "narrow_integers", "INT64_RANGE"]
+
+#: The integers a column may hold: NumPy, torch and Parquet writers take no wider integer.
+INT64_RANGE = (-(2 ** 63), 2 ** 63 - 1)
 
 #: The rules a row can break (and ``in_broken_episode``: a good row of an episode skipped for another).
 SKIP_REASONS: dict[str, str] = {
     "missing_value": "role, state and numeric columns have a value in every row",
     "not_numeric": "state, step, reward and numeric columns hold numbers",
     "not_finite": "steps and the recorded reward are finite numbers (no NaN, no inf)",
+    "integer_out_of_range": "integers fit in 64 bits (-2**63 to 2**63 - 1)",
     "ragged_list": "a list column has one length in every row",
     "bad_flag": "flags are true/false (or 1/0)",
     "bad_time": "the time column holds numbers, dates or times",
@@ -73,18 +78,22 @@ class Problems:
         self.first: tuple[int, str | None, str, Callable[[int], str]] | None = None
         self._batches: list[tuple[np.ndarray, str | None, str, Callable[[int], str]]] = []
 
-    def add(self, rows, column: str | None, rule: str, message: Callable[[int], str]) -> None:
-        """Record ``rows`` (indices or a Boolean mask) as breaking ``rule`` in ``column``."""
+    def add(self, rows, column: str | None, rule: str, message: Callable[[int], str], *,
+            first: bool = False) -> None:
+        """Record ``rows`` (indices or a Boolean mask) as breaking ``rule`` in ``column``; with ``first``,
+        this reason comes before those already recorded for a row (a problem found before the others but
+        placed once the rows' order is known)."""
         rows = np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
         if rows.size == 0:
             return
         if self.skip:  # each row's first reason wins (see reasons); messages are made only when asked
-            self._batches.append((np.unique(rows.astype(np.int64, copy=False)), column, rule, message))
+            batch = (np.unique(rows.astype(np.int64, copy=False)), column, rule, message)
+            self._batches.insert(0, batch) if first else self._batches.append(batch)
         else:
             r = int(rows.min())
-            if self.first is None or r < self.first[0]:
+            if self.first is None or r < self.first[0] or (first and r == self.first[0]):
                 self.first = (r, column, rule, message)
 
     def __bool__(self) -> bool:
@@ -192,11 +201,14 @@ def flag(series: pl.Series, name: str, problems: Problems) -> np.ndarray:
     return out.fill_null(False).to_numpy().astype(bool, copy=False)
 
 
-def list_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
+def list_values(series: pl.Series, name: str, problems: Problems, *, width: int | None = None,
+                owner: str | None = None) -> pl.Series:
     """A list column (or text such as ``"[0.1, 0.2]"``) as ``Array(dtype, width)``.
 
-    The width is the first row's length; a row of another length is
-    ``ragged_list``, a missing list or element ``missing_value``, text that
+    The width is the length most rows have (:func:`common_width`); a row of
+    another length is ``ragged_list`` (with ``width``, the width of
+    ``owner``, a state whose next or final values these are:
+    ``final_state_shape``), a missing list or element ``missing_value``, text that
     is no number ``not_numeric``.  Bad rows become the first good row's
     values, so the frame stays rectangular (the reader drops or reports them).
     """
@@ -228,12 +240,16 @@ def list_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
         problems.add(missing.to_numpy(), name, "missing_value",
                      lambda r: "the list (or one of its values) is missing (null)")
     good = ~missing.to_numpy()
-    width = int(lengths.to_numpy()[np.argmax(good)]) if good.any() else 1
     lengths_np = lengths.fill_null(-1).to_numpy()
+    given = width is not None
+    width = width if given else common_width(lengths_np[good])
     ragged = good & (lengths_np != width)
-    if ragged.any():
+    if ragged.any() and given:
+        problems.add(ragged, name, "final_state_shape", lambda r: f"the value is a list of {lengths_np[r]} "
+                     f"values; {owner} holds a list of {width} values")
+    elif ragged.any():
         problems.add(ragged, name, "ragged_list",
-                     lambda r: f"the list has {lengths_np[r]} values; the column's first list has {width}")
+                     lambda r: f"the list has {lengths_np[r]} values; the column's lists mostly have {width}")
     if width == 0:
         width = 1
     bad = ~good | ragged
@@ -245,16 +261,81 @@ def list_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
     return series.list.to_array(width).rename(name)
 
 
+def common_width(lengths: np.ndarray) -> int:
+    """The length most lists of a column have (the earliest of equally common lengths; 1 without a list):
+    a list of another length is the one at fault, wherever it is, so a bad first row does not make
+    every good row look ragged.
+
+    Examples
+    --------
+    >>> common_width(np.array([3, 2, 2, 2])), common_width(np.array([4, 5, 5, 4])), common_width(np.array([]))
+    (2, 4, 1)
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if lengths.size == 0:
+        return 1
+    counts = np.bincount(lengths)  # lengths are >= 0; one pass, no sort
+    best = np.flatnonzero(counts == counts.max())
+    if best.size == 1:
+        return int(best[0])
+    return int(lengths[np.argmax(np.isin(lengths, best))])  # the earliest of the tied lengths
+
+
+def _wide(dtype: pl.DataType) -> bool:
+    """Whether ``dtype`` is, or holds, a 128-bit integer."""
+    while isinstance(dtype, (pl.List, pl.Array)):
+        dtype = dtype.inner
+    return dtype in (pl.Int128, pl.UInt128)
+
+
+def _narrow_dtype(dtype: pl.DataType, wide: bool = True) -> pl.DataType:
+    """``dtype`` with its 128-bit integers as Int64 (``wide``), or with its Arrays as Lists (``wide=False``)."""
+    if isinstance(dtype, (pl.List, pl.Array)):
+        inner = _narrow_dtype(dtype.inner, wide)
+        return pl.Array(inner, dtype.size) if wide and isinstance(dtype, pl.Array) else pl.List(inner)
+    return pl.Int64 if wide and dtype in (pl.Int128, pl.UInt128) else dtype
+
+
+def _set_count(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """Per row, how many values are set (not null): a scalar's 0 or 1, a list's elements at any depth."""
+    if isinstance(dtype, pl.List):
+        return expr.list.eval(_set_count(pl.element(), dtype.inner)).list.sum().fill_null(0)
+    return expr.is_not_null().cast(pl.Int64)
+
+
+def narrow_integers(series: pl.Series) -> tuple[pl.Series, np.ndarray]:
+    """A column of 128-bit integers (Polars' type for a CSV or JSON integer beyond Int64; a list's
+    elements too) as Int64, and True on the rows holding a value beyond Int64 (:data:`INT64_RANGE`),
+    which become null: NumPy, torch and the Parquet writer take no wider integer.  Other columns are
+    returned as they are.
+
+    Examples
+    --------
+    >>> narrowed, bad = narrow_integers(pl.Series("t", [1, 2 ** 70, None], dtype=pl.Int128))
+    >>> narrowed.dtype, narrowed.to_list(), bad.tolist()
+    (Int64, [1, None, None], [False, True, False])
+    """
+    if not _wide(series.dtype):
+        return series, np.zeros(series.len(), dtype=bool)
+    narrowed = series.cast(_narrow_dtype(series.dtype), strict=False)
+    as_lists = _narrow_dtype(series.dtype, wide=False)
+    counts = pl.DataFrame({"a": series.cast(as_lists), "b": narrowed.cast(_narrow_dtype(as_lists, wide=False))})
+    bad = counts.select(_set_count(pl.col("a"), as_lists) != _set_count(pl.col("b"), as_lists)).to_series()
+    return narrowed, bad.to_numpy().astype(bool, copy=False)
+
+
 def looks_list(series: pl.Series) -> bool:
-    """True for a list column, or text whose first value is a list (``"[0.1, 0.2]"``)."""
+    """True for a list column, or text most of whose values are lists (``"[0.1, 0.2]"``)."""
     if isinstance(series.dtype, (pl.List, pl.Array)):
         return True
-    return series.dtype == pl.String and first_value(series, lambda v: v.lstrip().startswith("["))
+    return series.dtype == pl.String and mostly(series, lists=True)
 
 
-def state_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
+def state_values(series: pl.Series, name: str, problems: Problems, *, width: int | None = None,
+                 owner: str | None = None) -> pl.Series:
     """A state column (or a state's next or final values) checked and converted: lists as ``Array``
-    (:func:`list_values`), anything else as numbers (:func:`numeric`).
+    (:func:`list_values`; ``width`` and ``owner``: the state's width, for its next or final values),
+    anything else as numbers (:func:`numeric`).
 
     Examples
     --------
@@ -262,7 +343,7 @@ def state_values(series: pl.Series, name: str, problems: Problems) -> pl.Series:
     Array(Float64, shape=(2,))
     """
     if looks_list(series):
-        return list_values(series, name, problems)
+        return list_values(series, name, problems, width=width, owner=owner)
     return numeric(series, name, problems, what="observation value")
 
 

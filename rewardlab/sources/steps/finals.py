@@ -320,10 +320,10 @@ def _values(series: pl.Series, column: str, frame_rows: np.ndarray, state: pl.Se
     if not series.len():
         return pl.Series(column, [], dtype=state.dtype), np.zeros(0, dtype=np.int64)
     scratch = C.Problems(True)
-    values = C.state_values(series, column, scratch)
+    width = state.dtype.size if isinstance(state.dtype, pl.Array) else None
+    values = C.state_values(series, column, scratch, width=width, owner=f"the state {state.name!r}")
     mapped = _Mapped(problems, frame_rows)
     _forward(scratch, mapped)
-    width = state.dtype.size if isinstance(state.dtype, pl.Array) else None
     mine = values.dtype.size if isinstance(values.dtype, pl.Array) else None
     if width != mine:
         shape = lambda w: "a number" if w is None else f"a list of {w} values"  # noqa: E731

@@ -26,8 +26,19 @@ the episodes holding a bad row are dropped whole, counted by reason and kept:
 in ``result.skipped`` and, with ``skipped_path``, in a side file (text files:
 the original lines byte for byte, a CSV's header first; Parquet: a Parquet
 file of the skipped rows as read), both in file order
-(:mod:`rewardlab.sources.steps.places`).  A file that does not parse, columns
-missing or differing between files are errors in either mode.
+(:mod:`rewardlab.sources.steps.places`).  A file that does not parse (its
+first line Polars cannot read is named), columns missing or differing
+between files, a CSV header naming a column twice, a column without a name
+and a state or extra column named ``next`` (reserved: the steps contract
+hands the next states, flags and reward under ``data["next"]``) are errors
+in either mode.  An integer beyond Int64 (Polars reads such a column as
+Int128) is a row's error (``integer_out_of_range``); a column whose
+integers all fit is read as Int64.  A text column's kind (numbers, lists,
+text) is decided by most of its values, not its first one, and a list
+column's width by the length most rows have: a bad first row is the row at
+fault.  An episode whose rows come back after another's is reported where
+it comes back (``episode_not_contiguous``), not as unfinished where it
+stopped.
 """
 
 from __future__ import annotations
@@ -46,8 +57,7 @@ from rewardlab.sources.steps import checks as C
 from rewardlab.sources.steps import finals as F
 from rewardlab.sources.steps.files import TableFile, kind_of, read_file
 from rewardlab.sources.steps.places import SKIPPED_SCHEMA, RowPlaces, skipped_records, write_skipped
-from rewardlab.sources.steps.roles import (DEFAULT_NAMES, ROLE_OPTIONS, StepRoles, detect_roles, first_value,
-                                          is_number)
+from rewardlab.sources.steps.roles import DEFAULT_NAMES, RESERVED, ROLE_OPTIONS, StepRoles, detect_roles, mostly
 
 __all__ = ["read_steps", "load_steps", "read_tables", "RECORDED", "RECORDED_DONE", "SKIPPED_SCHEMA", "STEPS_SPEC"]
 
@@ -107,6 +117,43 @@ def _combine(tables: list[TableFile]) -> pl.DataFrame:
     frames = [t.frame if dict(t.frame.schema) == dtypes else t.frame.cast(
         {c: d for c, d in dtypes.items() if t.frame.schema[c] != d}) for t in tables]
     return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
+
+
+def _refuse_reserved(table: TableFile, roles: StepRoles) -> None:
+    """A state or extra column named ``next`` (:data:`~rewardlab.sources.steps.roles.RESERVED`) is refused:
+    the steps contract's TensorDict holds the next states and the flags under that key."""
+    for name in (*roles.states, *roles.extras):
+        if name in RESERVED:
+            raise StepTableError(
+                table.path, "reserved_column", f"the name {name!r} is reserved: the steps contract's TensorDict "
+                f'holds the next states, the flags and the reward under data["{name}"] (data["{name}", "<state>"], '
+                f'data["{name}", "done"], data["{name}", "terminated"], data["{name}", "truncated"], '
+                f'data["{name}", "reward"]), so the column would collide with them', column=name,
+                hint=f"Rename the column (for example to {name}_value) and load again.",
+                **({"line": 1} if table.kind == "csv" else {}))
+
+
+def _too_wide(tables: list[TableFile], order: np.ndarray | None, problems: C.Problems) -> None:
+    """The rows holding an integer beyond Int64 (:attr:`TableFile.too_wide
+    <rewardlab.sources.steps.files.TableFile>`), as problems of frame rows (``order``: each frame row's
+    place in the files), before the other problems of those rows (which their null value causes)."""
+    starts = np.concatenate(([0], np.cumsum([t.frame.height for t in tables])))
+    inverse = None
+    if order is not None:
+        inverse = np.empty(order.size, dtype=np.int64)
+        inverse[order] = np.arange(order.size)
+    for k, table in enumerate(tables):
+        for name, (rows, series) in table.too_wide.items():
+            frame_rows = rows + starts[k] if inverse is None else inverse[rows + starts[k]]
+            shown = dict(zip(frame_rows.tolist(), series.gather(rows).to_list()))
+            problems.add(frame_rows, name, "integer_out_of_range",
+                         lambda r, shown=shown: f"{_value_text(shown[r])} is beyond the 64-bit integer range "
+                         "(-2**63 to 2**63 - 1)", first=True)
+
+
+def _value_text(value) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _missing_role(path: Path, role: str, columns: list[str]) -> StepTableError:
@@ -191,6 +238,17 @@ def _episode_text(keys: pl.DataFrame, row: int):
     return values[0] if len(values) == 1 else values
 
 
+def _comes_back(keys: pl.DataFrame, ends: np.ndarray) -> np.ndarray:
+    """True on the last row of each run of an episode's rows that is not its last run (the episode comes
+    back after another: ``episode_not_contiguous`` is reported where it does, and this row is no end)."""
+    out = np.zeros(keys.height, dtype=bool)
+    if keys.height:
+        last_rows = np.flatnonzero(ends)
+        runs = keys[last_rows]
+        out[last_rows] = ~runs.select(pl.struct(runs.columns).is_last_distinct()).to_series().to_numpy()
+    return out
+
+
 def _check_episodes(keys: pl.DataFrame, ends: np.ndarray, step: np.ndarray, step_name: str,
                     flags: dict[str, np.ndarray], problems: C.Problems, unfinished: str) -> np.ndarray:
     """Contiguity, step order, flags at the ends; returns the rows of unfinished episodes' last steps."""
@@ -200,16 +258,17 @@ def _check_episodes(keys: pl.DataFrame, ends: np.ndarray, step: np.ndarray, step
     starts = np.flatnonzero(np.concatenate(([True], ends[:-1])))
     run_keys = keys[starts]
     again = ~run_keys.select(pl.struct(run_keys.columns).is_first_distinct()).to_series().to_numpy()
+    returns = _comes_back(keys, ends)  # a run whose episode comes back is reported there, not as unfinished
     if again.any():
         rows = starts[again]
         problems.add(rows, keys.columns[0], "episode_not_contiguous",
                      lambda r: f"episode {_episode_text(keys, r)!r} comes back after another episode; an "
                      "episode's rows should be consecutive")
     if step.size > 1:
-        d = np.diff(step)
+        before, after = step[:-1], step[1:]  # compared, not subtracted: a difference of int64 steps may overflow
         inside = ~ends[:-1]
-        back = np.flatnonzero((d < 0) & inside) + 1
-        same = np.flatnonzero((d == 0) & inside) + 1
+        back = np.flatnonzero((after < before) & inside) + 1
+        same = np.flatnonzero((after == before) & inside) + 1
         problems.add(back, step_name, "step_order",
                      lambda r: f"step {step[r]:g} follows step {step[r - 1]:g} in episode "
                      f"{_episode_text(keys, r)!r}; steps should increase within an episode")
@@ -225,7 +284,7 @@ def _check_episodes(keys: pl.DataFrame, ends: np.ndarray, step: np.ndarray, step
         (a, va), (b, vb) = flags.items()
         problems.add(va & vb, b, "both_flags", lambda r: f"{a} and {b} are both set on step {step[r]:g} of "
                      f"episode {_episode_text(keys, r)!r}; an episode ends one way")
-    unflagged = np.flatnonzero(ends & ~any_flag)
+    unflagged = np.flatnonzero(ends & ~any_flag & ~returns)
     if unfinished == "error":
         flag_names = " nor ".join(flags) if flags else "terminated nor truncated (the table has no flag column)"
         problems.add(unflagged, next(iter(flags), None), "unfinished_episode",
@@ -257,7 +316,7 @@ def _convert(frame: pl.DataFrame, roles: StepRoles, problems: C.Problems) -> dic
             out[name] = C.state_values(series, name, problems)
         elif C.looks_list(series):
             out[name] = C.list_values(series, name, problems)
-        elif series.dtype == pl.String and first_value(series, is_number):
+        elif series.dtype == pl.String and mostly(series, numbers=True):
             out[name] = C.numeric(series, name, problems)
         elif series.dtype.is_numeric() or series.dtype == pl.Boolean:
             nulls = series.is_null()
@@ -393,6 +452,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     for role in ("episode", "step"):
         if getattr(roles, role) is None:
             raise _missing_role(files[0], role, raw.columns)
+    _refuse_reserved(tables[0], roles)
     if roles.reward and roles.reward != RECORDED and (RECORDED in raw.columns or RECORDED_DONE in raw.columns):
         raise ParameterError("reward", f"cannot be kept as {RECORDED}: the table already has a column of "
                              "that name", roles.reward, hint="Pass reward=False to keep the table as it is.")
@@ -406,6 +466,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     if rows.order is not None:
         order = rows.order if order is None else order[rows.order]
     where = RowPlaces(tables, order)
+    _too_wide(tables, order, problems)
     if problems and not skip:  # the layout first: a flag on a final row would read as an unfinished episode
         raise _first(problems, where)
     raw = rows.steps
@@ -439,7 +500,8 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     if roles.reward == RECORDED and RECORDED_DONE in raw.columns:  # the recorded layout: checked, then rebuilt
         own = C.flag(raw.get_column(RECORDED_DONE), RECORDED_DONE, problems)
         sub_own = own if index is None else own[index]
-        checked.add(sub_own != sub_ends, RECORDED_DONE, "done_recorded_mismatch",
+        sub_last = sub_ends & ~_comes_back(sub_keys, sub_ends)  # an episode coming back is reported as such
+        checked.add(sub_own != sub_last, RECORDED_DONE, "done_recorded_mismatch",
                     lambda r: f"{RECORDED_DONE} is {bool(sub_own[r])} on step {sub_step[r]:g} of episode "
                     f"{_episode_text(sub_keys, r)!r}; it should be True exactly on an episode's last step")
     unflagged = _check_episodes(sub_keys, sub_ends, sub_step, roles.step, sub_flags, checked, unfinished)
@@ -464,6 +526,8 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     result_path = None
     if skip and skipped_path is not None and skipped_rows.size:
         result_path = Path(skipped_path)
+        if tables[0].kind == "parquet" and any(t.too_wide for t in tables):  # keep the integers beyond Int64
+            as_read = pl.concat([t.as_read() for t in tables], how="vertical_relaxed")
         write_skipped(result_path, skipped_rows, as_read, where, overwrite)
     result = LoadResult(attach(frame, spec), skipped, result_path)
     if skipped.height:
@@ -577,7 +641,14 @@ def read_tables(paths) -> pl.DataFrame:
     files = as_paths(paths)
     for p in files:
         check_input(p)
-    return _combine([read_file(p) for p in files])
+    tables = [read_file(p) for p in files]
+    problems = C.Problems(False)
+    _too_wide(tables, None, problems)
+    if problems:
+        r, column, rule, message = problems.first
+        raise RowPlaces(tables).error(r, column, rule, message(r), hint="Fix the row, or drop spec= to load "
+                                      "with on_error='skip' (skip its episode and keep it in a side file).")
+    return _combine(tables)
 
 
 def load_steps(paths, *, episode: str | None = None, step: str | None = None, agent: str | None = None,

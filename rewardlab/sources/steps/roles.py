@@ -24,7 +24,7 @@ final          ``final``                                      a flag marking *fi
 
 Every other column is kept.  A numeric, Boolean or list column whose name
 starts with ``obs``, ``observation`` or ``state`` (any case) is a *state*
-(a text column too when its first value is a number or a list such as
+(a text column too when most of its values are numbers or lists such as
 ``"[0.1, 0.2]"``: CSV and JSON lines hold lists and odd numbers as text;
 other text, such as a ``state_label``, is an extra)
 (:class:`~rewardlab.core.spec.StateColumn`: the steps contract hands ``obs``
@@ -80,13 +80,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import ParameterError
 from rewardlab.core.spec import FINAL_PREFIX, final_column
 
-__all__ = ["StepRoles", "detect_roles", "DEFAULT_NAMES", "ROLE_OPTIONS", "STATE_NAME", "NEXT_PREFIXES",
-           "first_value", "is_number"]
+__all__ = ["StepRoles", "detect_roles", "DEFAULT_NAMES", "ROLE_OPTIONS", "STATE_NAME", "NEXT_PREFIXES", "RESERVED",
+           "mostly"]
 
 #: Each role's default column names, tried in order.
 DEFAULT_NAMES: dict[str, tuple[str, ...]] = {
@@ -106,6 +107,10 @@ NEXT_PREFIXES = ("next_", "new_")
 
 #: The role options of the ``"steps"`` format, in order.
 ROLE_OPTIONS = tuple(DEFAULT_NAMES)
+
+#: Column names a state or extra column may not have: the steps contract's TensorDict holds the next
+#: states, the flags and the reward under ``"next"`` (``("next", "obs")``, ``("next", "done")``, ...).
+RESERVED = ("next",)
 
 #: A column whose name matches this is a state (when numeric or a numeric list).
 STATE_NAME = re.compile(r"^(obs|observation|state)", re.IGNORECASE)
@@ -231,49 +236,54 @@ def _option(name: str, value) -> str | None | bool:
     return value
 
 
-def is_number(text: str) -> bool:
-    """True for text Python reads as a float.
+#: How many of a text column's values :func:`mostly` looks at (its first ones that are set).
+MOSTLY_ROWS = 10_000
+
+
+def mostly(series: pl.Series, *, numbers: bool = False, lists: bool = False) -> bool:
+    """Whether half or more of a text column's values (not null, not blank; its first
+    :data:`MOSTLY_ROWS`) are numbers (``numbers``) or lists such as ``"[0.1, 0.2]"`` (``lists``); False
+    when it has none.  The column's values decide, not its first one: a broken first value is reported
+    as the value at fault (``not_numeric``), not taken as the column's kind.
 
     Examples
     --------
-    >>> is_number(" 1e-3"), is_number("idle")
-    (True, False)
+    >>> mostly(pl.Series([None, "x", "[1, 2]", "[3, 4]"]), lists=True), mostly(pl.Series(["idle", "1.5"]), numbers=True)
+    (True, True)
+    >>> mostly(pl.Series(["idle", "run", "1"]), numbers=True), mostly(pl.Series([None], dtype=pl.String), numbers=True)
+    (False, False)
     """
-    try:
-        float(text)
-    except ValueError:
+    head = series.head(MOSTLY_ROWS).drop_nulls()
+    if not head.len() and series.len() > MOSTLY_ROWS:
+        head = series.drop_nulls().head(MOSTLY_ROWS)
+    text = head.str.strip_chars()
+    text = text.filter(text != "")
+    if not text.len():
         return False
-    return True
-
-
-def first_value(series: pl.Series, test) -> bool:
-    """``test`` of the column's first value that is not null (False when all are null).
-
-    Examples
-    --------
-    >>> first_value(pl.Series([None, "[1, 2]"]), lambda v: v.lstrip().startswith("["))
-    True
-    """
-    value = series.drop_nulls().head(1).to_list()
-    return bool(value) and bool(test(value[0]))
+    ok = pl.Series(np.zeros(text.len(), dtype=bool))
+    if numbers:
+        ok |= text.cast(pl.Float64, strict=False).is_not_null()
+    if lists:
+        ok |= text.str.starts_with("[")
+    return 2 * int(ok.sum()) >= text.len()
 
 
 def _may_be_state(name: str, dtype, values: pl.Series | None) -> bool:
-    """A state's name, and numbers: numeric, Boolean, a list, or text whose first value is a number or list."""
+    """A state's name, and numbers: numeric, Boolean, a list, or text most of whose values are numbers or lists."""
     if not STATE_NAME.match(name):
         return False
     return _may_be_values(dtype, values)
 
 
 def _may_be_values(dtype, values: pl.Series | None, *, empty: bool = False) -> bool:
-    """Numbers: numeric, Boolean, a list, or text whose first value is a number or list (``empty``: or
+    """Numbers: numeric, Boolean, a list, or text most of whose values are numbers or lists (``empty``: or
     a column without a value)."""
     if empty and values is not None and values.len() and values.null_count() == values.len():
         return True
     if dtype.is_numeric() or dtype in (pl.Boolean, pl.Null) or isinstance(dtype, (pl.List, pl.Array)):
         return True
     if dtype == pl.String and values is not None:
-        return first_value(values, lambda v: v.lstrip().startswith("[") or is_number(v))
+        return mostly(values, numbers=True, lists=True)
     return False
 
 
@@ -285,7 +295,7 @@ def detect_roles(schema, **options) -> StepRoles:
     schema : mapping or polars.DataFrame
         ``{column: polars dtype}`` in table order, or the table (or its
         first rows): then a text column named like a state is a state when
-        its first value is a number or a list (with a mere schema, never).
+        most of its values are numbers or lists (with a mere schema, never).
     **options
         ``episode``, ``step``, ``agent``, ``terminated``, ``truncated``,
         ``done``, ``reward``, ``time``, ``final``: a column name, None
