@@ -42,9 +42,10 @@ from rewardlab._version import __version__
 from rewardlab.core.errors import ExportWriteError, FileAccessError, OutputExistsError, ParameterError, RewardlabError
 from rewardlab.domains.mahjong.families.base import EXPORT_HELPERS, RewardFamily, check_reward_range
 from rewardlab.domains.mahjong.families.presets import FAMILIES
+from rewardlab.plugins.loading import plugin_name
 
 __all__ = ["export_plugin", "render_plugin", "sanitize_comment", "as_family", "constants_fit",
-           "check_constants_fit", "export_target", "write_text"]
+           "check_constants_fit", "export_target", "plugin_target", "write_text"]
 
 #: What each family's file computes, for the header.
 _FORMULAS = {
@@ -296,7 +297,8 @@ def export_plugin(family_or_params, path, *, overwrite: bool = False, source: st
     Raises
     ------
     ParameterError
-        See :func:`render_plugin`; raised before anything is written.
+        See :func:`render_plugin`, and a file name the plug-in loader would
+        refuse (:func:`plugin_target`); raised before anything is written.
     OutputExistsError
         ``path`` exists and ``overwrite`` is False.
     ExportWriteError
@@ -310,7 +312,7 @@ def export_plugin(family_or_params, path, *, overwrite: bool = False, source: st
     """
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)
-    target = export_target(path, overwrite=overwrite)
+    target = plugin_target(path, overwrite=overwrite)
     text = render_plugin(family_or_params, source=source,  # validate everything before touching disk
                          keep_constants=keep_constants)
     write_text(target, text, overwrite=overwrite, shown=path)
@@ -353,6 +355,38 @@ def export_target(path, *, overwrite: bool) -> Path:
     except FileAccessError as exc:
         raise ParameterError("path", f"cannot be written: {exc.message}", str(path),
                              hint=exc.hint and exc.hint.rstrip(".") + ".") from None
+    return target
+
+
+def plugin_target(path, *, overwrite: bool) -> Path:
+    """Validate the path of a plug-in file to write, before any work: :func:`export_target`, and its name.
+
+    A plug-in is named after its file (``reward_<name>`` columns,
+    :func:`rewardlab.plugins.loading.plugin_name`), and ``rewardlab apply``,
+    ``check-plugin`` and :func:`rewardlab.load_plugin` refuse a file whose
+    name is not ``[A-Za-z_][A-Za-z0-9_]*`` once ``-``, ``.`` and spaces are
+    turned into ``_`` (``é.py``, ``1abc.py``, ``x'y.py``).  An exporter refuses
+    such a path with that same rule, so it never writes a file the loader
+    then refuses.
+
+    Raises
+    ------
+    ParameterError, OutputExistsError
+
+    Examples
+    --------
+    >>> plugin_target("1abc.py", overwrite=False)
+    Traceback (most recent call last):
+    rewardlab.core.errors.ParameterError: `path` should name a file the plug-in loader accepts: its name '1abc' (from '1abc.py', with '-', '.' and spaces turned into '_') should match [A-Za-z_][A-Za-z0-9_]*. Received '1abc.py'. Rename it, e.g. 'my_reward.py'.
+    """
+    target = export_target(path, overwrite=overwrite)
+    try:
+        plugin_name(target)
+    except ParameterError as exc:
+        raise ParameterError(
+            "path", f"should name a file the plug-in loader accepts: its name {exc.value!r} (from "
+            f"{target.name!r}, with '-', '.' and spaces turned into '_') should match [A-Za-z_][A-Za-z0-9_]*",
+            str(path), hint="Rename it, e.g. 'my_reward.py'.") from None
     return target
 
 

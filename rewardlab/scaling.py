@@ -51,16 +51,16 @@ from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.core import columns
 from rewardlab.core.rows import spread_episodes
 from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripError, check_int
-from rewardlab.core.spec import FrameSpec
+from rewardlab.core.spec import FrameSpec, attached
 from rewardlab.domains.mahjong.families.base import REWARD_LIMIT
-from rewardlab.export import export_target, sanitize_comment, write_text
+from rewardlab.export import plugin_target, sanitize_comment, write_text
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.sources.registry import spec_of
 from rewardlab.sources.steps.reader import RECORDED
 
 __all__ = ["RECORDED_KEY", "StepsScaling", "ScalingRoundTrip", "ScalingExport", "scaling_roundtrip",
-           "export_scaling_plugin", "CHECK_ROWS"]
+           "export_scaling_plugin", "scaling_keys", "check_scaling_key", "CHECK_ROWS"]
 
 #: The root IN key under which step-table sources hand the recorded reward to steps plug-ins: the
 #: candidate column ``reward_recorded`` itself (an extra column of the spec; see
@@ -75,6 +75,65 @@ def get_reward(data, contiguous):
     raw = data[_RL_KEY].to(_RL_torch.float64)
     data["next", "reward"] = (raw - _RL_SHIFT) / _RL_SCALE
 '''
+
+
+def scaling_keys(frame: pl.DataFrame, spec: FrameSpec) -> list[str]:
+    """The columns a scaling plug-in can scale: numeric scalar columns the steps contract hands at the root.
+
+    Those are the spec's states and its extra columns (``columns``) whose
+    dtype is a number, one per step (not an Array or List, not Boolean).
+
+    Examples
+    --------
+    >>> from rewardlab.core.spec import StateColumn
+    >>> f = pl.DataFrame({"e": [0, 0], "obs": [[0.0, 1.0], [2.0, 3.0]], "action": [1, 0],
+    ...                   "reward_recorded": [1.0, 5.0]}, schema_overrides={"obs": pl.Array(pl.Float64, 2)})
+    >>> spec = FrameSpec(name="s", episode=("e",), states=(StateColumn("obs", 2, "float64", 0.0),),
+    ...                  columns=("action", "reward_recorded"))
+    >>> scaling_keys(f, spec)
+    ['action', 'reward_recorded']
+    """
+    handed = dict.fromkeys([*spec.state_names, *spec.columns])
+    return [c for c in handed if c in frame.columns and frame.schema[c].is_numeric()]
+
+
+def check_scaling_key(frame: pl.DataFrame, key, *, spec: FrameSpec | None = None, name: str = "key") -> FrameSpec:
+    """Refuse a ``key`` that is not a numeric scalar column the steps contract hands at the root; the spec.
+
+    The one check of the key a scaling plug-in reads (:class:`StepsScaling`,
+    :func:`export_scaling_plugin`, ``rewardlab export scaling --key``): the
+    message names the key, what it is, and the columns that would work
+    (:func:`scaling_keys`).  ``name`` is the argument's name as the user typed
+    it.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"e": [0, 0], "reward_recorded": [1.0, 5.0], "flag": [True, False]})
+    >>> check_scaling_key(f, "flag", spec=FrameSpec(name="s", episode=("e",), columns=("reward_recorded", "flag")))
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `key` should be a numeric scalar column the steps contract hands to plug-ins at the root (a state or an extra column of the spec); 'flag' holds Boolean. Received 'flag'. Columns that would work: reward_recorded.
+    """
+    if not isinstance(frame, pl.DataFrame):
+        raise ParameterError("frame", "should be a polars DataFrame", type(frame).__name__)
+    columns.check_name(key, what=name)
+    here = spec_of(frame, spec)
+    usable = scaling_keys(frame, here)
+    hint = ("Columns that would work: " + ", ".join(usable) + ".") if usable else \
+        "No column would: list a numeric column in the spec's columns (FrameSpec(columns=...))."
+    what = "a numeric scalar column the steps contract hands to plug-ins at the root (a state or an extra " \
+           "column of the spec)"
+    if key not in frame.columns:
+        raise ParameterError(name, f"should be a column of the frame ({what}); the data has none of that name",
+                             key, hint=hint)
+    if key not in here.columns and key not in here.state_names:
+        raise ParameterError(name, f"should be handed to plug-ins: list it in the {here.name} spec's columns "
+                             f"(FrameSpec(columns=...)); it should be {what}", key, hint=hint)
+    dtype = frame.schema[key]
+    if not dtype.is_numeric():
+        kind = " (a vector per step)" if isinstance(dtype, (pl.Array, pl.List)) else ""
+        raise ParameterError(name, f"should be {what}; {key!r} holds {dtype}{kind}", key, hint=hint)
+    return here
 
 
 def _float_literal(name: str, value) -> str:
@@ -162,19 +221,7 @@ class StepsScaling:
         return (raw - self.shift) / self.scale, done
 
     def _check_frame(self, frame, spec) -> FrameSpec:
-        if not isinstance(frame, pl.DataFrame):
-            raise ParameterError("frame", "should be a polars DataFrame", type(frame).__name__)
-        here = spec_of(frame, spec)
-        if self.key not in frame.columns:
-            raise ParameterError("key", "should be a column of the frame (the IN key the plug-in reads)",
-                                 self.key, hint="Columns: " + ", ".join(frame.columns[:20]))
-        dtype = frame.schema[self.key]
-        if not dtype.is_numeric():
-            raise ParameterError("key", f"should be a numeric scalar column, found {dtype}", self.key)
-        if self.key not in here.columns and self.key not in here.state_names:
-            raise ParameterError("key", f"should be handed to plug-ins: list it in the {here.name} spec's "
-                                 "columns (FrameSpec(columns=...))", self.key)
-        return here
+        return check_scaling_key(frame, self.key, spec=spec)
 
     def render(self, *, created: _dt.datetime | None = None, source: str | None = None) -> str:
         """The plug-in file's text (see the module docstring); checks every literal first.
@@ -306,7 +353,8 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RewardlabWarning)
         for mode in BATCH_MODES:
-            out = apply_plugins(frame, plugin, batch_mode=mode, progress=False, spec=full, contract="steps")
+            out = apply_plugins(frame, plugin, batch_mode=mode, progress=False, spec=full, contract="steps",
+                                replace=True)  # only its own columns are read back: the data's reward_exported may go
             got = out[reward_col].cast(pl.Float64).to_numpy()
             differing[mode] = (int((got.view(np.uint64) != expected_reward.view(np.uint64)).sum()),
                                int((out[done_col].to_numpy() != expected_done).sum()))
@@ -351,7 +399,8 @@ class ScalingExport:
 def _check_constants_match(scaling: StepsScaling, data) -> None:
     """Refuse constants of a reward whose column in ``data`` differs from the key the file scales."""
     rcol = columns.reward_column(scaling.constants.reward)
-    if not isinstance(data, pl.DataFrame) or rcol not in data.columns or scaling.key not in data.columns:
+    if not isinstance(data, pl.DataFrame) or rcol not in data.columns or scaling.key not in data.columns \
+            or not data.schema[scaling.key].is_numeric():  # check_scaling_key refuses such a key
         return
     differ = data.select((pl.col(rcol).cast(pl.Float64) != pl.col(scaling.key).cast(pl.Float64)).sum()).item()
     if differ:
@@ -403,8 +452,10 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
     Raises
     ------
     ParameterError
-        Bad arguments; constants of a return scope with ``center=True``; a key
-        the spec does not hand to plug-ins; constants of a reward whose
+        Bad arguments; a path whose name the plug-in loader would refuse
+        (:func:`rewardlab.export.plugin_target`); constants of a return scope
+        with ``center=True``; a key that is not a numeric scalar column the
+        spec hands to plug-ins (:func:`check_scaling_key`); constants of a reward whose
         ``reward_<name>`` column in ``data`` differs from the key's values.
     OutputExistsError, RoundTripError, ExportWriteError
         Nothing is written (ExportWriteError: the write itself failed).
@@ -418,7 +469,9 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
         if not isinstance(value, bool):
             raise ParameterError(name, "should be True or False", value)
     scaling = StepsScaling(constants, key=key, center=center)
-    target = export_target(path, overwrite=overwrite)
+    target = plugin_target(path, overwrite=overwrite)
+    if isinstance(data, pl.DataFrame) and (spec is not None or attached(data) is not None):
+        check_scaling_key(data, scaling.key, spec=spec)  # before the column is read (without a spec: evaluate's)
     text = scaling.render(created=created, source=source)
     roundtrip = None
     if check:

@@ -45,6 +45,13 @@ ReinforcementLearning.jl (the explorer's ``step`` when an action is chosen),
 The *expected number of random actions* over ``N`` steps is the sum of epsilon
 over them (a random action may happen to equal the greedy one).
 
+A horizon (``n_steps`` of the summaries and of ``steps``) sizes the work: the
+summaries evaluate epsilon at every step.  It is at most :data:`MAX_HORIZON`
+(10**9 steps, about half a minute), on every front: the library
+(:func:`check_horizon`), ``rewardlab schedule --steps`` and the epsilon tuner.
+The schedules' own parameters (warm-up, decay and annealing steps, the
+caller's increment) cost nothing and may be up to 2**52 (exact in float64).
+
 Examples
 --------
 >>> import numpy as np
@@ -83,10 +90,32 @@ __all__ = [
     "summarize_epsilon",
     "to_json",
     "to_yaml",
+    "MAX_HORIZON",
+    "check_horizon",
 ]
 
 _MAX_STEPS = 1 << 52  # exact in float64
 _CHUNK = 1 << 22  # steps evaluated at a time by the summaries
+#: The longest horizon a summary (or :meth:`ExplorerSchedule.steps`) takes: 10**9 steps.
+MAX_HORIZON = 10**9
+
+
+def check_horizon(n_steps, *, name: str = "n_steps", low: int = 1) -> int:
+    """Validate a horizon (a number of steps to evaluate): an integer in ``[low, MAX_HORIZON]``.
+
+    The one bound on the work a schedule's summary does; ``name`` is the
+    argument as the user typed it (``--steps`` on the command line).
+
+    Examples
+    --------
+    >>> check_horizon(1000)
+    1000
+    >>> check_horizon(10**13, name="--steps")
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `--steps` should be <= 1000000000. Received 10000000000000.
+    """
+    return check_int(name, n_steps, low=low, high=MAX_HORIZON, integral_float=True)
 
 
 def _check_epsilon(name: str, value) -> float:
@@ -277,7 +306,8 @@ class ScheduleSummary:
 def summarize_epsilon(fn, n_steps: int, *, first_step: int, threshold: float) -> ScheduleSummary:
     """Summarize ``fn(steps) -> epsilon`` over steps ``first_step .. first_step + n_steps - 1``.
 
-    Evaluated in chunks of 4 million steps, so long horizons use bounded memory.
+    Evaluated in chunks of 4 million steps, so long horizons use bounded memory;
+    ``n_steps`` is at most :data:`MAX_HORIZON` (:func:`check_horizon`).
 
     Examples
     --------
@@ -285,7 +315,7 @@ def summarize_epsilon(fn, n_steps: int, *, first_step: int, threshold: float) ->
     >>> s.first_below, s.expected_random_actions
     (10, 10.0)
     """
-    n_steps = check_int("n_steps", n_steps, low=1, high=_MAX_STEPS, integral_float=True)
+    n_steps = check_horizon(n_steps)
     threshold = check_real("threshold", threshold)
     total = 0.0
     first = None
@@ -362,7 +392,7 @@ class ExplorerSchedule:
         >>> ExplorerSchedule(epsilon_stable=0.1).steps(3).tolist()
         [1, 2, 3]
         """
-        n_steps = check_int("n_steps", n_steps, low=0, high=_MAX_STEPS, integral_float=True)
+        n_steps = check_horizon(n_steps, low=0)
         return np.arange(1, n_steps + 1, dtype=np.int64)
 
     def epsilon(self, steps) -> np.ndarray:
@@ -467,7 +497,7 @@ class KanachanEpsilonGreedy:
         >>> KanachanEpsilonGreedy(annealing_steps=10).steps(3).tolist()
         [0, 1, 2]
         """
-        n_steps = check_int("n_steps", n_steps, low=0, high=_MAX_STEPS, integral_float=True)
+        n_steps = check_horizon(n_steps, low=0)
         return np.arange(0, n_steps, dtype=np.int64)
 
     def intended(self, steps, *, increment: int = 1) -> np.ndarray:

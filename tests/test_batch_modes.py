@@ -165,8 +165,8 @@ def test_empty_plans():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: bm.plan_sequential(10, 0), "`batch_size` should be an integer >= 1. Received 0."),
-    (lambda: bm.plan_sequential(10, True), "`batch_size` should be an integer >= 1. Received True."),
+    (lambda: bm.plan_sequential(10, 0), "`batch_size` should be an integer from 1 to 1099511627776 (one batch of that size already holds every row). Received 0."),
+    (lambda: bm.plan_sequential(10, True), "`batch_size` should be an integer from 1 to 1099511627776 (one batch of that size already holds every row). Received True."),
     (lambda: bm.plan_shuffled(10, 2, seed=-1), "`seed` should be an integer >= 0. Received -1."),
     (lambda: bm.plan_sequential(-1, 2), "`n_rows` should be an integer >= 0. Received -1."),
     (lambda: bm.plan_episodes(np.array([3, 3])),
@@ -224,7 +224,7 @@ def test_contiguous_and_workers_validation():
     ends = np.array([3])
     with pytest.raises(ParameterError, match="can be True only with batch_mode 'episodes'"):
         bm.plan_batches("sequential", ends, batch_size=2, contiguous=True)
-    with pytest.raises(ParameterError, match="`num_workers` should be an integer >= 0"):
+    with pytest.raises(ParameterError, match="`num_workers` should be an integer from 0 to 1024"):
         bm.plan_batches("dataloader", ends, batch_size=2, num_workers=-1)
     assert bm.mode_setting("episodes", contiguous=True) == (
         "kanachan's episode replay buffer, contiguous_training_data=True")

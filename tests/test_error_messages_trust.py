@@ -24,7 +24,7 @@ TOP = PLUGINS_DIR / "rank_top.py"
     (dict(timeout=0), "`timeout` should be a number of seconds > 0, or None. Received 0."),
     (dict(timeout=True), "`timeout` should be a number of seconds > 0, or None. Received True."),
     (dict(isolate=False, timeout=5), "`timeout` needs isolate=True"),
-    (dict(num_workers=-1), "`num_workers` should be an integer >= 0 (PyTorch DataLoader workers). Received -1."),
+    (dict(num_workers=-1), "`num_workers` should be an integer from 0 to 1024 (PyTorch DataLoader workers). Received -1."),
     (dict(convention="online"), "`convention` should be one of 'offline', 'simulation'. Received 'online'."),
 ])
 def test_apply_argument_messages(small_frame, kw, message):

@@ -392,3 +392,12 @@ def test_the_existing_output_rule_still_holds(tmp_path, text_file):
     with pytest.raises(OutputExistsError):
         rewardlab.convert(text_file, out, progress=False)
     assert out.read_bytes() == b"keep"
+
+
+@pytest.mark.parametrize("fmt, path", [("steps", "data/gym/cartpole_random.parquet"), ("kanachan", "data/sample.tsv.gz"),
+                                       ("rllib", "data/rllib/old_stack_json/data"), ("mjai", "data/mjai")])
+@pytest.mark.parametrize("bad", [3, 2.5, ["a.txt"], b"x"])
+def test_a_skipped_path_that_is_not_a_path_is_a_parameter_error(fmt, path, bad):
+    """Every source's side file: a value that is not a path is named, never a raw TypeError."""
+    with pytest.raises(ParameterError, match="`skipped_path` should be a file path"):
+        rewardlab.load(ROOT / path, format=fmt, on_error="skip", skipped_path=bad)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rewardlab
-from rewardlab.core.errors import DataFormatError
+from rewardlab.core.errors import DataFormatError, SkippedLinesWarning
 from lines import game_lines, gid, set_column, write
 
 pytestmark = pytest.mark.filterwarnings("ignore::rewardlab.core.errors.SkippedLinesWarning")
@@ -319,3 +319,16 @@ def test_side_file_keeps_undecodable_bytes_and_crlf_line_ends(tmp_path, line_end
     assert side.read_bytes() == b"".join(lines[r - 1] + ends[r - 1] for r in skipped)
     assert result.skipped["raw"].to_list() == [lines[r - 1] + ends[r - 1][:-1] for r in skipped]
     assert result.frame.height == len(lines) - len(skipped)
+
+
+@pytest.mark.parametrize("text", [b"x\n", b"\n", b"x\ny\n", b"a\tb\tc\n"])
+def test_skip_mode_with_no_good_line_keeps_nothing_and_reports_every_line(tmp_path, text):
+    """A file whose every line is bad: an empty frame and every line kept as skipped (was an IndexError)."""
+    from rewardlab.sources.kanachan.reader import read_kanachan
+
+    path = tmp_path / "bad.tsv"
+    path.write_bytes(text)
+    with pytest.warns(SkippedLinesWarning):
+        result = read_kanachan(path, on_error="skip")
+    assert result.frame.height == 0
+    assert result.skipped.height == text.count(b"\n")

@@ -95,7 +95,7 @@ def test_several_plugins_side_by_side(tmp_path, frame):
     alone = apply_plugins(frame, plugins[1], batch_mode="episodes", progress=False)
     assert out["reward_rank_top"].equals(alone["reward_rank_top"])
     np.testing.assert_array_equal(out["done_rank_top"].to_numpy(), frame["end_of_game"].to_numpy())
-    again = apply_plugins(out, plugins[1], progress=False)  # re-applying replaces the columns
+    again = apply_plugins(out, plugins[1], progress=False, replace=True)  # re-applying replaces, when asked
     assert again.columns == out.columns
 
 

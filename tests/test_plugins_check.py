@@ -178,7 +178,7 @@ def test_argument_validation(frame):
     for kw, message in [
         (dict(batch_sizes=()), "`batch_sizes` should be a non-empty sequence of integers >= 1. Received ()."),
         (dict(batch_sizes=(8, 8)), "`batch_sizes` should be distinct. Received [8, 8]."),
-        (dict(batch_sizes=(0,)), "`batch_sizes` should be an integer >= 1. Received 0."),
+        (dict(batch_sizes=(0,)), "`batch_sizes` should be an integer from 1 to 1099511627776 (one batch of that size already holds every row). Received 0."),
         (dict(batch_sizes="64"), "`batch_sizes` should be a non-empty sequence of integers >= 1"),
         (dict(seed=1.5), "`seed` should be an integer >= 0. Received 1.5."),
     ]:

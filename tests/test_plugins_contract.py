@@ -296,7 +296,7 @@ def test_argument_validation(tmp_path, small_frame):
         (dict(frame=small_frame.lazy()), "`frame` should be an eager polars.DataFrame (collect it first)"),
         (dict(batch_mode="bulk"), "`batch_mode` should be one of 'episodes', 'sequential', 'dataloader', "
                                   "'fragments', 'shuffled'. Received 'bulk'."),
-        (dict(batch_size=0), "`batch_size` should be an integer >= 1. Received 0."),
+        (dict(batch_size=0), "`batch_size` should be an integer from 1 to 1099511627776 (one batch of that size already holds every row). Received 0."),
         (dict(seed=-2), "`seed` should be an integer >= 0. Received -2."),
         (dict(strict="yes"), "`strict` should be True or False. Received 'yes'."),
         (dict(plugins=[]), "`plugins` should name at least one plug-in. Received []."),

@@ -637,3 +637,15 @@ def test_write_sample_progress_bar(tmp_path, capsys):
     write_sample(tmp_path / "p.tsv", games=2, seed=3, progress=True)
     err = capsys.readouterr().err
     assert "2/2" in err
+
+
+def test_the_sample_size_is_bounded_on_every_front(tmp_path, capsys):
+    from rewardlab.cli import main
+    from rewardlab.core.errors import ParameterError
+    from rewardlab.domains.mahjong.simulate import MAX_SAMPLE_GAMES, write_sample
+
+    out = tmp_path / "s.tsv"
+    with pytest.raises(ParameterError, match="from 1 to 100,000"):
+        write_sample(out, games=MAX_SAMPLE_GAMES + 1, seed=0)
+    assert main(["sample", "--games", str(10**14), "--seed", "0", "--out", str(out)]) == 2
+    assert "100,000" in capsys.readouterr().err and not out.exists()

@@ -11,6 +11,10 @@ from rewardlab.cli.options import add_format
 _SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "trajectory_return",
            "end_of_round", "end_of_game")
 _KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "by-rank", "normalization", "episodes")
+#: The range of ``plot --dpi`` (nothing else in rewardlab takes a resolution).  Below 20 dpi the
+#: smallest labels are under one pixel, which FreeType refuses; a raster's memory grows with the
+#: square of the resolution, and 1200 dpi (print) gives 5040 x 3840 pixels for a 4.2 x 3.2 in panel.
+MIN_DPI, MAX_DPI = 20, 1200
 
 
 def register(sub) -> None:
@@ -49,7 +53,8 @@ def register(sub) -> None:
     p.add_argument("--reward", action="append", metavar="NAME",
                    help="a reward name (repeatable; default: every reward_* column)")
     p.add_argument("--facet", action="store_true", help="hist / ecdf: one panel per reward")
-    p.add_argument("--dpi", type=int, default=120, help="resolution of raster output (default 120)")
+    p.add_argument("--dpi", type=int, default=120,
+                   help=f"resolution of raster output, {MIN_DPI} .. {MAX_DPI} (default 120)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.set_defaults(func=_plot)
 
@@ -132,10 +137,9 @@ def _plot(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from rewardlab.core.errors import ParameterError
+    from rewardlab.core.errors import check_int
 
-    if args.dpi < 1:
-        raise ParameterError("--dpi", "should be a positive integer", args.dpi)
+    check_int("--dpi", args.dpi, low=MIN_DPI, high=MAX_DPI, rule=f"should be an integer in [{MIN_DPI}, {MAX_DPI}]")
     from pathlib import Path
 
     from rewardlab.core.files import check_not_input, check_output
@@ -143,8 +147,26 @@ def _plot(args) -> int:
     out = Path(args.out)
     check_not_input(out, args.data, name="--out", folder_suffixes=(".parquet",))
     check_output(out, overwrite=args.overwrite)  # before any work
+    _check_image_suffix(out)
     with _reading(args):
         return _draw(args, out)
+
+
+def _image_types() -> dict:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return FigureCanvasBase.get_supported_filetypes()
+
+
+def _check_image_suffix(out) -> str:
+    """The image format ``--out`` names by its suffix, refused (before any work) when matplotlib writes none."""
+    from rewardlab.core.errors import ParameterError
+
+    fmt = out.suffix.lstrip(".").lower()
+    if fmt not in _image_types():
+        raise ParameterError("--out", "should end with an image suffix matplotlib writes ("
+                             + ", ".join(sorted(_image_types())) + ")", str(out))
+    return fmt
 
 
 def plot_title(kind: str, rewards, *, facet: bool = False) -> str:
@@ -224,7 +246,7 @@ def _draw(args, out) -> int:
     else:
         axes[0].set_title(title)
     fmt = out.suffix.lstrip(".").lower()
-    if fmt not in fig.canvas.get_supported_filetypes():
+    if fmt not in fig.canvas.get_supported_filetypes():  # checked before the work; the canvas has the last word
         plt.close(fig)
         raise ParameterError("--out", "should end with an image suffix matplotlib writes ("
                              + ", ".join(sorted(fig.canvas.get_supported_filetypes())) + ")", str(out))

@@ -74,8 +74,9 @@ def register(sub) -> None:
     c.add_argument("--scope", default="all", help="the scope of the constants (default: all; a return scope "
                    "needs --no-center)")
     c.add_argument("--key", default="reward_recorded",  # rewardlab.scaling.RECORDED_KEY (not imported for --help)
-                   help="the root IN key the plug-in scales (default: reward_recorded, the reward a step "
-                   "table recorded)")
+                   help="the root IN key the plug-in scales: a numeric column, one number per step, that the "
+                   "steps contract hands at the root (a state or a column of the spec; default: "
+                   "reward_recorded, the reward a step table recorded)")
     c.add_argument("--no-center", action="store_true", help="divide by the std only (do not subtract the mean)")
     c.add_argument("--out", required=True, metavar="FILE.py", help="the plug-in file to write")
     c.add_argument("--overwrite", action="store_true", help="replace an existing file")
@@ -152,7 +153,8 @@ def _add_common(p, *, seed: bool) -> None:
 
 
 def _add_schedule_common(p, *, formats) -> None:
-    p.add_argument("--steps", type=int, default=1_000_000, help="horizon for the summary (default 1e6)")
+    p.add_argument("--steps", type=int, default=1_000_000,  # 10**9: rewardlab.schedules.MAX_HORIZON
+                   help="horizon for the summary, 1 .. 10**9 steps (default 1e6)")
     p.add_argument("--threshold", type=float, default=0.1,
                    help="report the first step where epsilon < this (default 0.1)")
     p.add_argument("--format", choices=formats, default="json", help="snippet format (default json)")
@@ -189,18 +191,19 @@ def _normalize(family, args, prepared):
     return family
 
 
-def _refuse_existing(args) -> None:
-    """Refuse a bad ``--out`` (empty, a folder, inside a file, existing) before any dataset is read.
+def _refuse_existing(args, inputs=()) -> None:
+    """Refuse a bad ``--out`` (empty, a folder, inside a file, existing, a name the plug-in loader refuses,
+    one of the inputs) before any dataset is read.
 
-    export_plugin checks again when it writes.
+    export_plugin / export_scaling_plugin check again when they write.
     """
     from rewardlab.core.files import check_not_input
-    from rewardlab.export import export_target
+    from rewardlab.export import plugin_target
 
-    check_not_input(args.out, [getattr(args, "normalize_from", None), getattr(args, "measure_on", None)],
+    check_not_input(args.out, [getattr(args, "normalize_from", None), getattr(args, "measure_on", None), *inputs],
                     name="--out")  # even with --overwrite
     try:
-        export_target(args.out, overwrite=args.overwrite)
+        plugin_target(args.out, overwrite=args.overwrite)
     except ParameterError as exc:
         raise ParameterError("--out", exc.rule, exc.value, hint=exc.hint) from None
 
@@ -296,14 +299,12 @@ def _export_scaling(args) -> int:
     import dataclasses
 
     from rewardlab.analysis.stats import normalization_constants
-    from rewardlab.core.files import check_not_input
-    from rewardlab.export import export_target
-    from rewardlab.scaling import export_scaling_plugin
+    from rewardlab.scaling import check_scaling_key, export_scaling_plugin
     from rewardlab.sources.dispatch import load
 
-    check_not_input(args.out, args.data, name="--out")
-    export_target(args.out, overwrite=args.overwrite)  # before any work
+    _refuse_existing(args, args.data)  # before any work
     frame = load(args.data if len(args.data) > 1 else args.data[0], format=args.format, progress=False)
+    check_scaling_key(frame, args.key, name="--key")  # before any constant is measured
     constants = normalization_constants(frame, args.reward, scope=args.scope)
     constants = dataclasses.replace(constants, source=", ".join(args.data))  # measured on these files
     result = export_scaling_plugin(constants, args.out, data=frame, key=args.key, center=not args.no_center,
@@ -324,8 +325,9 @@ def _print_snippet(schedule, fmt: str) -> None:
 
 
 def _schedule_rljl(args) -> int:
-    from rewardlab.schedules import ExplorerSchedule
+    from rewardlab.schedules import ExplorerSchedule, check_horizon
 
+    check_horizon(args.steps, name="--steps")  # before any work
     sched = ExplorerSchedule(kind=args.kind, epsilon_init=args.init, epsilon_stable=args.stable,
                              warmup_steps=args.warmup, decay_steps=args.decay)
     print(f"# ReinforcementLearning.jl, steps 1..{args.steps:,}: "
@@ -335,8 +337,9 @@ def _schedule_rljl(args) -> int:
 
 
 def _schedule_kanachan(args) -> int:
-    from rewardlab.schedules import KanachanEpsilonGreedy
+    from rewardlab.schedules import KanachanEpsilonGreedy, check_horizon
 
+    check_horizon(args.steps, name="--steps")  # before any work
     sched = KanachanEpsilonGreedy(epsilon_first=args.first, epsilon_last=args.last,
                                   annealing_steps=args.annealing_steps)
     intended = sched.summary(args.steps, threshold=args.threshold, actual=False, increment=args.increment)

@@ -21,7 +21,8 @@ def add_format_options(p) -> None:
                    help="a format option (repeatable), e.g. --option episode=ep for a step table whose "
                    "episode column is 'ep'; values are text, except true / false / none (any case), "
                    "read as True, False, None (e.g. --option reward=false: no reward column), and "
-                   "integers or comma-separated integers (--option room=3, --option grades=1,2,3,4)")
+                   "integers or comma-separated integers (--option room=3, --option grades=1,2,3,4); the "
+                   "value of an option naming a file (NAME ending in _path, e.g. skipped_path) is always text")
 
 
 #: ``--option`` values read as Python constants (lower case); every other value is text.
@@ -48,16 +49,20 @@ def option_value(text: str):
     return text
 
 
+#: ``--option`` names whose value is a file name, kept as typed (``skipped_path=3`` names the file ``3``).
+PATH_SUFFIX = "_path"
+
+
 def format_options(args) -> dict:
     """The ``--option NAME=VALUE`` pairs as a dict (a pair without ``=`` is refused, naming it); each
-    value read by :func:`option_value`.
+    value read by :func:`option_value`, except a file name (a NAME ending in ``_path``), kept as text.
 
     Examples
     --------
     >>> from types import SimpleNamespace
     >>> format_options(SimpleNamespace(option=["episode=ep", "reward=False", "allow_pickle=TRUE", "time=none",
-    ...                                        "room=3"]))
-    {'episode': 'ep', 'reward': False, 'allow_pickle': True, 'time': None, 'room': 3}
+    ...                                        "room=3", "skipped_path=3"]))
+    {'episode': 'ep', 'reward': False, 'allow_pickle': True, 'time': None, 'room': 3, 'skipped_path': '3'}
     """
     from rewardlab.core.errors import ParameterError
 
@@ -66,5 +71,6 @@ def format_options(args) -> dict:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise ParameterError("--option", "should be NAME=VALUE", item)
-        out[name.strip()] = option_value(value)
+        name = name.strip()
+        out[name] = value if name.endswith(PATH_SUFFIX) else option_value(value)
     return out

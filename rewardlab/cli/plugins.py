@@ -36,8 +36,9 @@ def register(sub) -> None:
         description="Call each plug-in's get_reward on the dataset's transitions the way kanachan "
         "does, check the contract after every call, and write the keys (game_id, seat, step), the "
         "context every analysis needs (game, end_of_round, end_of_game, results) and the "
-        "reward_<name> and done_<name> columns to a Parquet file (atomic write). Plug-ins are code: "
-        "only the files named with --plugin run.")
+        "reward_<name> and done_<name> columns to a Parquet file (atomic write). A plug-in named like "
+        "a column of the data (a step table's reward_recorded, a plug-in applied before) is refused "
+        "unless --replace. Plug-ins are code: only the files named with --plugin run.")
     p.add_argument("dataset", nargs="+", help="annotation files or a converted .parquet dataset")
     p.add_argument("--plugin", action="append", required=True, metavar="FILE",
                    help="a reward plug-in file (repeat for several)")
@@ -63,6 +64,9 @@ def register(sub) -> None:
                    help="compare IN fields with a full copy after every call (slower, exact)")
     p.add_argument("--out", required=True, metavar="REWARDS.parquet", help="output Parquet file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--replace", action="store_true",
+                   help="replace the data's reward_<name> / done_<name> columns of a plug-in's name (by "
+                   "default a plug-in named like a column of the data, e.g. one applied before, is refused)")
     add_format(p)
     add_format_options(p)
     _add_isolation(p)
@@ -96,6 +100,21 @@ def register(sub) -> None:
     p.set_defaults(func=_check)
 
 
+def _check_side_file(options: dict, inputs: list, out=None) -> None:
+    """Refuse a ``--option skipped_path=FILE`` (the side file a skip-mode load writes) that is one of the
+    command's inputs (a plug-in included: the source knows only its data files) or its ``--out``."""
+    from rewardlab.core.errors import ParameterError
+    from rewardlab.core.files import check_not_input
+
+    side = options.get("skipped_path")
+    if not isinstance(side, str):
+        return  # none, or a value the source refuses with its own message
+    check_not_input(side, inputs, name="--option skipped_path")
+    if out is not None and Path(side).expanduser().resolve() == Path(out).expanduser().resolve():
+        raise ParameterError("--option skipped_path", "should differ from --out (the command writes both)", side,
+                             hint="Choose another path for the skipped lines.")
+
+
 def _load(paths: list[str], format: str | None, options: dict | None = None):
     from rewardlab.sources.dispatch import load
 
@@ -112,10 +131,16 @@ def _apply(args) -> int:
     from rewardlab.core.spec import attached
     from rewardlab.core.errors import ParameterError, RewardScaleWarning
     from rewardlab.plugins import apply_plugins, read_plugin
+    from rewardlab.plugins.apply import check_column_clashes
     from rewardlab.sources.storage import write_table
 
     out = Path(args.out)
+    # read and compile every file first (a folder or a FIFO named as a plug-in is named as such); their
+    # code runs only in the child process
+    names = [read_plugin(p)[0] for p in args.plugin]
     check_not_input(out, [*args.dataset, *args.plugin], name="--out", folder_suffixes=(".parquet", ".arrow"))
+    options = format_options(args)
+    _check_side_file(options, [*args.dataset, *args.plugin], out)
     if args.batch_mode == "episodes" and args.batch_size is not None:
         raise ParameterError("--batch-size", "does not apply to --batch-mode episodes (one whole "
                              "episode per call)", args.batch_size,
@@ -123,18 +148,21 @@ def _apply(args) -> int:
     if args.contiguous and args.batch_mode != "episodes":
         raise ParameterError("--contiguous", "applies only to --batch-mode episodes (kanachan's data "
                              "loader always passes contiguous=False)", True)
-    # read and compile every file before reading data; their code runs only in the child process
-    names = [read_plugin(p)[0] for p in args.plugin]
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
-        frame = _load(args.dataset, args.format, format_options(args))
+        frame = _load(args.dataset, args.format, options)
         spec = attached(frame)
+        if not args.replace:  # before any plug-in runs
+            check_column_clashes(frame.columns, list(zip(names, args.plugin)), argument="--plugin",
+                                 replace="--replace",
+                                 rename="Rename the plug-in file (its name comes from the file name)")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RewardScaleWarning)
             result = apply_plugins(frame, [Path(p) for p in args.plugin], batch_mode=args.batch_mode,
                                    batch_size=args.batch_size, seed=args.seed,
                                    contiguous=True if args.contiguous else None,
                                    num_workers=args.num_workers, convention=args.convention,
-                                   strict=args.strict, isolate=True, timeout=args.timeout)
+                                   strict=args.strict, isolate=True, timeout=args.timeout,
+                                   replace=args.replace)
         keep = dict.fromkeys([*S.KEY_COLUMNS, *S.REWARDS_TABLE_CONTEXT, *spec.structure])
         kept = [c for c in keep if c in result.columns]
         # rewards the data already holds (a step table's reward_recorded) stay beside the plug-ins'
@@ -160,7 +188,9 @@ def _check(args) -> int:
     from rewardlab.plugins import check_plugin, read_plugin
 
     read_plugin(args.plugin)  # read and compile it before reading data; it runs only in the child
-    frame = _load(args.data, args.format, format_options(args))
+    options = format_options(args)
+    _check_side_file(options, [*args.data, args.plugin])
+    frame = _load(args.data, args.format, options)
     report = check_plugin(frame, Path(args.plugin), batch_sizes=args.batch_sizes, seed=args.seed,
                           num_workers=args.num_workers, strict=not args.fast, isolate=True,
                           timeout=args.timeout)

@@ -129,6 +129,8 @@ def check_not_input(output: str | Path | None, inputs, *, name: str, folder_suff
     """
     if output is None:
         return
+    if not isinstance(output, (str, os.PathLike)):
+        raise ParameterError(name, "should be a file path (a str or pathlib.Path)", output)
     output = Path(output)
     inputs = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
     for source in inputs:
@@ -166,6 +168,8 @@ def check_output(path: str | Path, *, overwrite: bool = False) -> Path:
     ...
     rewardlab.core.errors.FileAccessError: ...: is a folder; name a file to write. ...
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ParameterError("path", "should be a file path (a str or pathlib.Path)", path)
     if str(path) in ("", "."):
         raise FileAccessError(repr(str(path)), "is not a file name", hint="Name the file to write")
     path = Path(path)

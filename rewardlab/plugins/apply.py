@@ -17,7 +17,7 @@ import polars as pl
 from rewardlab.plugins import isolation
 from rewardlab.core import columns
 from rewardlab.plugins.batch_modes import (
-    BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_contiguous, check_num_workers,
+    BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_batch_size, check_contiguous, check_num_workers,
     mode_setting,
 )
 from rewardlab.contracts.checks import RewardScale, reward_scale
@@ -33,7 +33,7 @@ from rewardlab.plugins.loading import Plugin
 from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
 from rewardlab.plugins.runner import resolve
 
-__all__ = ["apply_plugins", "REWARD_DTYPES"]
+__all__ = ["apply_plugins", "REWARD_DTYPES", "column_clashes", "check_column_clashes", "RENAME_HINT"]
 
 #: Polars dtype of a reward column, by the dtype the plug-in returned (what kanachan keeps).
 REWARD_DTYPES = {"float16": pl.Float16, "float32": pl.Float32, "float64": pl.Float64}
@@ -56,6 +56,7 @@ def apply_plugins(
     progress=None,
     contract: str | Contract | None = None,
     spec: FrameSpec | None = None,
+    replace: bool = False,
 ) -> pl.DataFrame:
     """Run reward plug-ins over a frame the way kanachan's training programs call them.
 
@@ -76,7 +77,9 @@ def apply_plugins(
         rewards are those of the frame the shards make, bit for bit.
     plugins : Plugin, path, or sequence of them
         Paths are loaded with :func:`load_plugin` (in the child process when
-        ``isolate``).  Names must be distinct.
+        ``isolate``).  Names must be distinct, and must not name a column the
+        frame already holds (``reward_<name>`` or ``done_<name>``: the data's
+        own rewards, or a plug-in applied before) unless ``replace``.
     batch_mode : {"episodes", "sequential", "dataloader", "fragments", "shuffled"}
         How transitions are cut into calls, and which kanachan setting that
         reproduces (:mod:`rewardlab.plugins.batch_modes`).
@@ -121,12 +124,18 @@ def apply_plugins(
         (:func:`rewardlab.contracts.registry.contract_for`).
     spec : FrameSpec or None
         The frame's spec, when the frame does not carry one.
+    replace : bool
+        Replace the frame's ``reward_<name>`` / ``done_<name>`` columns of a
+        plug-in's name (e.g. to apply a changed plug-in again).  By default
+        such a clash is refused, as two plug-ins of one name are
+        (:func:`check_column_clashes`): applying the same plug-in twice is a
+        clash too, since nothing in a column says which file made it.
 
     Returns
     -------
     polars.DataFrame or list of them
         ``frame`` with ``reward_<name>`` and ``done_<name>`` (Boolean) per
-        plug-in; columns of the same names are replaced.  Given shards, the
+        plug-in (with ``replace``, in place of the columns of those names).  Given shards, the
         list of shards, each with its columns.  A reward column
         has the dtype the plug-in returned (Float16, Float32 or Float64:
         what kanachan's trainer receives).
@@ -144,7 +153,8 @@ def apply_plugins(
         or device, non-finite; IN field changed; done not bool, wrong shape,
         or an episode's last step not done), with the batch and first offending row.
     ParameterError
-        Bad arguments, duplicate plug-in names.
+        Bad arguments, duplicate plug-in names, a plug-in named like a
+        column of the frame (without ``replace``).
 
     Warns
     -----
@@ -164,7 +174,7 @@ def apply_plugins(
     chosen, frame_spec = contract_for(shards[0], contract, spec=spec)
     chosen.options(convention)
     if batch_size is not None:
-        batch_size = check_int("batch_size", batch_size, low=1, rule="should be an integer >= 1")
+        batch_size = check_batch_size(batch_size)
     size = DEFAULT_BATCH_SIZES[batch_mode] if batch_size is None else batch_size
     size = None if batch_mode == "episodes" else size
     seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")
@@ -174,7 +184,12 @@ def apply_plugins(
         raise ParameterError("strict", "should be True or False", strict)
     isolate, timeout = check_isolation(isolate, timeout)
     cancel = check_cancel(cancel)
+    if not isinstance(replace, bool):
+        raise ParameterError("replace", "should be True or False", replace)
     items = plugin_items(plugins, chosen)
+    if not replace:
+        check_column_clashes(dict.fromkeys(c for shard in shards for c in shard.columns),
+                             [(name, path) for _, name, path in items])
     arrays = shard_arrays(shards, lambda shard: chosen.arrays(shard, frame_spec))
     n = sum(a.n for a in arrays)
     setting = mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers,
@@ -223,6 +238,74 @@ def apply_plugins(
         return keep_spec(shards[0], shards[0].with_columns(added))
     starts = np.cumsum([0] + [s.height for s in shards]).tolist()
     return [keep_spec(s, s.with_columns([c.slice(a, s.height) for c in added])) for s, a in zip(shards, starts)]
+
+
+def column_clashes(frame_columns, names) -> list[tuple[str, str]]:
+    """``(name, column)`` for each ``reward_<name>`` / ``done_<name>`` of ``names`` already in ``frame_columns``.
+
+    Examples
+    --------
+    >>> column_clashes(["seat", "reward_recorded", "done_recorded", "done_top"], ["recorded", "top", "new"])
+    [('recorded', 'reward_recorded'), ('recorded', 'done_recorded'), ('top', 'done_top')]
+    """
+    have = set(frame_columns)
+    return [(name, col) for name in names
+            for col in (columns.reward_column(name), columns.done_column(name)) if col in have]
+
+
+#: How to rename a plug-in in the library (the CLI names only the file).
+RENAME_HINT = ("Rename the plug-in file (its name comes from the file name) or load it under another name "
+               "(load_plugin(path, name=...))")
+
+
+def check_column_clashes(frame_columns, plugins, *, argument: str = "plugins", replace: str = "replace=True",
+                         rename: str = RENAME_HINT) -> None:
+    """Refuse plug-ins whose ``reward_<name>`` / ``done_<name>`` the data already holds.
+
+    Such a plug-in would replace the data's own column (a step table's
+    ``reward_recorded``, a rewards table's earlier run) without a word, so it
+    is refused, as two plug-ins of one name are, unless the caller asks to
+    replace.  Re-applying the same plug-in is a clash too: a column does not
+    say which file made it.
+
+    Parameters
+    ----------
+    frame_columns : iterable of str
+        The data's columns.
+    plugins : sequence of (name, path)
+        The plug-ins' names and files (the path may be None).
+    argument, replace, rename : str
+        How the caller's user names the plug-ins, the way to replace, and
+        how to rename a plug-in (the CLI: ``--plugin``, ``--replace`` and
+        renaming the file).
+
+    Raises
+    ------
+    ParameterError
+        Naming the plug-in, its file and the columns, and what to do.
+
+    Examples
+    --------
+    >>> check_column_clashes(["reward_recorded", "done_recorded"], [("recorded", "recorded.py")])
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `plugins` should not be named like a column the data already holds (a plug-in adds reward_<name> and done_<name>): plug-in 'recorded' (recorded.py) would replace the data's reward_recorded, done_recorded. Received 'recorded'. Rename the plug-in file (its name comes from the file name) or load it under another name (load_plugin(path, name=...)), drop the columns from the data, or pass replace=True to replace them.
+    """
+    plugins = list(plugins)
+    clashes = column_clashes(frame_columns, [name for name, _ in plugins])
+    if not clashes:
+        return
+    name = clashes[0][0]
+    path = next(p for n, p in plugins if n == name)
+    cols = [c for n, c in clashes if n == name]
+    where = f" ({path})" if path is not None else ""
+    others = sorted({n for n, _ in clashes} - {name})
+    more = f"; so would {', '.join(map(repr, others))}" if others else ""
+    raise ParameterError(
+        argument, "should not be named like a column the data already holds (a plug-in adds reward_<name> and "
+        f"done_<name>): plug-in {name!r}{where} would replace the data's {', '.join(cols)}{more}", name,
+        hint=f"{rename}, drop the column{'s' if len(cols) > 1 else ''} from the data, or pass {replace} to "
+        f"replace {'them' if len(cols) > 1 else 'it'}.")
 
 
 def _scale_message(plugin: Plugin, scale: RewardScale) -> str:

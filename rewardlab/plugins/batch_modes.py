@@ -89,7 +89,7 @@ __all__ = [
     "plan_shuffled",
     "plan_batches",
     "check_contiguous",
-    "check_num_workers",
+    "check_num_workers", "check_batch_size", "MAX_BATCH_SIZE", "MAX_NUM_WORKERS",
     "check_shuffle_window",
     "block_rows",
     "plan_block",
@@ -171,8 +171,28 @@ def _check_ends(ends) -> np.ndarray:
     return ends
 
 
-def _check_batch_size(batch_size) -> int:
-    return check_int("batch_size", batch_size, low=1, rule="should be an integer >= 1")
+#: The largest batch size any mode takes (far more rows than fit in memory: one batch holds them all).
+MAX_BATCH_SIZE = 2**40
+
+#: The most DataLoader workers ``dataloader`` plans for (each worker's share is an array).
+MAX_NUM_WORKERS = 1024
+
+
+def check_batch_size(batch_size, name: str = "batch_size") -> int:
+    """Validate a batch size: an integer in ``[1, MAX_BATCH_SIZE]``.
+
+    Examples
+    --------
+    >>> check_batch_size(64)
+    64
+    >>> check_batch_size(10**30)
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `batch_size` should be an integer from 1 to 1099511627776 (one batch of that size already holds every row). Received 1000000000000000000000000000000.
+    """
+    return check_int(name, batch_size, low=1, high=MAX_BATCH_SIZE,
+                     rule=f"should be an integer from 1 to {MAX_BATCH_SIZE} (one batch of that size already "
+                     "holds every row)")
 
 
 def _check_seed(seed) -> int:
@@ -235,7 +255,7 @@ def plan_sequential(n_rows: int, batch_size: int) -> Iterator[tuple[slice, bool]
     >>> list(plan_sequential(5, 2))
     [(slice(0, 2, None), False), (slice(2, 4, None), False), (slice(4, 5, None), False)]
     """
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     n_rows = _check_rows(n_rows)
     return ((slice(start, min(start + batch_size, n_rows)), False)
             for start in range(0, n_rows, batch_size))
@@ -249,8 +269,8 @@ def check_num_workers(num_workers) -> int:
     >>> check_num_workers(2)
     2
     """
-    return check_int("num_workers", num_workers, low=0,
-                     rule="should be an integer >= 0 (PyTorch DataLoader workers)")
+    return check_int("num_workers", num_workers, low=0, high=MAX_NUM_WORKERS,
+                     rule=f"should be an integer from 0 to {MAX_NUM_WORKERS} (PyTorch DataLoader workers)")
 
 
 def plan_dataloader(n_rows: int, batch_size: int, num_workers: int = DEFAULT_NUM_WORKERS
@@ -283,7 +303,7 @@ def plan_dataloader(n_rows: int, batch_size: int, num_workers: int = DEFAULT_NUM
     >>> [rows.tolist() for rows, _ in plan_dataloader(7, 2, num_workers=2)]
     [[0, 2], [1, 3], [4, 6], [5]]
     """
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     n_rows = _check_rows(n_rows)
     num_workers = check_num_workers(num_workers)
     if num_workers <= 1:
@@ -328,7 +348,7 @@ def plan_fragments(ends: np.ndarray, batch_size: int) -> Iterator[tuple[slice, b
     [(slice(0, 2, None), False), (slice(2, 3, None), False), (slice(3, 4, None), False)]
     """
     ends = _check_ends(ends)
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     if not ends.size:
         return iter(())
     starts = np.concatenate(([0], ends[:-1]))
@@ -389,7 +409,7 @@ def plan_shuffled(n_rows: int, batch_size: int, seed: int, *, window: int = SHUF
     >>> [sorted(rows.tolist()) for rows, _ in plan_shuffled(5, 2, seed=0, window=2)]
     [[0, 1], [2, 3], [4]]
     """
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     seed = _check_seed(seed)
     n_rows = _check_rows(n_rows)
     window = check_shuffle_window(window)
@@ -424,7 +444,7 @@ def block_rows(mode: str, *, batch_size: int, num_workers: int = DEFAULT_NUM_WOR
     (128, None)
     """
     check_choice("batch_mode", mode, BATCH_MODES)
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     if mode == "sequential":
         return batch_size
     if mode == "dataloader":
@@ -455,7 +475,7 @@ def plan_block(mode: str, n_rows: int, *, batch_size: int, num_workers: int = DE
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng", "should be a numpy.random.Generator in mode 'shuffled'",
                              type(rng).__name__)
-    return _shuffled_block(_check_rows(n_rows), _check_batch_size(batch_size), rng)
+    return _shuffled_block(_check_rows(n_rows), check_batch_size(batch_size), rng)
 
 
 def check_contiguous(mode: str, contiguous) -> bool:
@@ -530,7 +550,7 @@ def plan_batches(mode: str, ends: np.ndarray, *, batch_size: int, seed: int = 0,
     """
     check_choice("batch_mode", mode, BATCH_MODES)
     ends = _check_ends(ends)
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     seed = _check_seed(seed)
     contiguous = check_contiguous(mode, contiguous)
     num_workers = check_num_workers(num_workers)

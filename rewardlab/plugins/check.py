@@ -16,8 +16,8 @@ import numpy as np
 import polars as pl
 
 from rewardlab.plugins import isolation
-from rewardlab.plugins.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_num_workers, \
-    mode_setting
+from rewardlab.plugins.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_batch_size, \
+    check_num_workers, mode_setting
 from rewardlab.contracts.checks import RewardScale, compare_outputs, float16_precision, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
@@ -408,7 +408,7 @@ def check_plugin(
     if isinstance(batch_sizes, (str, bytes)) or not isinstance(batch_sizes, Sequence) or not batch_sizes:
         raise ParameterError("batch_sizes", "should be a non-empty sequence of integers >= 1",
                              batch_sizes)
-    sizes = [check_int("batch_sizes", b, low=1, rule="should be an integer >= 1") for b in batch_sizes]
+    sizes = [check_batch_size(b, "batch_sizes") for b in batch_sizes]
     if len(set(sizes)) != len(sizes):
         raise ParameterError("batch_sizes", "should be distinct", list(batch_sizes))
     seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")

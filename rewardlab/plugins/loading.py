@@ -36,7 +36,7 @@ from rewardlab.core.errors import ParameterError, PluginLoadError
 from rewardlab.plugins.runner import plugin_traceback, safe_text
 from rewardlab.contracts.kanachan.trainer_scope import TRAINER_NAMES, names_from_trainer, trainer_globals
 
-__all__ = ["Plugin", "read_plugin", "load_plugin", "safe_repr"]
+__all__ = ["Plugin", "plugin_name", "read_plugin", "load_plugin", "safe_repr"]
 
 _module_counter = itertools.count()
 _READ_OPS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_LOAD_FAST",
@@ -99,7 +99,29 @@ class Plugin:
         return dataclasses.replace(self, get_reward=None)
 
 
-def _name_from_stem(path: Path) -> str:
+def plugin_name(path: str | os.PathLike) -> str:
+    """The name a plug-in file gets from its file name: the stem, ``-``, ``.`` and spaces turned into ``_``.
+
+    The one rule for a plug-in's default name (:func:`read_plugin`,
+    :func:`load_plugin`, ``rewardlab apply`` and ``check-plugin``); an
+    exporter checks the file it is about to write with it, so it never
+    writes a file the loader then refuses by name.
+
+    Raises
+    ------
+    ParameterError
+        The name is not ``[A-Za-z_][A-Za-z0-9_]*`` (e.g. ``é.py``, ``1abc.py``, ``x'y.py``).
+
+    Examples
+    --------
+    >>> plugin_name("data/plugins/rank-top.v2.py")
+    'rank_top_v2'
+    >>> plugin_name("1abc.py")
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `name` should match [A-Za-z_][A-Za-z0-9_]* (it comes from the file name '1abc.py', with '-', '.' and spaces turned into '_'). Received '1abc'. Rename the file or pass name=... to load_plugin().
+    """
+    path = Path(path)
     candidate = re.sub(r"[-. ]+", "_", path.stem)
     try:
         return columns.check_name(candidate, what="name")
@@ -166,7 +188,7 @@ def read_plugin(path: str | os.PathLike, *, name: str | None = None) -> tuple[st
     if not isinstance(path, (str, os.PathLike)):
         raise ParameterError("path", "should be a str or path-like naming a plug-in file", path)
     path = Path(path)
-    name = _name_from_stem(path) if name is None else columns.check_name(name, what="name")
+    name = plugin_name(path) if name is None else columns.check_name(name, what="name")
     if path.is_dir():
         raise ParameterError("path", "should name a plug-in file, not a folder (plug-ins are code "
                              "and run only when named one by one)", str(path))

@@ -16,7 +16,7 @@ import numpy as np
 
 from rewardlab.core.errors import ParameterError, check_choice, check_in_range, check_int
 from rewardlab.export import export_target, write_text
-from rewardlab.schedules import ExplorerSchedule, KanachanEpsilonGreedy, to_json, to_yaml
+from rewardlab.schedules import MAX_HORIZON, ExplorerSchedule, KanachanEpsilonGreedy, to_json, to_yaml
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.inputs import check_bool, parse_number
 
@@ -26,7 +26,6 @@ __all__ = ["SCHEDULE_KINDS", "EpsilonResults", "EpsilonScheduleSession"]
 #: The schedule kinds: ReinforcementLearning.jl's explorer, and kanachan's EpsilonGreedy as meant / as it runs.
 SCHEDULE_KINDS = ("linear", "exp", "kanachan_intended", "kanachan_actual")
 _CURVE_POINTS = 1500
-_MAX_HORIZON = 10**9
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -143,9 +142,9 @@ class EpsilonScheduleSession(Session):
         kanachan = KanachanEpsilonGreedy(epsilon_first=params["epsilon_first"],
                                          epsilon_last=params["epsilon_last"],
                                          annealing_steps=params["annealing_steps"])
-        params["increment"] = check_int("increment", params["increment"], low=1, high=_MAX_HORIZON,
+        params["increment"] = check_int("increment", params["increment"], low=1, high=MAX_HORIZON,
                                         integral_float=True)
-        params["n_steps"] = check_int("n_steps", params["n_steps"], low=1, high=_MAX_HORIZON, integral_float=True)
+        params["n_steps"] = check_int("n_steps", params["n_steps"], low=1, high=MAX_HORIZON, integral_float=True)
         params["threshold"] = check_in_range("threshold", params["threshold"], 0.0, 1.0)
         for name in ("epsilon_init", "epsilon_stable", "warmup_steps", "decay_steps"):
             params[name] = getattr(explorer, name)

@@ -20,7 +20,7 @@ import polars as pl
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.errors import ExportCancelled, FrameError, ParameterError, RoundTripError, check_choice, \
     check_int
-from rewardlab.export import check_constants_fit, export_target, render_plugin, write_text
+from rewardlab.export import check_constants_fit, plugin_target, render_plugin, write_text
 from rewardlab.domains.mahjong.families import (
     Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
     ranking_preset,
@@ -645,7 +645,7 @@ class RankingTuningSession(Session):
         keep_constants = check_bool("keep_constants", keep_constants)
         say = progress_callback(progress)
         token = cancel_token(cancel)
-        target = export_target(path, overwrite=overwrite)
+        target = plugin_target(path, overwrite=overwrite)
         shown = str(path)
         family, results = self._family, self.results  # one consistent state, whatever happens meanwhile
         bad = self._nonfinite(results)

@@ -138,10 +138,14 @@ __all__ = [
     "SimulatedGame",
     "SampleSummary",
     "simulate_games",
+    "MAX_SAMPLE_GAMES",
     "iter_kanachan_lines",
     "write_sample",
     "tile_kind",
 ]
+
+#: The most games :func:`write_sample` writes in one file (about 26 GB of text; the CLI's ``sample --games``).
+MAX_SAMPLE_GAMES = 100_000
 
 # --- rules -----------------------------------------------------------------
 STARTING_SCORE = 25000
@@ -978,7 +982,8 @@ def write_sample(
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ParameterError("path", "should be a str or path-like", path)
-    games = check_int("games", games, low=1)
+    games = check_int("games", games, low=1, high=MAX_SAMPLE_GAMES,
+                      rule=f"should be an integer from 1 to {MAX_SAMPLE_GAMES:,} (a game is about 260 KB of text)")
     seed = check_int("seed", seed, low=0)
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)

@@ -747,7 +747,8 @@ def _skip_episodes(kind: np.ndarray, seat: np.ndarray, codes: np.ndarray, bad: n
     game_known[gs] = True  # at least one line passed, and all that passed have one game id
     game_known[gs[1:][same_seg & (codes[g][1:] != codes[g][:-1])]] = False
     # one game and seat in several segments: all of them go
-    runs = np.r_[True, (key[1:] != key[:-1]) | ~same_seg]  # the first line of each run (fewer to sort)
+    # the first line of each run (fewer to sort); none when no line passed
+    runs = np.r_[True, (key[1:] != key[:-1]) | ~same_seg] if g.size else np.zeros(0, dtype=bool)
     pairs = np.unique(np.stack([key[runs], gs[runs]]), axis=1)
     split_keys, counts = np.unique(pairs[0], return_counts=True)
     split = np.isin(pairs[0], split_keys[counts > 1])
