@@ -23,7 +23,6 @@ Examples
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ import numpy as np
 from rewardlab.core.errors import DataFormatError
 from rewardlab.core.files import check_input
 from rewardlab.sources.minari.episodes import DAMAGED_HINT, STORED_COLUMNS, Episode, episode_error, make_episode
-from rewardlab.sources.minari.metadata import METADATA_FILE, MinariMetadata
+from rewardlab.sources.minari.metadata import METADATA_FILE, MinariMetadata, read_json_object
 
 __all__ = ["read_arrow_episodes"]
 
@@ -50,11 +49,8 @@ def _pyarrow():
 
 def _declared_steps(folder: Path) -> int | None:
     """The episode's ``total_steps`` in its ``metadata.json`` (None when absent or unreadable)."""
-    try:
-        with open(folder / METADATA_FILE, "rb") as f:
-            value = json.load(f).get("total_steps")
-    except (OSError, ValueError, AttributeError):
-        return None
+    d = read_json_object(folder / METADATA_FILE)
+    value = None if d is None else d.get("total_steps")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -68,10 +64,14 @@ def _read_table(pa, path: Path, data_format: str):
     check_input(path)
     try:
         if data_format == "parquet":
-            return pa.parquet.read_table(str(path))
-        with pa.OSFile(str(path), "rb") as source:
-            return pa.ipc.open_file(source).read_all()
-    except (OSError, pa.ArrowException) as exc:
+            table = pa.parquet.read_table(str(path))
+        else:
+            with pa.OSFile(str(path), "rb") as source:
+                table = pa.ipc.open_file(source).read_all()
+        table.column_names  # noqa: B018 - decodes the names: damaged bytes there are not UTF-8
+        table.validate(full=True)
+        return table
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataFormatError(path, None, None, "damaged_file",
                               f"cannot be read as a Minari {data_format} episode file ({text})",
@@ -97,9 +97,14 @@ def _values(pa, column, path: Path, name: str, episode: int) -> np.ndarray:
                         "fixed-size lists of numbers (a space rewardlab does not read)")
 
 
+def _is_number(name: str) -> bool:
+    """True for a name of ASCII digits only (``"²"`` is a digit to ``str.isdigit``, not to ``int``)."""
+    return name.isascii() and name.isdigit()
+
+
 def _check_count(meta: MinariMetadata) -> None:
     """Refuse episode folders past ``total_episodes`` (an interrupted write, or a folder of two datasets)."""
-    ids = sorted(int(p.name) for p in meta.folder.iterdir() if p.is_dir() and p.name.isdigit())
+    ids = sorted(int(p.name) for p in meta.folder.iterdir() if p.is_dir() and _is_number(p.name))
     extra = [i for i in ids if i >= meta.total_episodes]
     if extra:
         raise DataFormatError(meta.path, None, None, "episode_count",

@@ -103,7 +103,8 @@ def make_episode(episode: int, path, prefix: str, obs_layout: SpaceLayout, actio
     stored column: rule ``observation_count`` (not ``N + 1``
     observations), ``step_count`` (another count of actions, rewards or flags,
     or a recorded count other than ``N``), ``shape`` (a value not of its
-    space's shape).
+    space's shape), ``not_integer`` (a Discrete, MultiDiscrete, MultiBinary
+    or integer Box action stored as a float that is not a whole number).
     """
     path = Path(path)
     rewards = np.asarray(rewards)
@@ -126,6 +127,16 @@ def make_episode(episode: int, path, prefix: str, obs_layout: SpaceLayout, actio
                             f"episode {episode}'s observations have shape {observations.shape[1:]}, the "
                             f"observation space {obs_layout.text} has shape {obs_layout.shape}")
     stored_actions = np.asarray(actions)
+    integral = action_layout.kind != "Box" or not np.issubdtype(action_layout.dtype, np.floating)
+    if integral and stored_actions.dtype.kind == "f":
+        bad = np.flatnonzero(~(np.isfinite(stored_actions) & (stored_actions == np.trunc(stored_actions)))
+                             .reshape(stored_actions.shape[0], -1).any(axis=1)) if stored_actions.ndim else [0]
+        if len(bad):
+            row = int(bad[0])
+            shown = stored_actions[row] if stored_actions.ndim else stored_actions
+            raise episode_error(path, prefix + "actions", "not_integer",
+                                f"episode {episode}, step {row} holds the action {shown}, not a whole number of "
+                                f"the action space {action_layout.text}", row=row)
     acts = action_layout.actions(stored_actions) if stored_actions.shape[:1] == (n,) else None
     if acts is None:
         raise episode_error(path, prefix + "actions", "shape",

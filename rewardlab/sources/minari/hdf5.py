@@ -28,7 +28,11 @@ from rewardlab.core.files import check_input
 from rewardlab.sources.minari.episodes import DAMAGED_HINT, STORED_COLUMNS, Episode, episode_error, make_episode
 from rewardlab.sources.minari.metadata import HDF5_FILE, MinariMetadata
 
-__all__ = ["read_hdf5_episodes", "INSTALL_HINT"]
+__all__ = ["read_hdf5_episodes", "INSTALL_HINT", "MAX_EXPANSION"]
+
+#: How much larger than its stored bytes a dataset may read (gzip, HDF5's strongest built-in filter, reaches
+#: about 1032 to 1); a dataset declaring more is refused before it is read.
+MAX_EXPANSION = 1100
 
 #: What to do when h5py is missing.
 INSTALL_HINT = "Install the minari extra: pip install 'rewardlab[minari]' (h5py, pinned)."
@@ -51,13 +55,24 @@ def _declared_steps(group) -> int | None:
 
 def _check_count(h5py, file, meta: MinariMetadata, path) -> None:
     ids = sorted(int(k[len("episode_"):]) for k in file.keys()
-                 if k.startswith("episode_") and k[len("episode_"):].isdigit())
+                 if k.startswith("episode_") and k[len("episode_"):].isascii() and k[len("episode_"):].isdigit())
     extra = [i for i in ids if i >= meta.total_episodes]
     if extra:
         raise DataFormatError(meta.path, None, None, "episode_count",
                               f"counts total_episodes {meta.total_episodes}, and {path.name} holds groups up to "
                               f"episode_{extra[-1]} ({len(extra)} more)",
                               hint="An interrupted write? Write the dataset again with Minari")
+
+
+def _check_stored(item, path, column: str, episode: int) -> None:
+    """Refuse a dataset that declares more bytes than its file could hold: a shape written with no data behind it
+    (reading it would allocate the declared size), before it is read."""
+    stored = int(item.id.get_storage_size())
+    if item.nbytes > max(stored * MAX_EXPANSION, 1 << 20):
+        raise episode_error(path, column, "declared_shape",
+                            f"episode {episode}'s {column.rsplit('/', 1)[-1]} declare shape {item.shape} "
+                            f"({item.nbytes} bytes) and the file stores {stored} bytes of them",
+                            hint=DAMAGED_HINT)
 
 
 def _episode(h5py, file, meta: MinariMetadata, path, i: int) -> Episode:
@@ -78,6 +93,7 @@ def _episode(h5py, file, meta: MinariMetadata, path, i: int) -> Episode:
         if item.dtype.kind not in "biuf":
             raise episode_error(path, f"{name}/{column}", "shape",
                                 f"episode {i}'s {column} are stored as {item.dtype}, not numbers")
+        _check_stored(item, path, f"{name}/{column}", i)
         values[column] = item[()]
     return make_episode(i, path, name + "/", meta.observations, meta.actions, **values,
                         declared=_declared_steps(group))

@@ -29,7 +29,7 @@ from rewardlab.core.files import check_input
 from rewardlab.sources.minari.spaces import SpaceLayout, space_layout
 
 __all__ = ["METADATA_FILE", "HDF5_FILE", "STORAGE_FORMATS", "MinariMetadata", "is_minari_metadata",
-           "dataset_folder", "read_metadata"]
+           "dataset_folder", "read_metadata", "read_json_object"]
 
 #: The file a Minari data folder describes itself in.
 METADATA_FILE = "metadata.json"
@@ -81,8 +81,17 @@ class MinariMetadata:
     minari_version: str | None
 
 
-def _parse(path: Path) -> dict | None:
-    """The JSON object in ``path``, or None when it is not one (or is unreadable, or too large)."""
+def read_json_object(path: str | Path) -> dict | None:
+    """The JSON object in ``path``, or None when it is not one (unreadable, larger than 64 MiB, or nested too
+    deeply for Python's parser).
+
+    Examples
+    --------
+    >>> read_json_object("data/minari/mountaincar-arrow-v0/data/0/metadata.json")["total_steps"]
+    130
+    >>> read_json_object("data/minari/README.md") is None
+    True
+    """
     try:
         with open(path, "rb") as f:
             text = f.read(_MAX_METADATA_BYTES + 1)
@@ -92,7 +101,7 @@ def _parse(path: Path) -> dict | None:
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
         return None
     return value if isinstance(value, dict) else None
 
@@ -115,7 +124,7 @@ def is_minari_metadata(path: str | Path) -> bool:
     path = Path(path)
     if path.name == HDF5_FILE:
         path = path.with_name(METADATA_FILE)
-    return path.name == METADATA_FILE and path.is_file() and _looks_minari(_parse(path))
+    return path.name == METADATA_FILE and path.is_file() and _looks_minari(read_json_object(path))
 
 
 def dataset_folder(path: str | Path) -> Path:
@@ -186,7 +195,7 @@ def read_metadata(folder: str | Path) -> MinariMetadata:
     folder = Path(folder)
     path = folder / METADATA_FILE
     check_input(path)
-    d = _parse(path)
+    d = read_json_object(path)
     if d is None:
         raise _bad(path, "is not a JSON object (a Minari dataset's metadata)")
     data_format = d.get("data_format")

@@ -25,6 +25,7 @@ Int64
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +34,13 @@ import polars as pl
 
 from rewardlab.core.errors import DataFormatError
 
-__all__ = ["SpaceLayout", "space_layout", "SUPPORTED_SPACES"]
+__all__ = ["SpaceLayout", "space_layout", "SUPPORTED_SPACES", "MAX_WIDTH"]
 
 #: The space types a column can hold.
 SUPPORTED_SPACES = ("Box", "Discrete", "MultiDiscrete", "MultiBinary")
+
+#: The most numbers one value of a space may hold (the width of a fixed-size list column).
+MAX_WIDTH = (1 << 31) - 1
 
 _FLATTEN_HINT = ("rewardlab reads observations and actions that are fixed-size arrays of numbers (Box, Discrete, "
                  "MultiDiscrete, MultiBinary): collect the dataset through gymnasium.wrappers.FlattenObservation "
@@ -138,19 +142,22 @@ def _bad(path, what: str, message: str, *, hint: str | None = None) -> DataForma
 def _shape(value, path, what: str) -> tuple[int, ...]:
     try:
         shape = tuple(int(n) for n in value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         raise _bad(path, what, f"has a shape that is not a list of sizes: {value!r}",
                    hint="Check the dataset's metadata.json; Minari writes the shape as a list of ints") from None
     if any(n < 0 for n in shape):
         raise _bad(path, what, f"has a negative size in its shape {list(shape)}",
                    hint="Check the dataset's metadata.json")
+    if math.prod(shape) > MAX_WIDTH:
+        raise _bad(path, what, f"has the shape {list(shape)}: {math.prod(shape)} numbers a value, more than the "
+                   f"{MAX_WIDTH} a column holds", hint="Check the dataset's metadata.json")
     return shape
 
 
 def _dtype(value, path, what: str) -> np.dtype:
     try:
         dtype = np.dtype(value)
-    except TypeError:
+    except (TypeError, ValueError, RecursionError):
         raise _bad(path, what, f"has dtype {value!r}, not a NumPy dtype",
                    hint="Check the dataset's metadata.json") from None
     if dtype.kind not in "biuf":
@@ -179,7 +186,7 @@ def space_layout(space, *, what: str, path: str | Path, jpeg_encoding: bool = Fa
     if isinstance(space, str):
         try:
             space = json.loads(space)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
             space = None
     if not isinstance(space, dict) or not isinstance(space.get("type"), str):
         raise _bad(path, what, "is not a space Minari serialized (a JSON object with a 'type')",
@@ -197,16 +204,17 @@ def space_layout(space, *, what: str, path: str | Path, jpeg_encoding: bool = Fa
             return SpaceLayout(kind, shape, dtype, f"Box{shape} {dtype}")
         if kind == "Discrete":
             n, start = int(space["n"]), int(space.get("start", 0))
-            return SpaceLayout(kind, (), np.dtype(space.get("dtype", "int64")),
+            return SpaceLayout(kind, (), _dtype(space.get("dtype", "int64"), path, what),
                                f"Discrete({n}" + (f", start={start})" if start else ")"))
         if kind == "MultiDiscrete":
             nvec = np.asarray(space["nvec"])
-            return SpaceLayout(kind, nvec.shape, _dtype(space.get("dtype", "int64"), path, what),
+            return SpaceLayout(kind, _shape(nvec.shape, path, what),
+                               _dtype(space.get("dtype", "int64"), path, what),
                                f"MultiDiscrete{nvec.shape}")
         n = space["n"]
         shape = (int(n),) if isinstance(n, int) else _shape(n, path, what)
         return SpaceLayout(kind, shape, np.dtype("int8"), f"MultiBinary{shape}")
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:  # OverflowError: int(inf)
         if isinstance(exc, DataFormatError):
             raise
         raise _bad(path, what, f"({kind}) lacks or mistypes a field ({type(exc).__name__}: {exc})",
