@@ -158,7 +158,12 @@ def check_cancel(cancel):
 
 def execute(job, *, isolate: bool, timeout: float | None, bar, cancel, name: str
              ) -> tuple[object, list]:
-    """Run ``job(status, send)`` in a child (``isolate``) or here; returns (result, parts sent)."""
+    """Run ``job(status, send)`` in a child (``isolate``) or here; returns (result, parts sent).
+
+    In a child, every process the plug-ins start is ended before this returns
+    (:mod:`rewardlab.plugins.isolation`); here (``isolate=False``) nothing
+    watches them.
+    """
     if cancel is not None and cancel():  # cancelled before it started: nothing runs
         raise PluginRunCancelled(name)
     parts: list = []
@@ -185,7 +190,8 @@ def failure_error(failure: isolation.ChildFailure, name: str, path, *, loading: 
             name, path, "rewardlab's child process failed" + str(failure).removeprefix("failed"))
     text = (f"ended rewardlab's child process ({failure.detail}) while "
             + (f"running {failure.doing}" if failure.doing else "starting")
-            + ": a plug-in must not exit (sys.exit, os._exit) or kill its process")
+            + ": a plug-in must not exit (sys.exit, os._exit) or kill its process or the one "
+            "watching it")
     return (PluginLoadError if loading else PluginRuntimeError)(name, path, text)
 
 
