@@ -12,12 +12,8 @@ real load of both storages plus ``HEADROOM``.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
-import subprocess
-import sys
-import textwrap
 import traceback
 from pathlib import Path
 
@@ -25,6 +21,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from memory_cap import run_capped
 from rewardlab.core.errors import DataFormatError, RewardlabError, StepTableError
 from rewardlab.core.spec import attached
 from rewardlab.sources.minari import load_minari
@@ -445,25 +442,13 @@ def fuzz_cases(seed: int, count: int, tmp: str) -> list[str]:
     return failures
 
 
-CHILD = """
-import json, resource, sys
-sys.path.insert(0, {tests!r})
+WARM = """
 sys.setrecursionlimit(10_000)
-import numpy as np
 from rewardlab.sources.minari import load_minari
 load_minari({arrow!r}); load_minari({hdf5!r})  # pyarrow, h5py, polars' pools
+"""
 
-def used():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-
-cap = used() + {headroom}
-resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-try:
-    np.ones({headroom} * 2, dtype=np.uint8)
-    print(json.dumps({{"cap": "does not bite"}}), flush=True)
-except MemoryError:
-    pass
+FUZZ = """
 from test_minari_hostile import fuzz_cases
 for failure in fuzz_cases({seed}, {count}, {tmp!r}):
     print(json.dumps({{"failure": failure}}), flush=True)
@@ -472,14 +457,10 @@ print(json.dumps({{"done": True}}), flush=True)
 
 
 def run_fuzz(seed: int, count: int, tmp: Path, timeout: int) -> None:
-    code = CHILD.format(tests=str(Path(__file__).parent), arrow=str(ARROW), hdf5=str(HDF5), headroom=HEADROOM,
-                        seed=seed, count=count, tmp=str(tmp))
-    env = {**os.environ, "MALLOC_ARENA_MAX": "2", "POLARS_MAX_THREADS": "2"}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
-    out = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert done.returncode == 0, f"the child died ({done.returncode}) after {out[-3:]}\n{done.stderr[-3000:]}"
-    assert {"cap": "does not bite"} not in out
+    """The fuzz cases of ``seed`` in a child with capped memory (:mod:`memory_cap`); no case may fail."""
+    out = run_capped(WARM.format(arrow=str(ARROW), hdf5=str(HDF5)),
+                     FUZZ.format(seed=seed, count=count, tmp=str(tmp)), headroom=HEADROOM, timeout=timeout,
+                     cwd=ROOT)
     failures = [o["failure"] for o in out if "failure" in o]
     assert not failures, "\n\n".join(failures[:5])
     assert out[-1] == {"done": True}

@@ -17,9 +17,6 @@ import json
 import pickle
 import random
 import struct
-import subprocess
-import sys
-import textwrap
 import traceback
 from pathlib import Path
 
@@ -28,6 +25,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from memory_cap import run_capped
 from rllib_lines import batch_of, with_batch, write_lines
 from rewardlab.core.errors import RewardlabError, SkippedLinesWarning, StepTableError
 from rewardlab.core.spec import attached
@@ -199,42 +197,19 @@ def error_of(path, **options) -> StepTableError:
 # --- loads in a child process with a capped address space ----------------------------------------
 
 
-CHILD = """
-import json, resource, sys
-sys.path.insert(0, {tests!r})
-import numpy as np
+WARM = """
+import json
 from rewardlab.core.errors import RewardlabError
 from rewardlab.sources.rllib import read_rllib
 read_rllib({warm_json!r}, unfinished="truncate")  # thread pools and caches of both layouts
 read_rllib({warm_parquet!r}, unfinished="truncate")
-
-def used():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-
-cap = used() + {headroom}
-resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-try:
-    np.ones({headroom} * 2, dtype=np.uint8)
-    print(json.dumps({{"cap": "does not bite"}}), flush=True)
-except MemoryError:
-    pass
 """
 
 
 def limited(script: str, timeout: int = 300) -> list[dict]:
-    """Run ``script`` after :data:`CHILD` (capped memory); its printed JSON lines."""
-    import os
-
-    code = CHILD.format(tests=str(Path(__file__).parent), warm_json=str(OLD_FILE), warm_parquet=str(NEW_FILE),
-                        headroom=HEADROOM) + textwrap.dedent(script)
-    env = {**os.environ, "MALLOC_ARENA_MAX": "2", "POLARS_MAX_THREADS": "2"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
-    out = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert done.returncode == 0, (f"the child died ({done.returncode}) after {out[-3:]}\n"
-                                  f"{done.stderr[-3000:]}")
-    assert {"cap": "does not bite"} not in out
-    return out
+    """Run ``script`` after a warm load, in a child with capped memory (:mod:`memory_cap`); its JSON lines."""
+    return run_capped(WARM.format(warm_json=str(OLD_FILE), warm_parquet=str(NEW_FILE)), script,
+                      headroom=HEADROOM, timeout=timeout)
 
 
 LOAD_EACH = """
