@@ -211,7 +211,9 @@ def mutate_metadata(rng: random.Random, folder: Path) -> str:
         what = f"metadata {key}={str(meta[key])[:40]}"
     elif kind == 2:
         key = rng.choice(["total_episodes", "total_steps"])
-        meta[key] = max(0, meta[key] + rng.choice([-3, -1, 1, 2, 10**6]))
+        count = meta.get(key)  # an earlier mutation may have made it anything
+        meta[key] = max(0, (count if isinstance(count, int) and not isinstance(count, bool) else 0)
+                        + rng.choice([-3, -1, 1, 2, 10**6]))
         what = f"metadata {key} lies ({meta[key]})"
     else:
         key = rng.choice(["observation_space", "action_space"])
@@ -314,6 +316,12 @@ def mutate_hdf5(rng: random.Random, folder: Path) -> str:
         return _raw(rng, path)
     episode = rng.randrange(8)
     name = rng.choice(["observations", "actions", "rewards", "terminations", "truncations"])
+    with h5py.File(path, "r") as f:  # an earlier change may have removed the dataset or made it huge
+        group = f.get(f"episode_{episode}")
+        usable = (isinstance(group, h5py.Group) and isinstance(group.get(name), h5py.Dataset)
+                  and group[name].size <= 10**6)
+    if not usable:
+        return _raw(rng, path)
     with h5py.File(path, "r+") as f:
         group = f[f"episode_{episode}"]
         values = group[name][()]
@@ -386,9 +394,12 @@ def _check_frame(frame: pl.DataFrame, folder: Path) -> str | None:
         obs = np.asarray(ep["observations"], dtype=np.float64).reshape(n + 1, -1)
         if rows["episode_id"].to_list() != [i] * n or rows["t"].to_list() != list(range(n)):
             return f"episode {i}: ids or steps differ"
-        if not np.array_equal(rows["obs"].to_numpy().astype(np.float64), obs[:-1].astype(np.float32)):
+        # a changed byte may make an observation NaN: NaN observations load as they are (as in step tables)
+        if not np.array_equal(rows["obs"].to_numpy().astype(np.float64), obs[:-1].astype(np.float32),
+                              equal_nan=True):
             return f"episode {i}: observations differ"
-        if rows["final_obs"][-1].to_list() != obs[-1].astype(np.float32).tolist():
+        if not np.array_equal(np.asarray(rows["final_obs"][-1].to_list(), dtype=np.float64),
+                              obs[-1].astype(np.float32), equal_nan=True):
             return f"episode {i}: final observation differs"
         if rows["action"].to_list() != np.asarray(ep["actions"]).reshape(n).tolist():
             return f"episode {i}: actions differ"
