@@ -436,3 +436,15 @@ def test_info_shows_the_final_state_layouts(tmp_path, capsys):
     assert main(["info", str(tmp_path / "next.jsonl")]) == 0
     text = capsys.readouterr().out
     assert f"{kept} of {len(eps)}" in text  # the episode digest counts the episodes that keep a final state
+
+
+def test_an_unnamed_final_row_says_how_to_name_it(tmp_path):
+    """An N+1 table whose flag column is not called ``final``: the flag before the reward-less row points at
+    the option."""
+    path = tmp_path / "steps.csv"
+    path.write_text("ep,t,obs,action,reward,terminated,after\n0,0,0.5,1,1.0,false,false\n0,1,0.25,0,0.0,true,false\n"
+                    "0,2,0.75,,,false,true\n")
+    with pytest.raises(StepTableError, match=r"flag_mid_episode.*The next row has no reward.*--option final=COLUMN"):
+        read_steps(path, episode="ep")
+    frame = read_steps(path, episode="ep", final="after").frame
+    assert frame["final_obs"].to_list() == [None, 0.75]

@@ -510,7 +510,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     finals = F.final_states(raw, roles, converted, rows, ends, keyed, step_np, keys, problems)
     keep = None
     if problems and not skip:
-        raise _first(problems, where)
+        raise _first(problems, where, raw=raw, roles=roles)
     skipped_rows = np.zeros(0, dtype=np.int64)
     all_keys = keys if rows.keys is None else pl.concat([keys, rows.keys])  # by frame row: final rows last
     if problems:
@@ -539,10 +539,17 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     return result
 
 
-def _first(problems: C.Problems, where: RowPlaces) -> StepTableError:
-    """The error of the earliest problem (raise mode)."""
+def _first(problems: C.Problems, where: RowPlaces, *, raw: pl.DataFrame | None = None,
+           roles: StepRoles | None = None) -> StepTableError:
+    """The error of the earliest problem (raise mode); a flag before a row without a reward (the N+1 layout's
+    final row, unnamed) says how to name it."""
     r, column, rule, message = problems.first
     hint = _UNFINISHED_HINT if rule == "unfinished_episode" else F.HINTS.get(rule, _HINT)
+    if (rule == "flag_mid_episode" and raw is not None and roles is not None and roles.reward is not None
+            and roles.final is None and r + 1 < raw.height and raw.get_column(roles.reward)[r + 1] is None):
+        hint = ("The next row has no reward: if it holds the state after the episode's last step (the N+1 "
+                "layout), name the column that flags such rows: final='COLUMN' (CLI: --option final=COLUMN). "
+                + hint)
     return where.error(r, column, rule, message(r), hint=hint)
 
 
