@@ -303,3 +303,18 @@ def test_padding_probes_hold_values_the_data_does_not(dtype, values, pad):
             assert value not in seen and (value > max(seen) or value < min(seen))
     np.testing.assert_array_equal(arrays.probe(high=True).tensordict()["s"].numpy(),
                                   arrays.tensordict()["s"].numpy())  # the states themselves are unchanged
+
+
+def test_check_plugin_says_when_a_plug_in_fails_on_changed_padding(mountaincar, tmp_path):
+    """A plug-in that only works while the padding stays inside the data's range: the probe run fails, and the
+    report says it reads the padding (the run itself passes)."""
+    path = tmp_path / "fragile.py"
+    path.write_text("import torch\n\n\ndef get_reward(data, contiguous):\n"
+                    "    if bool((data['next', 'obs'].abs() > 1.5).any()):\n"
+                    "        raise ValueError('an observation out of range')\n"
+                    "    data['next', 'reward'] = data['next', 'obs'][:, 0].to(torch.float64)\n")
+    report = rewardlab.check_plugin(without_finals(mountaincar), path)
+    assert report.ok
+    [warning] = report.warnings
+    assert warning.startswith("the plug-in failed when the padding in data[\"next\", \"obs\"] on the last step "
+                              "of the 20 episodes whose final state the data lacks")

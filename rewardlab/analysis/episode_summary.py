@@ -53,7 +53,8 @@ import math
 import numpy as np
 import polars as pl
 
-from rewardlab.analysis.scopes import declared_spec, episode_end_expr, segment_id_expr, summed_segments
+from rewardlab.analysis.scopes import declared_spec, episode_end_expr, segment_id_expr
+from rewardlab.analysis.sums import segment_sums
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
 from rewardlab.core import columns
 from rewardlab.core.errors import ParameterError, SpecError
@@ -172,7 +173,7 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
         *([pl.col(truncated).fill_null(False).alias("_truncated")] if truncated else []),
         *([pl.col(time).alias("_time")] if time else []),
         *([pl.all_horizontal(pl.col(f).is_not_null() for f in finals).alias("final_state")] if finals else []),
-        *([v.alias(RETURN_PREFIX + n) for n, v in values.items()] if lists else []),
+        *[v.alias(RETURN_PREFIX + n) for n, v in values.items()],
     ]
     aggregated = [
         *[pl.col(k).first() for k in keys],
@@ -186,17 +187,17 @@ def episode_summary(frame, *, rewards=None, spec: FrameSpec | None = None, lists
     for n in use:
         if lists:
             aggregated.append(pl.col(RETURN_PREFIX + n).alias(REWARDS_PREFIX + n))
+    steps = lf.select(*selected).collect()  # one read of the data: the group-by and the returns use it
     table = (
-        lf.select(*selected)
-        .group_by(index)
+        steps.group_by(index)
         .agg(*aggregated)
         .sort(index)
         .with_columns(pl.col(index).cast(pl.Int64))
-        .collect()
     )
     if use:  # the returns: compensated sums in each episode's own order (the same wherever it lies)
-        table = table.with_columns(summed_segments(lf, episode_end_expr(names, here),
-                                                   {RETURN_PREFIX + n: v for n, v in values.items()}))
+        starts = table["start"].to_numpy()
+        table = table.with_columns(pl.Series(RETURN_PREFIX + n, segment_sums(steps[RETURN_PREFIX + n].to_numpy(),
+                                                                             starts)) for n in use)
     expr = None
     for flag, word in (("_terminated", "terminated"), ("_truncated", "truncated")):
         if flag in table.columns:

@@ -282,8 +282,7 @@ def episode_detail(data, episode, *, rewards=None, spec: FrameSpec | None = None
         "length": np.diff(np.append(starts, n)).astype(np.int64),
         **{RETURN_PREFIX + name: segment_sums(steps[_reward_col(name)].to_numpy(), starts) for name in use},
     })
-    final = {state: _plain(picked[column][n - 1]) for state, column in finals.items()}
-    final = {k: v.to_list() if isinstance(v, pl.Series) else v for k, v in final.items()}
+    final = {state: _plain(picked[column][n - 1]) for state, column in finals.items()}  # an array state: a list
     outcome = ({"length": n, "ended": ended} | {RETURN_PREFIX + name: v for name, v in returns.items()}
                | {column: final[state] for state, column in finals.items()})
     return EpisodeDetail(index=index, key=key, rewards=tuple(use), step=step_expr.meta.output_name(),
@@ -300,5 +299,7 @@ def _done_col(name: str) -> str:
 
 
 def _plain(value):
-    """A key value as a plain Python value (NumPy scalars become ints and floats)."""
+    """A value as a plain Python value (NumPy scalars become ints and floats, an array's Series a list)."""
+    if isinstance(value, pl.Series):
+        return value.to_list()
     return value.item() if isinstance(value, np.generic) else value

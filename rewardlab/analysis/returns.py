@@ -682,7 +682,7 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
         nv = np.append(v[1:], 0.0)  # the last row is always terminal or truncated, so its 0 is never used
     elif callable(next_value):
         nv = np.append(v[1:], 0.0)
-        nv[tr.truncated] = tr.bootstrap(next_value)[tr.truncated]
+        nv[tr.truncated] = bootstrap_from_final(next_value, tr.finals, np.flatnonzero(tr.truncated))
         nv = np.where(term, 0.0, nv)
     else:
         nv = df["_next_value"].fill_null(np.nan).to_numpy()

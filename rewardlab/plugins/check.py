@@ -495,15 +495,19 @@ def check_plugin(
                 _differences([ref, (sim, sim_run)], report_plugin, locator))
     first = outcomes[0]
     scale = (reward_scale(first.rewards, first.dones) if first.error is None and n else None)
-    padding = _padding_warning(chosen, arrays, first, probes, probe_failed, locator)
+    episodes = sum(int(chosen.episode_flags(a).sum()) for a in arrays)
+    missing = [chosen.missing_finals(a) for a in arrays]  # None: the contract pads by definition
+    lacking = None if any(m is None for m in missing) else sum(int(m.sum()) for m in missing)
+    padding = _padding_warning(chosen, arrays, first, probes, probe_failed, locator, lacking or 0)
     return CheckReport(
-        plugin=report_plugin, transitions=n, episodes=sum(int(chosen.episode_flags(a).sum()) for a in arrays),
+        plugin=report_plugin, transitions=n, episodes=episodes,
         runs=runs,
         problems=_merge_problems(outcomes, runs), differences=differences, scale=scale, seed=seed,
         convention_differences=convention_differences,
         warnings=tuple(_warnings(report_plugin, outcomes, runs)) + padding,
         hints=tuple(_hints(report_plugin)) if any(not d.allowed for d in differences) else (),
-        stopped=stopped, num_workers=num_workers, final_states=_final_state_counts(chosen, arrays))
+        stopped=stopped, num_workers=num_workers,
+        final_states=None if lacking is None else (episodes - lacking, episodes))
 
 
 def _padding_probes(contract: Contract, arrays: list):
@@ -513,22 +517,12 @@ def _padding_probes(contract: Contract, arrays: list):
         yield [p[k] if p else a for p, a in zip(probes, arrays)]
 
 
-def _final_state_counts(contract: Contract, arrays: list) -> tuple | None:
-    """``(kept, episodes)`` over the shards, or None where the contract has no padding probes (none to tell)."""
-    missing = [contract.missing_finals(a) for a in arrays]
-    if any(m is None for m in missing):
-        return None
-    episodes = sum(int(contract.episode_flags(a).sum()) for a in arrays)
-    return episodes - sum(int(m.sum()) for m in missing), episodes
-
-
 def _padding_warning(contract: Contract, arrays: list, first: RunOutcome, probes: list, failed: bool,
-                     locator: Locator) -> tuple:
+                     locator: Locator, lacking: int) -> tuple:
     """The warning for a plug-in whose rewards change with the padding after last steps lacking a final state."""
     if first.error is not None or not (probes or failed):
         return ()
     keys = sorted({k for a in arrays for k in contract.padded_states(a)})
-    lacking = sum(int(m.sum()) for m in map(contract.missing_finals, arrays) if m is not None)
     what = (f"{' and '.join(keys)} on the last step of the {lacking:,} episode{'s' if lacking != 1 else ''} "
             "whose final state the data lacks (there it is the state's padding, not an observation)")
     remedy = ("load data that keeps each episode's final state (rewardlab.record, RLlib with new_obs, "

@@ -16,7 +16,7 @@ import numpy as np
 
 from rewardlab.core.errors import ParameterError, check_choice, check_in_range, check_int
 from rewardlab.export import export_target, write_text
-from rewardlab.schedules import MAX_HORIZON, ExplorerSchedule, KanachanEpsilonGreedy, to_json, to_yaml
+from rewardlab.schedules import MAX_HORIZON, ExplorerSchedule, KanachanEpsilonGreedy, check_horizon, to_json, to_yaml
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.inputs import check_bool, parse_number
 
@@ -144,7 +144,7 @@ class EpsilonScheduleSession(Session):
                                          annealing_steps=params["annealing_steps"])
         params["increment"] = check_int("increment", params["increment"], low=1, high=MAX_HORIZON,
                                         integral_float=True)
-        params["n_steps"] = check_int("n_steps", params["n_steps"], low=1, high=MAX_HORIZON, integral_float=True)
+        params["n_steps"] = check_horizon(params["n_steps"])
         params["threshold"] = check_in_range("threshold", params["threshold"], 0.0, 1.0)
         for name in ("epsilon_init", "epsilon_stable", "warmup_steps", "decay_steps"):
             params[name] = getattr(explorer, name)

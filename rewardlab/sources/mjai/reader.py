@@ -135,7 +135,6 @@ class _Batch:
     bad: list = field(default_factory=list)  # DataFormatError per quarantined game or file, in file order
     # per quarantined game: (file, first line, raw lines, error); per file left out: (file, None, None, error)
     skipped: list = field(default_factory=list)
-    empty: DataFormatError | None = None  # the batch's first empty file (refused in both modes)
 
 
 def _read_text(path: Path) -> bytes:
@@ -219,9 +218,10 @@ def _run_batch(files: list[Path], *, skip: bool, room: int, grades, game_length:
         else:
             err = _file_problem(path, data)
         if err is not None:
+            if err.rule == "empty_file":  # no events at all: refused in skip mode too, before any more work
+                out.bad = [err]
+                return out
             problems.append((f, 0, err, (path, None, None, err)))
-            if err.rule == "empty_file" and out.empty is None:
-                out.empty = err
             if not skip:
                 break  # raise mode: what comes after this file is not reported
             continue
@@ -550,10 +550,8 @@ def read_mjai(
             for fut in futures:
                 batch = fut.result()
                 bar.update(len(batch.files))
-                if batch.bad and not skip:
-                    raise batch.bad[0]
-                if batch.empty is not None:
-                    raise batch.empty  # no events at all: refused in skip mode too
+                if batch.bad and (not skip or batch.bad[0].rule == "empty_file"):
+                    raise batch.bad[0]  # raise mode; an empty file is refused in skip mode too
                 results.append(batch)
         finally:
             for fut in futures:

@@ -65,8 +65,6 @@ _E_BAD_VALUE = CODES["bad_value"]
 _PAY_BYSTANDER, _PAY_DISCARDER_FREE, _PAY_PAYER_FREE, _PAY_UNEQUAL, _PAY_DEALER_SHARE, _PAY_WINNER_GAIN = (
     T.PAYMENT_RULES["bystander_pays"], T.PAYMENT_RULES["discarder_free"], T.PAYMENT_RULES["payer_free"],
     T.PAYMENT_RULES["unequal_shares"], T.PAYMENT_RULES["dealer_share"], T.PAYMENT_RULES["winner_gain"])
-#: What the round after a round must be, by how that round ended (``round_order`` records, value 0).
-ROUND_CASES = {"non_dealer_win": 1, "dealer_win": 2, "draw": 3}
 #: Scores, deltas and final scores must stay within this (kanachan's results and numeric are 32-bit).
 SCORE_LIMIT = 2 ** 30
 # event codes

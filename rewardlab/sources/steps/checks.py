@@ -21,10 +21,8 @@ import polars as pl
 from rewardlab.sources.steps.roles import mostly
 
 __all__ = ["SKIP_REASONS", "Problems", "numeric", "flag", "list_values", "to_float", "state_values", "looks_list",
-           "common_width", "narrow_integers", "INT64_RANGE"]
+           "common_width", "narrow_integers"]
 
-#: The integers a column may hold: NumPy, torch and Parquet writers take no wider integer.
-INT64_RANGE = (-(2 ** 63), 2 ** 63 - 1)
 
 #: The rules a row can break (and ``in_broken_episode``: a good row of an episode skipped for another).
 SKIP_REASONS: dict[str, str] = {
@@ -305,7 +303,7 @@ def _set_count(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
 
 def narrow_integers(series: pl.Series) -> tuple[pl.Series, np.ndarray]:
     """A column of 128-bit integers (Polars' type for a CSV or JSON integer beyond Int64; a list's
-    elements too) as Int64, and True on the rows holding a value beyond Int64 (:data:`INT64_RANGE`),
+    elements too) as Int64, and True on the rows holding a value beyond Int64 (-2**63 to 2**63 - 1),
     which become null: NumPy, torch and the Parquet writer take no wider integer.  Other columns are
     returned as they are.
 
