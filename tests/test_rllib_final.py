@@ -327,7 +327,7 @@ def test_without_new_obs_the_spec_names_no_final_column(tmp_path):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_final_states_against_a_plain_loop(seed):
-    from rewardlab.sources.rllib.episodes import final_states
+    from rewardlab.sources.values import final_state_column
 
     rng = np.random.default_rng(seed)
     n_episodes = int(rng.integers(1, 30))
@@ -336,10 +336,10 @@ def test_final_states_against_a_plain_loop(seed):
     episode = np.repeat(kept, lengths)
     for shape in ((2 * n_episodes,), (2 * n_episodes, 3)):
         finals = rng.normal(size=shape).astype(np.float32)
-        got = final_states(episode, finals, "final_obs").to_list()
+        got = final_state_column(episode, finals, "final_obs").to_list()
         want = []
         for i, e in enumerate(episode):
             is_last = i == len(episode) - 1 or episode[i + 1] != e
             want.append(finals[e].tolist() if is_last else None)
         assert got == want
-    assert final_states(np.zeros(0, dtype=np.int64), np.zeros((0, 3)), "final_obs").len() == 0
+    assert final_state_column(np.zeros(0, dtype=np.int64), np.zeros((0, 3)), "final_obs").len() == 0

@@ -241,13 +241,7 @@ def _parents() -> dict[int, int]:
         if not name.isdigit():
             continue
         try:
-            fd = os.open(f"{_PROC}/{name}/stat", os.O_RDONLY)
-            try:
-                data = os.read(fd, 1024)
-            finally:
-                os.close(fd)
-            # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-            table[int(name)] = int(data[data.rfind(b")") + 2:].split(None, 2)[1])
+            table[int(name)] = int(_stat_fields(int(name)).split(None, 2)[1])
         except (OSError, ValueError, IndexError):
             continue
     return table
@@ -268,18 +262,23 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+def _stat_fields(pid: int) -> bytes:
+    """``/proc/PID/stat`` after the command name: ``b"state ppid ..."`` (the name may hold spaces and
+    parentheses, so it is cut at the last ``)``); OSError when the process is gone."""
+    fd = os.open(f"{_PROC}/{pid}/stat", os.O_RDONLY)
+    try:
+        data = os.read(fd, 1024)
+    finally:
+        os.close(fd)
+    return data[data.rfind(b")") + 2:]
+
+
 def _state(pid: int) -> bytes:
     """The state letter of ``pid`` in ``/proc`` (``b"T"`` stopped, ``b"Z"`` zombie; ``b""`` when gone)."""
     try:
-        fd = os.open(f"{_PROC}/{pid}/stat", os.O_RDONLY)
-        try:
-            data = os.read(fd, 1024)
-        finally:
-            os.close(fd)
+        return _stat_fields(pid)[:1]
     except OSError:
         return b""
-    end = data.rfind(b")")
-    return data[end + 2:end + 3]
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -314,11 +314,15 @@ class _Refused:
         self.why = why
 
 
+def _shown_number(text: str) -> str:
+    """A number's text for a message: its ends when it is long."""
+    return text if len(text) <= 24 else f"{text[:12]}...{text[-6:]}"
+
+
 def _parse_int(text: str):
     digits = len(text.lstrip("-"))
     if digits > 19 or not -_INT64 <= int(text) < _INT64:
-        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]}"
-        return _Refused(f"is the integer {shown} ({digits} digits), beyond the 64-bit integers a state file "
+        return _Refused(f"is the integer {_shown_number(text)} ({digits} digits), beyond the 64-bit integers a state file "
                         "holds")
     return int(text)
 
@@ -326,8 +330,7 @@ def _parse_int(text: str):
 def _parse_float(text: str):
     value = float(text)
     if not math.isfinite(value):
-        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]}"
-        return _Refused(f"is {shown}, beyond the range of a 64-bit float")
+        return _Refused(f"is {_shown_number(text)}, beyond the range of a 64-bit float")
     return value
 
 

@@ -1,4 +1,5 @@
-"""State values as the sources compare and show them: row-wise exact comparison and message text.
+"""State values as the sources compare, show and place them: row-wise exact comparison, message text, and
+the final-state column a source writes (:attr:`rewardlab.core.spec.StateColumn.final`).
 
 A source that checks a next-state column against the following row's state
 (RLlib's ``new_obs``, a step table's ``next_<state>``) compares exactly,
@@ -16,8 +17,9 @@ Examples
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 
-__all__ = ["rows_differ", "values_text"]
+__all__ = ["rows_differ", "values_text", "final_state_column"]
 
 
 def rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -55,3 +57,36 @@ def values_text(value) -> str:
     if np.ndim(value) == 0:
         return repr(values[0])
     return "[" + ", ".join(repr(v) for v in values[:6]) + (", ...]" if len(values) > 6 else "]")
+
+
+def final_state_column(episode: np.ndarray, finals: np.ndarray, name: str) -> pl.Series:
+    """A final-state column: each episode's final state on its last row, null on every other row.
+
+    Parameters
+    ----------
+    episode : int array of shape ``[N]``
+        Each row's episode ordinal; an episode's rows are one block (the
+        ordinals need not be contiguous: skipped episodes leave gaps).
+    finals : array of shape ``[E]`` or ``[E, width]``
+        The final state of each episode ordinal (``E`` > every ordinal).
+    name : str
+        The column's name.
+
+    Returns
+    -------
+    polars.Series
+        ``N`` rows, the dtype ``pl.Series`` gives ``finals`` (``Array`` of
+        its width for 2-D values).
+
+    Examples
+    --------
+    >>> column = final_state_column(np.array([0, 0, 1, 3]), np.arange(8.0).reshape(4, 2), "final_obs")
+    >>> column.dtype, column.to_list()
+    (Array(Float64, shape=(2,)), [None, [0.0, 1.0], [2.0, 3.0], [6.0, 7.0]])
+    """
+    n = episode.shape[0]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = episode[1:] != episode[:-1]
+    values = np.zeros((n, *finals.shape[1:]), dtype=finals.dtype)
+    values[last] = finals[episode[last]]
+    return pl.select(pl.when(pl.Series(last)).then(pl.Series(name, values)).alias(name)).to_series()

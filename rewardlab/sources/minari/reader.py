@@ -34,6 +34,7 @@ from rewardlab.sources.minari.episodes import UNFINISHED_CHOICES, StoredEpisodes
 from rewardlab.sources.minari.hdf5 import read_hdf5_episodes
 from rewardlab.sources.minari.metadata import MinariMetadata, dataset_folder, read_metadata
 from rewardlab.sources.steps.reader import RECORDED, RECORDED_DONE
+from rewardlab.sources.values import final_state_column
 
 __all__ = ["load_minari", "minari_spec", "MINARI_SPEC", "COLUMNS", "FINAL_OBS", "dataset_description"]
 
@@ -102,12 +103,11 @@ def _frame(stored: StoredEpisodes, meta: MinariMetadata, *, unfinished: str) -> 
     keep = np.ones(stored.obs.shape[0], dtype=bool)
     keep[ends] = False
     obs = stored.obs[keep].astype(obs_dtype, copy=False)
-    final = np.zeros_like(obs)
-    final[last] = stored.obs[ends]
+    episode = np.repeat(np.arange(steps.size), steps)
     terminated = stored.terminations.copy()
     truncated = stored.truncations & ~terminated  # a step flagged both ways ended by termination
     if unfinished == "truncate":
-        truncated |= last & ~terminated & ~truncated
+        truncated |= last & ~terminated
     obs_type = pl.Array(pl.Float32 if obs_dtype == np.float32 else pl.Float64, meta.observations.width)
     frame = pl.DataFrame([
         pl.Series("episode_id", np.repeat(stored.ids, steps), dtype=pl.Int64),
@@ -118,10 +118,9 @@ def _frame(stored: StoredEpisodes, meta: MinariMetadata, *, unfinished: str) -> 
         pl.Series(RECORDED_DONE, last, dtype=pl.Boolean),
         pl.Series("terminated", terminated, dtype=pl.Boolean),
         pl.Series("truncated", truncated, dtype=pl.Boolean),
-        pl.Series(FINAL_OBS, final, dtype=obs_type),
+        final_state_column(episode, stored.obs[ends].astype(obs_dtype, copy=False), FINAL_OBS).cast(obs_type),
     ])
-    return frame.with_columns(pl.when(pl.col(RECORDED_DONE)).then(pl.col(FINAL_OBS)).otherwise(None)
-                              .alias(FINAL_OBS))
+    return frame
 
 
 def load_minari(paths, *, unfinished: str = "error", max_episodes: int | None = None) -> pl.DataFrame:

@@ -2,14 +2,12 @@
 
 Of ``new_obs`` only each episode's last value is kept (its final observation,
 which no following ``obs`` holds): :func:`episode_checks` returns them, one
-per episode, and :func:`final_states` puts them on the episodes' last rows.
+per episode, and :func:`rewardlab.sources.values.final_state_column` puts them on the episodes' last rows.
 
 Examples
 --------
 >>> format_key(7, 0)
 'episode 7 agent 0'
->>> final_states(np.array([0, 0, 2]), np.array([5.0, 6.0, 7.0]), "final_obs").to_list()
-[None, 5.0, 7.0]
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ import polars as pl
 from rewardlab.sources.rllib.files import unit_name
 from rewardlab.sources.values import rows_differ, values_text
 
-__all__ = ["format_key", "episode_checks", "final_states", "stack_rows", "unit_text"]
+__all__ = ["format_key", "episode_checks", "stack_rows", "unit_text"]
 
 
 def format_key(eps, agent) -> str:
@@ -103,39 +101,6 @@ def episode_checks(frame: pl.DataFrame, kind: str, derived_t: bool, unfinished: 
                              f"the episode's last step t={t[r]} has neither terminateds nor truncateds "
                              "set (the recording stopped mid-episode?)"))
     return frame, episode, problems, finals
-
-
-def final_states(episode: np.ndarray, finals: np.ndarray, name: str) -> pl.Series:
-    """A final-state column: each episode's final state on its last row, null on every other row.
-
-    Parameters
-    ----------
-    episode : int array of shape ``[N]``
-        Each row's episode ordinal; an episode's rows are one block (the
-        ordinals need not be contiguous: skipped episodes leave gaps).
-    finals : array of shape ``[E]`` or ``[E, width]``
-        The final state of each episode ordinal (``E`` > every ordinal).
-    name : str
-        The column's name.
-
-    Returns
-    -------
-    pl.Series
-        ``N`` rows, the dtype ``pl.Series`` gives ``finals`` (``Array`` of
-        its width for 2-D values).
-
-    Examples
-    --------
-    >>> column = final_states(np.array([0, 0, 1, 3]), np.arange(8.0).reshape(4, 2), "final_obs")
-    >>> column.dtype, column.to_list()
-    (Array(Float64, shape=(2,)), [None, [0.0, 1.0], [2.0, 3.0], [6.0, 7.0]])
-    """
-    n = episode.shape[0]
-    last = np.ones(n, dtype=bool)
-    last[:-1] = episode[1:] != episode[:-1]
-    values = np.zeros((n, *finals.shape[1:]), dtype=finals.dtype)
-    values[last] = finals[episode[last]]
-    return pl.select(pl.when(pl.Series(last)).then(pl.Series(name, values)).alias(name)).to_series()
 
 
 def stack_rows(series: pl.Series) -> np.ndarray:

@@ -69,7 +69,8 @@ from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTable
 from rewardlab.core.files import check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach, final_column
 from rewardlab.sources.results import LoadResult, write_skipped_lines
-from rewardlab.sources.rllib.episodes import episode_checks, final_states, format_key
+from rewardlab.sources.values import final_state_column
+from rewardlab.sources.rllib.episodes import episode_checks, format_key
 from rewardlab.sources.rllib.columns import RECORDED_NAME, Problem, layout_of
 from rewardlab.sources.rllib.files import Piece, input_files, json_lines, parquet_row_groups, unit_kind, unit_name
 from rewardlab.sources.rllib.skipped import (drop_skipped_episodes, skipped_lines, skipped_rows,
@@ -329,7 +330,7 @@ def _finish(frame: pl.DataFrame, finals) -> pl.DataFrame:
                                     "policy_id": pl.String, "obs": pl.Float64, "actions": pl.Int64,
                                     "terminated": pl.Boolean, "truncated": pl.Boolean,
                                     reward_column(RECORDED_NAME): pl.Float64, done_column(RECORDED_NAME): pl.Boolean})
-    final = [] if finals is None else [final_states(frame["_episode"].to_numpy(), finals, FINAL_OBS)]
+    final = [] if finals is None else [final_state_column(frame["_episode"].to_numpy(), finals, FINAL_OBS)]
     return frame.select("eps_id", "agent", "t", "policy_id", "obs", *final, "actions", "terminated", "truncated",
                         reward_column(RECORDED_NAME),
                         (pl.col("terminated") | pl.col("truncated")).alias(done_column(RECORDED_NAME)))
