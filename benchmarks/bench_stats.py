@@ -1,4 +1,5 @@
-"""Analysis: statistics over 10 million rewards, the rank-reward recompute path, replays and returns."""
+"""Analysis: statistics over 10 million rewards (exact and KLL-sketched, whole and part by part),
+the rank-reward recompute path, replays and returns."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ from rewardlab.core.spec import FrameSpec
 from rewardlab.analysis.normalizers import gymnasium_normalize_reward, sb3_normalize_reward
 from rewardlab.domains.mahjong.ranking import RankTable, expected_reward
 from rewardlab.analysis.returns import discounted_reward_to_go, generalized_advantage_estimate
-from rewardlab.analysis.stats import normalization_constants, reward_moments, reward_stats
+from rewardlab.analysis.sketches import QuantileSketch
+from rewardlab.analysis.stats import (
+    DEFAULT_QUANTILES, normalization_constants, normalization_constants_of_parts, reward_moments,
+    reward_stats, reward_stats_of_parts,
+)
 
 #: The flags the scopes read, without kanachan's episode keys: one stream whose episodes end at end_of_game.
 FLAGS = FrameSpec(name="kanachan_flags", terminated="end_of_game", boundaries=("end_of_round",))
@@ -46,6 +51,7 @@ def run(report) -> None:
     dense = pl.DataFrame({"reward_dense": np.random.default_rng(1).normal(size=n)})
     t = best_time(lambda: reward_stats(dense, "dense", scope="all"))
     report("reward_stats, dense reward (every step nonzero), scope all", t, "s", "target < 1 s")
+    _sketches(report, dense)
     del dense
     t = best_time(lambda: reward_moments(big, "points", scope="all"))
     report("reward_moments (streaming, mergeable part only)", t, "s")
@@ -102,3 +108,35 @@ def run(report) -> None:
     nv = np.append(v[1:], 0.0)
     t = best_time(lambda: generalized_advantage_estimate(r, v, nv, d, gamma=0.99, lmbda=0.95))
     report("GAE, 1M steps", t, "s")
+
+
+def _sketches(report, dense: pl.DataFrame) -> None:
+    """The exact quantile path beside the KLL sketch's update and merge, over the same 10^7 values."""
+    x = dense["reward_dense"].to_numpy()
+    n = x.size
+    t = best_time(lambda: np.quantile(x, DEFAULT_QUANTILES))
+    report("exact quantiles (np.quantile, 7 levels), 10^7 values", n / t, "values/s")
+    t = best_time(lambda: QuantileSketch().update(x))
+    report("KLL sketch update (k=1000), 10^7 values in one call", n / t, "values/s")
+    pieces = np.array_split(x, 100)
+    blobs = [QuantileSketch().update(p).to_bytes() for p in pieces]
+    report("KLL sketch of 10^5 values, serialized", statistics.mean(map(len, blobs)), "bytes")
+
+    def merge_all():
+        out = QuantileSketch()
+        for b in blobs:
+            out.merge(QuantileSketch.from_bytes(b))
+        return out
+
+    t = best_time(merge_all)
+    report("KLL merge of 100 serialized sketches (10^7 values)", n / t, "values/s")
+    report("KLL merge of serialized sketches", len(blobs) / t, "sketches/s")
+    parts = [dense.slice(i * (n // 10), n // 10) for i in range(10)]
+    t = best_time(lambda: reward_stats_of_parts(parts, "dense"))
+    report("reward_stats_of_parts, 10 parts, exact (<= 10^7 values kept)", n / t, "values/s")
+    t = best_time(lambda: reward_stats_of_parts(parts, "dense", exact_limit=0))
+    report("reward_stats_of_parts, 10 parts, KLL sketch", n / t, "values/s")
+    t = best_time(lambda: normalization_constants_of_parts(parts, "dense"))
+    report("normalization_constants_of_parts, 10 parts, exact fingerprint", n / t, "values/s")
+    t = best_time(lambda: normalization_constants_of_parts(parts, "dense", exact_limit=0))
+    report("normalization_constants_of_parts, 10 parts, per-part fingerprint", n / t, "values/s")

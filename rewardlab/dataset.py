@@ -35,6 +35,7 @@ from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.core.errors import ParameterError
 from rewardlab.sources.dispatch import as_lazy, load, merge_options, resolve_source
 from rewardlab.sources.results import LoadResult
+from rewardlab.sources.datasets.convert import DEFAULT_MEMORY, convert_to_parts
 from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
 
 __all__ = ["convert", "write_dataset", "summarize", "DatasetSummary"]
@@ -51,9 +52,12 @@ def convert(
     format: str | None = None,
     spec: FrameSpec | None = None,
     options: dict | None = None,
+    memory=DEFAULT_MEMORY,
+    workers: int | None = None,
+    engine: str = "embedded",
     **format_options,
 ):
-    """Load files of any registered format and write the frame to a Parquet or Arrow dataset (atomic write).
+    """Load files of any registered format and write a Parquet or Arrow dataset, or a dataset folder of parts.
 
     The dataset stores the frame's spec in its metadata
     (:func:`rewardlab.sources.storage.write_dataset`), so :func:`rewardlab.load`
@@ -64,7 +68,11 @@ def convert(
     paths : path or sequence of paths
         Files of one format (kanachan annotation files: plain, ``.gz`` or ``.bz2``).
     out : path
-        The dataset file to write (see :func:`rewardlab.sources.storage.write_dataset`):
+        A folder name without a suffix: a dataset of episode-aligned Parquet
+        parts with a manifest, written in bounded memory (see
+        :func:`rewardlab.sources.datasets.convert.convert_to_parts`, which
+        returns a :class:`~rewardlab.sources.datasets.convert.PartsResult`).
+        Otherwise the dataset file to write (see :func:`rewardlab.sources.storage.write_dataset`):
         ``.parquet`` (lz4; array columns as little-endian fixed-size binary,
         so a plain ``pl.read_parquet`` shows them as ``Binary`` while
         :func:`rewardlab.load_kanachan` / :func:`rewardlab.scan_kanachan`
@@ -85,6 +93,9 @@ def convert(
         Describe the frame with this spec instead of the source's.
     options : dict, optional
         The format's own options, as in :func:`rewardlab.load`.
+    memory, workers, engine
+        For a dataset of parts: the memory to stay near (``"512M"``), the
+        files read at once, and the engine (see ``convert_to_parts``).
     **format_options
         The same as keyword arguments (``format="steps", episode="ep"``).
 
@@ -99,8 +110,16 @@ def convert(
     """
     out = Path(out)
     kind = DATASET_SUFFIXES.get(out.suffix)
+    if kind is None and out.suffix:
+        raise ParameterError("out", "should end with .parquet or .arrow (one file), or be a folder name "
+                             "without a suffix (a dataset of parts)", str(out))
     if kind is None:
-        raise ParameterError("out", "should end with .parquet or .arrow", str(out))
+        if spec is not None:
+            raise ParameterError("spec", "is not taken when writing a dataset of parts (the source's spec is "
+                                 "stored)", spec)
+        return convert_to_parts(paths, out, format=format, options=merge_options(options, format_options),
+                                on_error=on_error, skipped_path=skipped_path, memory=memory, workers=workers,
+                                engine=engine, overwrite=overwrite, progress=progress)
     check_not_input(out, paths, name="out")  # even with overwrite
     if skipped_path is not None and Path(skipped_path).resolve() == out.resolve():
         raise ParameterError("skipped_path", "should differ from `out`", str(skipped_path))

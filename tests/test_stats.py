@@ -228,7 +228,7 @@ def test_empty_scope_gives_nan_not_an_error():
 def test_stats_to_dict_is_stable(frame):
     d = reward_stats(frame, "top", quantiles=(0.25, 0.5)).to_dict()
     assert list(d) == ["reward", "scope", "count", "mean", "std", "sample_std", "min", "max",
-                       "zero_fraction", "quantiles", "normalized_by"]
+                       "zero_fraction", "quantiles", "normalized_by", "quantile_method", "quantile_rank_error"]
     assert list(d["quantiles"]) == ["0.25", "0.5"]
 
 

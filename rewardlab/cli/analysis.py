@@ -32,7 +32,8 @@ def register(sub) -> None:
                    "episode (as `plot --kind returns` does), trajectory_return each trajectory cut at "
                    "the plug-in's own done (as kanachan's trainer does)")
     p.add_argument("--json", action="store_true",
-                   help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys)")
+                   help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys; "
+                   "quantile_method and quantile_rank_error say how the quantiles were computed)")
     add_format(p)
     p.set_defaults(func=_stats)
 
@@ -124,7 +125,18 @@ def _stats(args) -> int:
             print(f"  {s:<15}{st.count:>11,}{_g(st.mean)}{_g(st.std)}{_g(st.sample_std)}{_g(st.min)}"
                   f"{_g(st.max)}{st.zero_fraction:>8.1%}{_g(q.get(0.01), 11)}{_g(q.get(0.5), 11)}"
                   f"{_g(q.get(0.99), 11)}")
+        print(_quantile_note(per))
     return 0
+
+
+def _quantile_note(per: dict) -> str:
+    """The footnote under a reward's table: how its quantiles were computed, per scope where they differ."""
+    from rewardlab.analysis.sketches import describe_method
+
+    words = {s: describe_method(st.quantile_method, st.quantile_rank_error) for s, st in per.items()}
+    if len(set(words.values())) == 1:
+        return f"  quantiles: {next(iter(words.values()))}"
+    return "  quantiles: " + "; ".join(f"{s}: {w}" for s, w in words.items())
 
 
 def _g(v, width: int = 12) -> str:

@@ -25,7 +25,15 @@ def register(sub) -> None:
                        "Loaders scan the result lazily.")
     p.add_argument("sources", nargs="+", metavar="SRC",
                    help="input files (kanachan annotation files: plain, .gz, .bz2)")
-    p.add_argument("--out", required=True, help="output .parquet or .arrow file")
+    p.add_argument("--out", required=True,
+                   help="output .parquet or .arrow file, or a folder name without a suffix: a dataset of "
+                   "episode-aligned Parquet parts with a manifest, written in bounded memory (for data larger "
+                   "than memory; every command reads it part by part)")
+    p.add_argument("--memory", default="512M", metavar="SIZE",
+                   help="dataset of parts: the memory to stay near, e.g. 512M or 2G (default 512M); sets the "
+                   "input chunk size and the rows per part")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="dataset of parts: input files read at once (default: the cores available)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     add_format(p)
     add_format_options(p)
@@ -95,7 +103,8 @@ def _check_outputs(args, inputs, outputs: dict) -> None:
         if path is None:
             continue
         check_not_input(path, inputs, name=name)
-        check_output(path, overwrite=args.overwrite)
+        if Path(path).suffix or name != "--out":  # a folder --out (a dataset of parts) is checked by its writer
+            check_output(path, overwrite=args.overwrite)
         key = Path(path).resolve()
         if key in seen:
             raise ParameterError(name, f"should differ from {seen[key]}", str(path))
@@ -113,9 +122,14 @@ def _convert(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SkippedLinesWarning)
         result = convert(args.sources, args.out, overwrite=args.overwrite, on_error=args.on_error,
-                         skipped_path=skipped, format=args.format, options=format_options(args) or None)
+                         skipped_path=skipped, format=args.format, options=format_options(args) or None,
+                         memory=args.memory, workers=args.workers)
     _report_skipped(result)
-    print(f"wrote {result.frame.height:,} transitions to {args.out}")
+    if hasattr(result, "manifest"):
+        m = result.manifest
+        print(f"wrote {m.rows:,} transitions ({m.episodes:,} episodes) in {len(m.parts)} parts to {args.out}")
+    else:
+        print(f"wrote {result.frame.height:,} transitions to {args.out}")
     return 0
 
 

@@ -62,7 +62,16 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffled mode (default 0)")
     p.add_argument("--strict", action="store_true",
                    help="compare IN fields with a full copy after every call (slower, exact)")
-    p.add_argument("--out", required=True, metavar="REWARDS.parquet", help="output Parquet file")
+    p.add_argument("--out", required=True, metavar="REWARDS.parquet",
+                   help="output Parquet file; for a dataset folder (`rewardlab convert ... --out FOLDER`), a "
+                   "folder name: a rewards dataset with the same parts, written part by part")
+    p.add_argument("--engine", default="embedded", metavar="NAME",
+                   help="dataset folder: where the parts are worked on: embedded (this machine, default) or "
+                   "ray (Ray Data; pip install 'rewardlab[ray]')")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="dataset folder: work items at once (default: the cores available)")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="--engine ray: the cluster to join, e.g. auto or ray://HEAD:10001 (default: a local Ray)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--replace", action="store_true",
                    help="replace the data's reward_<name> / done_<name> columns of a plug-in's name (by "
@@ -121,6 +130,28 @@ def _load(paths: list[str], format: str | None, options: dict | None = None):
     return load([Path(p) for p in paths], format=format, options=options or None)
 
 
+def _apply_parts(args, names) -> int:
+    from rewardlab.core.errors import RewardScaleWarning
+    from rewardlab.plugins.apply_parts import apply_to_dataset
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RewardScaleWarning)
+        manifest = apply_to_dataset(
+            args.dataset[0], [Path(p) for p in args.plugin], args.out, batch_mode=args.batch_mode,
+            batch_size=args.batch_size, seed=args.seed, contiguous=True if args.contiguous else None,
+            num_workers=args.num_workers, convention=args.convention, strict=args.strict, isolate=True,
+            timeout=args.timeout, replace=args.replace, overwrite=args.overwrite, engine=args.engine,
+            workers=args.workers, address=args.ray_address)
+    print(f"wrote {manifest.rows:,} transitions x {len(names)} plug-in(s) in {len(manifest.parts)} parts to "
+          f"{args.out}")
+    for w in caught:
+        if issubclass(w.category, RewardScaleWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return 0
+
+
 def _apply(args) -> int:
     import polars as pl
 
@@ -148,6 +179,16 @@ def _apply(args) -> int:
     if args.contiguous and args.batch_mode != "episodes":
         raise ParameterError("--contiguous", "applies only to --batch-mode episodes (kanachan's data "
                              "loader always passes contiguous=False)", True)
+    from rewardlab.sources.datasets import is_dataset_folder
+
+    if len(args.dataset) == 1 and is_dataset_folder(args.dataset[0]):
+        return _apply_parts(args, names)
+    if args.engine != "embedded" or args.workers is not None or args.ray_address is not None:
+        raise ParameterError("--engine" if args.engine != "embedded" else "--workers" if args.workers is not None
+                             else "--ray-address", "applies to a dataset folder (rewardlab convert ... --out "
+                             "FOLDER) only", args.engine if args.engine != "embedded" else args.workers
+                             if args.workers is not None else args.ray_address,
+                             hint="Convert the data to a dataset folder first, or leave the option out.")
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
         frame = _load(args.dataset, args.format, options)
         spec = attached(frame)

@@ -33,7 +33,7 @@ from rewardlab.plugins.loading import Plugin
 from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
 from rewardlab.plugins.runner import resolve
 
-__all__ = ["apply_plugins", "REWARD_DTYPES", "column_clashes", "check_column_clashes", "RENAME_HINT"]
+__all__ = ["apply_plugins", "REWARD_DTYPES", "column_clashes", "check_column_clashes", "RENAME_HINT", "scale_message"]
 
 #: Polars dtype of a reward column, by the dtype the plug-in returned (what kanachan keeps).
 REWARD_DTYPES = {"float16": pl.Float16, "float32": pl.Float32, "float64": pl.Float64}
@@ -309,6 +309,11 @@ def check_column_clashes(frame_columns, plugins, *, argument: str = "plugins", r
 
 
 def _scale_message(plugin: Plugin, scale: RewardScale) -> str:
-    return (f"plug-in {plugin.name!r} ({plugin.path}): rewards are far from the mean 0 / std 1 "
+    return scale_message(plugin.name, plugin.path, scale)
+
+
+def scale_message(name: str, path, scale: RewardScale) -> str:
+    """The warning of a plug-in whose rewards are far from mean 0 / std 1 (:class:`RewardScaleWarning`)."""
+    return (f"plug-in {name!r} ({path}): rewards are far from the mean 0 / std 1 "
             f"the contract asks for: {scale}. Normalize them, e.g. (reward - MEAN) / STD with "
             "constants computed from the training data in advance.")

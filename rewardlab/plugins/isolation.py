@@ -351,7 +351,23 @@ def _sendable(payload):
         return ("raised", None, "rewardlab could not send a result back:\n" + text)
 
 
-def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int) -> None:
+def _received(fd: int):
+    """The objects the parent feeds through ``fd`` (see :func:`run_in_child`'s ``feed``), one at a time."""
+    with os.fdopen(fd, "rb", buffering=1 << 20) as stream:
+        while True:
+            head = stream.read(8)
+            if len(head) < 8:
+                raise EOFError("rewardlab's feed of data to the plug-in process ended early")
+            (size,) = struct.unpack("<q", head)
+            kind, payload = pickle.loads(stream.read(size))
+            if kind == "end":
+                return
+            if kind == "abort":  # the parent could not read the next item: it reports why
+                raise EOFError("rewardlab's parent process stopped feeding data: " + str(payload))
+            yield payload
+
+
+def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int, feed_fd: int | None = None) -> None:
     """Run ``fn`` in the worker; never returns."""
     code = 0
     me = status._owner = _getpid()
@@ -372,7 +388,7 @@ def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int) -> N
             _write_message(write_fd, _sendable(("part", obj)))
 
         try:
-            payload = ("ok", fn(status, send))
+            payload = ("ok", fn(status, send) if feed_fd is None else fn(status, send, _received(feed_fd)))
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
             payload = ("raised", exc, "".join(traceback.format_exception(exc)))
         if _getpid() == me:
@@ -388,7 +404,8 @@ def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int) -> N
         _exit(code if _getpid() == me else 0)
 
 
-def _keeper(fn: Callable, status: ChildStatus, write_fd: int, ended_fd: int, dump_fd: int) -> None:
+def _keeper(fn: Callable, status: ChildStatus, write_fd: int, ended_fd: int, dump_fd: int,
+            feed_fd: int | None = None) -> None:
     """Fork the worker, wait for it, end every process left below, tell the parent; never returns."""
     code = 0
     try:
@@ -412,8 +429,10 @@ def _keeper(fn: Callable, status: ChildStatus, write_fd: int, ended_fd: int, dum
         if worker == 0:  # pragma: no cover - runs in the worker
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.close(ended_fd)
-            _worker(fn, status, write_fd, dump_fd)
+            _worker(fn, status, write_fd, dump_fd, feed_fd)
             _exit(70)
+        if feed_fd is not None:
+            os.close(feed_fd)  # only the worker reads the feed: its death ends the parent's writes
         status.worker = worker
         if ending:
             _signal(worker, signal.SIGKILL)
@@ -607,11 +626,61 @@ class _Keeper:
                 self.exit = 0
 
 
+class _Feeder:
+    """The parent's thread that pickles a feed's items into the worker's pipe (blocking writes)."""
+
+    def __init__(self, items, fd: int):
+        self.error: BaseException | None = None
+        self._fd = fd
+        self._thread = threading.Thread(target=self._run, args=(items,), name="rewardlab-feed", daemon=True)
+        self._thread.start()
+
+    def _send(self, kind: str, payload) -> None:
+        data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(struct.pack("<q", len(data)) + data) if len(data) < _CHUNK else None
+        if view is None:
+            os.write(self._fd, struct.pack("<q", len(data)))
+            view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+
+    def _run(self, items) -> None:
+        try:
+            try:
+                for item in items:
+                    self._send("item", item)
+            except (BrokenPipeError, OSError) as exc:
+                if isinstance(exc, BrokenPipeError) or getattr(exc, "errno", None) == 32:
+                    return  # the worker ended: the parent reports how
+                self.error = exc
+                self._send("abort", "".join(traceback.format_exception_only(exc)).strip())
+                return
+            except BaseException as exc:  # noqa: BLE001 - reading the next item failed: raised in the parent
+                self.error = exc
+                self._send("abort", "".join(traceback.format_exception_only(exc)).strip())
+                return
+            self._send("end", None)
+        except OSError:
+            pass  # the worker is gone
+        finally:
+            os.close(self._fd)
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def raise_error(self) -> None:
+        """Raise what reading the feed raised (it is why the child stopped), if anything."""
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+
+
 def run_in_child(fn: Callable, *, timeout: float | None = None,
                  on_progress: Callable[[int], None] | None = None,
                  on_part: Callable[[object], None] | None = None,
-                 cancel: Callable[[], bool] | None = None, poll: float = 0.05):
-    """Run ``fn(status, send)`` in a forked child and return its result.
+                 cancel: Callable[[], bool] | None = None, poll: float = 0.05, feed=None):
+    """Run ``fn(status, send)`` (``fn(status, send, items)`` with a ``feed``) in a forked child and return its result.
 
     The child's processes (whatever the plug-in started, in its session or
     a new one) are ended before this returns; see the module's text.
@@ -636,6 +705,13 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
         a ``ChildFailure("cancelled", ...)`` returned.
     poll : float
         Seconds between looks at the child.
+    feed : iterable or None
+        Objects to hand the child one at a time, while it runs: a thread of
+        the parent pickles each into a pipe as the child reads, so neither
+        side holds more than about one item (a dataset's parts, read here
+        and worked on there, never all in memory).  ``fn`` gets them as a
+        third argument, an iterator.  An exception raised by ``feed`` stops
+        the child and is raised here.
 
     Returns
     -------
@@ -665,6 +741,7 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
         except OSError:  # above the user's pipe limits: the default size works too
             pass
     ended_read, ended_write = os.pipe()
+    feed_read, feed_write = os.pipe() if feed is not None else (None, None)
     dump = tempfile.TemporaryFile()
     for stream in (sys.stdout, sys.stderr):  # no buffered text printed twice
         try:
@@ -674,18 +751,25 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
     try:
         pid = os.fork()
     except BaseException:
-        for fd in (read_fd, write_fd, ended_read, ended_write):
-            os.close(fd)
+        for fd in (read_fd, write_fd, ended_read, ended_write, feed_read, feed_write):
+            if fd is not None:
+                os.close(fd)
         dump.close()
         status.close()
         raise
     if pid == 0:  # pragma: no cover - runs in the keeper; covered through the parent's view
         os.close(read_fd)
         os.close(ended_read)
-        _keeper(fn, status, write_fd, ended_write, dump.fileno())
+        if feed_write is not None:
+            os.close(feed_write)
+        _keeper(fn, status, write_fd, ended_write, dump.fileno(), feed_read)
         _exit(70)
     os.close(write_fd)
     os.close(ended_write)
+    feeder = None
+    if feed is not None:
+        os.close(feed_read)
+        feeder = _Feeder(feed, feed_write)
     os.set_blocking(read_fd, False)
     os.set_blocking(ended_read, False)
     keeper = _Keeper(pid, ended_read, status)
@@ -740,6 +824,8 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
             elif on_part is not None:
                 on_part(message[1])
         if final is not None:  # whole, whatever came after it
+            if feeder is not None:
+                feeder.raise_error()
             if final[0] == "ok":
                 return final[1]
             if isinstance(final[1], Exception):  # e.g. a rewardlab error: raise it here as itself
@@ -767,6 +853,8 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
             if not keeper.done:  # interrupted (Ctrl-C) or failed while waiting: no orphan left behind
                 keeper.end()
             keeper.finish()
+            if feeder is not None:
+                feeder.join()
         finally:
             selector.close()
             os.close(read_fd)

@@ -84,6 +84,20 @@ class Source:
         ``roles(paths, **options) -> dict``: which column plays which role
         (episode, step, flags, states, ...), for ``rewardlab info`` to show;
         None for formats whose columns are fixed.
+    stream : callable or None
+        ``stream(paths, *, chunk_bytes, on_error, progress)`` yielding
+        :class:`rewardlab.LoadResult` objects whose frames each hold whole
+        episodes, in input order, each built from about ``chunk_bytes`` of
+        input: what :func:`rewardlab.convert` uses to write a dataset of parts
+        in bounded memory.  Concatenated, the frames (and the skipped rows)
+        equal what ``read`` returns for the same files.  None: the files are
+        read one by one (a file must fit in memory) when per-file reads
+        concatenate to the whole read, else all at once.
+    per_file : bool
+        True when reading the files one at a time and concatenating the
+        frames gives what one read of them all gives (no numbering or
+        check across files): a source without ``stream`` is then converted
+        one file at a time.
     validates : bool
         True when ``load`` itself checks every rule of
         :meth:`FrameSpec.validate <rewardlab.core.spec.FrameSpec.validate>`
@@ -113,6 +127,8 @@ class Source:
     description: str = ""
     read: Callable | None = None
     roles: Callable | None = None
+    stream: Callable | None = None
+    per_file: bool = False
     validates: bool = False
 
     def claims(self, path: Path) -> bool:

@@ -58,6 +58,8 @@ from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, FrameErr
 __all__ = [
     "write_table",
     "verify_table",
+    "read_part",
+    "file_metadata",
     "DATASET_SUFFIXES",
     "LAYOUT",
     "PARQUET_COMPRESSION",
@@ -246,7 +248,7 @@ def _polars_array(dtype: str, width: int) -> pl.DataType:
 
 
 def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet",
-                  spec: FrameSpec | None = None) -> None:
+                  spec: FrameSpec | None = None, metadata: dict[str, str] | None = None) -> None:
     """Write a frame as a dataset file of ``kind`` ``"parquet"`` or ``"ipc"``, its spec in the metadata.
 
     Not atomic by itself: public entry points (:func:`rewardlab.convert`)
@@ -286,6 +288,9 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
     kind : {"parquet", "ipc"}
     spec : FrameSpec, optional
         The frame's spec (default: :func:`dataset_spec`).
+    metadata : dict of str to str, optional
+        More key-value metadata for the file's footer (a part of a dataset
+        folder records which dataset and which part it is).
 
     Examples
     --------
@@ -305,7 +310,7 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
         # Polars' own string/categorical layout (no conversion on read) and record batches of
         # PARQUET_ROW_GROUP rows (Polars decodes them in parallel; one big batch reads 2x slower)
         table = frame.to_arrow(compat_level=pl.CompatLevel.newest()).replace_schema_metadata(
-            {SPEC_KEY: spec.to_json()})
+            {**(metadata or {}), SPEC_KEY: spec.to_json()})
         with pa.ipc.new_file(str(path), table.schema,
                              options=pa.ipc.IpcWriteOptions(compression="zstd",
                                                              unify_dictionaries=True)) as writer:
@@ -314,6 +319,8 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
     import pyarrow.parquet as pq
 
     table = _to_fixed_size_binary(frame, spec)
+    if metadata:
+        table = table.replace_schema_metadata({**metadata, **table.schema.metadata})
     arrays = _array_layout(frame.schema)
     scalars = [c for c in frame.columns if c not in arrays]
     pq.write_table(table, path, compression=PARQUET_COMPRESSION, row_group_size=PARQUET_ROW_GROUP,
@@ -414,7 +421,7 @@ def row_group_ends(path: str | Path) -> list[int]:
     return ends
 
 
-def _file_metadata(path: Path) -> dict[bytes, bytes]:
+def file_metadata(path: str | Path) -> dict[bytes, bytes]:
     """A Parquet or Arrow IPC file's key-value metadata (its footer only); {} for other files."""
     try:
         with open(path, "rb") as f:
@@ -449,7 +456,7 @@ def has_rewardlab_metadata(path: str | Path) -> bool:
     path = Path(path)
     if not path.is_file():
         return False
-    metadata = _file_metadata(path)
+    metadata = file_metadata(path)
     return LAYOUT_KEY.encode() in metadata or SPEC_KEY.encode() in metadata
 
 
@@ -465,7 +472,7 @@ def read_spec(path: str | Path) -> FrameSpec | None:
     'kanachan'
     """
     path = Path(path)
-    return _stored_spec(path, _file_metadata(path))
+    return _stored_spec(path, file_metadata(path))
 
 
 def _stored_spec(path: Path, metadata: dict) -> FrameSpec | None:
@@ -752,13 +759,52 @@ def read_dataset(paths, *, spec: FrameSpec | None = None) -> pl.DataFrame:
     return attach(frame, infos[0].spec)
 
 
-def _read_one(path: Path, kind: str, info: _FileInfo) -> pl.DataFrame:
+def read_part(path: str | Path, *, columns=None) -> pl.DataFrame:
+    """Read one dataset file, or only ``columns`` of it, with its spec (projected) attached.
+
+    What :func:`read_dataset` checks for one file (page checksums, nulls in
+    the spec's columns read, the layout), reading only the columns asked
+    for: the engines read a dataset's parts one at a time with it.
+
+    Parameters
+    ----------
+    path : path
+        A ``.parquet`` or ``.arrow`` file rewardlab wrote.
+    columns : sequence of str or None
+        The columns to read, in the file's order (None: all).  The spec's
+        episode columns are read too when they are not named, since a part
+        without them is no longer a run of episodes.
+
+    Examples
+    --------
+    >>> read_part("corpus/part-000000.parquet", columns=["reward_top"])  # doctest: +SKIP
+    """
+    files, kind = dataset_files([path])
+    info = _inspect(files, kind)[0]
+    path = files[0]
+    if columns is None:
+        frame = _ordered(_read_one(path, kind, info), info.spec)
+        _check_nulls(path, frame, info.spec)
+        return attach(frame, info.spec)
+    wanted = set(columns) | set(info.spec.episode)
+    missing = [c for c in columns if c not in info.names]
+    if missing:
+        raise ColumnNotFoundError(missing[0], list(info.names))
+    names = [c for c in info.names if c in wanted]
+    frame = _read_one(path, kind, info, columns=names)
+    spec = info.spec.project(names)
+    _check_nulls(path, frame, spec)
+    return attach(frame, spec)
+
+
+def _read_one(path: Path, kind: str, info: _FileInfo, *, columns=None) -> pl.DataFrame:
     try:
         if info.fsb:
-            return _read_fsb(path, info)
+            return _read_fsb(path, info, columns=columns)
         if kind == "ipc":
-            return pl.scan_ipc(path).collect()
-        return pl.read_parquet(path)
+            lf = pl.scan_ipc(path)
+            return (lf if columns is None else lf.select(columns)).collect()
+        return pl.read_parquet(path, columns=columns)
     except DataFormatError:
         raise
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # pyarrow raises OSError / ValueError
@@ -810,12 +856,13 @@ def _check_episodes_once(episodes: list[tuple[Path, pl.DataFrame]]) -> None:
         hint="Remove the duplicate file, or load the files separately.")
 
 
-def _read_fsb(path: Path, info: _FileInfo) -> pl.DataFrame:
+def _read_fsb(path: Path, info: _FileInfo, *, columns=None) -> pl.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     arrays = {name: (dtype, width) for name, dtype, width in info.arrays}
-    table = pq.read_table(path, page_checksum_verification=True)
+    table = pq.read_table(path, columns=None if columns is None else list(columns),
+                          page_checksum_verification=True)
     columns = {}
     for name in table.column_names:
         column = table[name]

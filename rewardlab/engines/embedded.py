@@ -1,0 +1,107 @@
+"""The embedded engine: work items run in this process, a few at a time in threads.
+
+What an item does that is heavy runs outside the GIL: Polars and the
+compiled tokenizer release it, and plug-ins run in a forked child process
+(:mod:`rewardlab.plugins.isolation`), so threads are enough to keep the cores
+busy, and nothing is pickled on the way in.  At most ``2 * workers`` items
+are started ahead of the one whose result is due, so a slow item holds back
+only a bounded amount of finished work (memory stays bounded).
+
+Examples
+--------
+>>> list(map_items(lambda x: x * x, range(5), workers=3))
+[0, 1, 4, 9, 16]
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator
+
+from rewardlab.core.errors import check_int
+from rewardlab.engines.registry import Engine, register_engine
+
+__all__ = ["map_items", "available_cores", "check_workers", "ENGINE", "MAX_WORKERS"]
+
+#: The most items the embedded engine runs at once.
+MAX_WORKERS = 1024
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform says, else ``os.cpu_count``).
+
+    Examples
+    --------
+    >>> available_cores() >= 1
+    True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_workers(workers, *, argument: str = "workers") -> int:
+    """``workers`` checked (an integer in [1, MAX_WORKERS]); None is :func:`available_cores`.
+
+    Examples
+    --------
+    >>> check_workers(3), check_workers(None) >= 1
+    (3, True)
+    """
+    if workers is None:
+        return available_cores()
+    return check_int(argument, workers, low=1, high=MAX_WORKERS,
+                     rule=f"should be an integer in [1, {MAX_WORKERS}]")
+
+
+def map_items(fn: Callable, items: Iterable, *, workers: int | None = None, address=None) -> Iterator:
+    """Yield ``fn(item)`` for each item, in order, running up to ``workers`` at once in threads.
+
+    Parameters
+    ----------
+    fn : callable
+        Called once per item.
+    items : iterable
+        Read lazily, at most ``2 * workers`` ahead of the result yielded next.
+    workers : int or None
+        Items at once (None: :func:`available_cores`); 1 runs them one after
+        the other in this thread.
+    address : None
+        Refused by :func:`rewardlab.engines.check_engine` (no cluster to join).
+
+    Raises
+    ------
+    Exception
+        The first exception an item raised, in item order; items not yet
+        started are not started, and those running are awaited.
+    """
+    workers = check_workers(workers)
+    if workers == 1:
+        for item in items:
+            yield fn(item)
+        return
+    pending: collections.deque = collections.deque()
+    source = iter(items)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rewardlab-engine") as pool:
+        try:
+            for item in source:
+                pending.append(pool.submit(fn, item))
+                while len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+#: The embedded engine (the default).
+ENGINE = register_engine(Engine(
+    name="embedded",
+    map=map_items,
+    description="this machine: parts are read and worked on a few at a time in threads; plug-ins run in "
+    "forked child processes",
+))

@@ -1,0 +1,376 @@
+"""Apply reward plug-ins to a dataset folder part by part, writing a rewards dataset beside it.
+
+Memory holds about one part at a time: a work item reads its parts one by
+one, hands each part's arrays to the plug-ins' child process through a pipe
+(:func:`rewardlab.plugins.isolation.run_in_child`'s ``feed``; the child never
+needs the whole frame), and writes each part's rewards as it comes back.
+The plug-ins see exactly the batches of one pass over the whole frame
+(:func:`rewardlab.plugins.shards.stream_shards` carries rows across parts):
+
+* ``episodes`` and ``fragments`` never cross an episode, so the parts are
+  split into runs of consecutive parts, one work item each, run at once by
+  the engine's workers;
+* ``sequential``, ``dataloader`` and ``shuffled`` carry rows from one part
+  to the next, so all parts are one work item, in order (one plug-in
+  process; the engine's other workers stay idle).
+
+The rewards dataset has the input's parts, row for row, each holding the
+input's keys and context (what the analyses need) and ``reward_<name>`` /
+``done_<name>`` per plug-in; its manifest names the input as its base.  It
+is written to a staging folder and renamed onto its name only when every
+part is done: a failed, killed or interrupted run leaves nothing there.
+
+Examples
+--------
+>>> apply_to_dataset("corpus", ["data/plugins/rank_top.py"], "corpus-rewards")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import warnings
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from rewardlab.contracts.checks import RewardScale
+from rewardlab.contracts.registry import contract_for, get_contract
+from rewardlab.core import columns
+from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice, check_int
+from rewardlab.core.spec import attach
+from rewardlab.engines import check_engine
+from rewardlab.engines.embedded import available_cores
+from rewardlab.plugins import isolation
+from rewardlab.plugins.apply import REWARD_DTYPES, check_column_clashes, scale_message
+from rewardlab.plugins.batch_modes import (
+    BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_batch_size, check_contiguous, check_num_workers,
+    mode_setting,
+)
+from rewardlab.plugins.execution import (
+    check_isolation, failed_plugin, failure_error, load_items, plugin_items, progress_bar,
+)
+from rewardlab.plugins.runner import Locator, resolve
+from rewardlab.plugins.shards import stream_shards
+from rewardlab.sources.datasets.manifest import Manifest
+from rewardlab.sources.datasets.parts import PartedDataset, PartWriter, write_part_file
+from rewardlab.sources.kanachan import schema as S
+
+__all__ = ["apply_to_dataset", "CARRY_MODES", "rewards_table_columns"]
+
+#: Batch modes whose batches cross parts (one work item over every part, in order).
+CARRY_MODES = ("sequential", "dataloader", "shuffled")
+
+
+def rewards_table_columns(frame_columns, spec) -> list[str]:
+    """The input columns a rewards table keeps: keys, the context analyses need, the spec's structure.
+
+    Examples
+    --------
+    >>> from rewardlab.core.spec import FrameSpec
+    >>> rewards_table_columns(["e", "t", "x"], FrameSpec(name="s", episode=("e",), step="t"))
+    ['e', 't']
+    """
+    keep = dict.fromkeys([*S.KEY_COLUMNS, *S.REWARDS_TABLE_CONTEXT, *spec.structure])
+    have = set(frame_columns)
+    return [c for c in keep if c in have]
+
+
+@dataclasses.dataclass
+class _Scale:
+    """Mergeable sums behind a :class:`~rewardlab.contracts.checks.RewardScale` (a warning's figures)."""
+
+    n: int = 0
+    s: float = 0.0
+    q: float = 0.0
+    n_all: int = 0
+    s_all: float = 0.0
+    q_all: float = 0.0
+
+    def add(self, rewards: np.ndarray, dones: np.ndarray) -> None:
+        finite = np.isfinite(rewards)
+        carried = finite & ((rewards != 0) | dones)
+        for mask, suffix in ((carried, ""), (finite, "_all")):
+            values = rewards[mask]
+            setattr(self, "n" + suffix, getattr(self, "n" + suffix) + int(values.size))
+            setattr(self, "s" + suffix, getattr(self, "s" + suffix) + math.fsum(values))
+            setattr(self, "q" + suffix, getattr(self, "q" + suffix) + math.fsum(values * values))
+
+    def merge(self, other: "_Scale") -> None:
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def result(self) -> RewardScale:
+        def ms(n, s, q):
+            if not n:
+                return math.nan, math.nan
+            mean = s / n
+            return mean, math.sqrt(max(q / n - mean * mean, 0.0))
+
+        mean, std = ms(self.n, self.s, self.q)
+        mean_all, std_all = ms(self.n_all, self.s_all, self.q_all)
+        return RewardScale(mean, std, self.n, mean_all, std_all, self.n_all)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    """One work item: a run of consecutive parts, through one plug-in process."""
+
+    folder: str
+    indexes: tuple[int, ...]
+    plugins: tuple  # (path, name) per plug-in
+    settings: dict
+    staging: str
+    dataset_id: str
+    keep: tuple[str, ...]
+    timeout: float | None
+    isolate: bool
+
+
+@dataclasses.dataclass
+class _Done:
+    """What a work item brings back to the driver."""
+
+    entries: dict
+    scales: list
+    dtypes: list
+    error: BaseException | None = None
+
+
+def _locate_error(ds: PartedDataset, indexes, outcome, spec, contract):
+    """Resolve an outcome's finding to an error naming the part and the row (file:line of its input)."""
+    finding = outcome.error if outcome.error is not None else next(iter(outcome.problems.values()))[0]
+    row = finding.row if getattr(finding, "row", None) is not None else finding.first_row
+    start = 0
+    for index in indexes:
+        rows = ds.manifest.parts[index].rows
+        if row < start + rows:
+            frame = ds.read(index)
+            locator = _PartLocator(frame, columns=contract.locator_columns(spec), start=start, part=index,
+                                   path=ds.paths[index])
+            resolve([outcome], locator)
+            return outcome.error if outcome.error is not None else next(iter(outcome.problems.values()))[0]
+        start += rows
+    resolve([outcome], None)
+    return outcome.error if outcome.error is not None else next(iter(outcome.problems.values()))[0]
+
+
+class _PartLocator(Locator):
+    """A Locator for one part, whose rows count from a work item's start."""
+
+    def __init__(self, frame, *, columns, start: int, part: int, path):
+        super().__init__(frame, columns=columns)
+        self._start = start
+        self._part = part
+        self._path = path
+
+    def info(self, row: int) -> dict:
+        return super().info(int(row) - self._start)
+
+    def transition(self, row: int) -> str:
+        text = super().transition(row)
+        where = f"part {self._part}: {self._path}"
+        return text[:-1] + f"; {where})" if text.endswith(")") else f"{text} ({where})"
+
+
+def _run_task(task: _Task) -> _Done:
+    """Run the plug-ins over the task's parts; write each part's rewards table into the staging folder."""
+    ds = PartedDataset(task.folder)
+    spec = ds.spec
+    contract = get_contract(task.settings["contract"])
+    items = plugin_items([Path(p) for p, _ in task.plugins], contract)
+    settings = dict(task.settings)
+    done = _Done(entries={}, scales=[_Scale() for _ in items], dtypes=[None] * len(items))
+    lock = threading.Lock()
+
+    def feed():
+        for index in task.indexes:
+            yield contract.arrays(ds.read(index), spec)
+
+    def job(status, send, shards):
+        loaded = load_items(items, status, contract)
+        for plugin in loaded:
+            send(("plugin", plugin.portable()))
+        for k, outcomes in stream_shards(
+                shards, loaded, mode=settings["mode"], batch_size=settings["batch_size"], seed=settings["seed"],
+                contiguous=settings["contiguous"], num_workers=settings["num_workers"], strict=settings["strict"],
+                collect=False, convention=settings["convention"], setting=settings["setting"], status=status,
+                interrupts_are_plugins=task.isolate, contract=contract):
+            if any(o.error is not None or o.problems for o in outcomes):
+                for o in outcomes:
+                    o.plugin = o.plugin.portable()
+                    o.rewards = o.rewards[:0]
+                    o.dones = o.dones[:0]
+                return ("failed", outcomes)
+            send(("part", k, [(o.rewards, o.dones, o.reward_dtype) for o in outcomes]))
+        return ("ok", None)
+
+    loaded_names: list = []
+
+    def on_part(message) -> None:
+        if message[0] == "plugin":
+            loaded_names.append(message[1])
+            return
+        _, k, results = message
+        index = task.indexes[k]
+        base = ds.read(index, list(task.keep))
+        added = []
+        for i, ((rewards, dones, dtype), (_, name)) in enumerate(zip(results, task.plugins)):
+            with lock:
+                done.scales[i].add(rewards, dones)
+                done.dtypes[i] = done.dtypes[i] or dtype
+            added.append(pl.Series(columns.reward_column(name), rewards, dtype=pl.Float64)
+                         .cast(REWARD_DTYPES[dtype or "float64"]))
+            added.append(pl.Series(columns.done_column(name), dones, dtype=pl.Boolean))
+        frame = attach(base.with_columns(added), spec.project(base.columns))
+        done.entries[index] = write_part_file(Path(task.staging), index, frame, dataset_id=task.dataset_id)
+
+    if task.isolate:
+        result = isolation.run_in_child(job, timeout=task.timeout, on_part=on_part, feed=feed())
+    else:
+        result = job(None, on_part, feed())
+    if isinstance(result, isolation.ChildFailure):
+        if len(loaded_names) < len(items):
+            _, name, path = items[len(loaded_names)]
+            done.error = failure_error(result, name, path, loading=True)
+        else:
+            name, path = failed_plugin(result, items)
+            done.error = failure_error(result, name, path, loading=False)
+        return done
+    status, outcomes = result
+    if status == "failed":
+        for outcome, plugin in zip(outcomes, loaded_names):
+            outcome.plugin = plugin
+        bad = next(o for o in outcomes if o.error is not None or o.problems)
+        done.error = _locate_error(ds, task.indexes, bad, spec, contract)
+    return done
+
+
+def _groups(n: int, workers: int, mode: str) -> list[tuple[int, ...]]:
+    """Runs of consecutive part indexes, one per work item."""
+    if mode in CARRY_MODES or n == 0:
+        return [tuple(range(n))]
+    count = min(n, max(1, workers))  # one plug-in process per worker (each loads torch and the plug-ins once)
+    bounds = np.linspace(0, n, count + 1).round().astype(int)
+    return [tuple(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", batch_size: int | None = None,
+                     seed: int = 0, contiguous: bool | None = None, num_workers: int = DEFAULT_NUM_WORKERS,
+                     convention: str | None = None, strict: bool = False, isolate: bool | None = None,
+                     timeout: float | None = None, replace: bool = False, overwrite: bool = False,
+                     engine: str = "embedded", workers: int | None = None, address: str | None = None,
+                     progress=None) -> Manifest:
+    """Run plug-ins over every part of a dataset folder; write the rewards dataset ``out`` beside it.
+
+    Parameters
+    ----------
+    dataset : path or PartedDataset
+        A dataset folder (``rewardlab convert ... --out FOLDER``).
+    plugins : path or sequence of paths
+        Plug-in files (they are loaded in each work item's child process).
+    out : path
+        The rewards dataset folder to write.
+    batch_mode, batch_size, seed, contiguous, num_workers, convention, strict, isolate, timeout, replace
+        As in :func:`rewardlab.plugins.apply_plugins`; the rewards equal
+        its rewards over the whole frame, bit for bit, in every mode.
+    overwrite : bool
+        Replace an existing rewards dataset at ``out``.
+    engine : {"embedded", "ray"}
+        Where work items run (:mod:`rewardlab.engines`).
+    workers : int or None
+        Work items at once (None: the engine's default, the cores it has).
+    address : str or None
+        The Ray cluster to join (``engine="ray"``; None: a local Ray).
+    progress : bool or None
+        A progress bar over parts.
+
+    Returns
+    -------
+    Manifest
+        The rewards dataset's manifest.
+
+    Raises
+    ------
+    PluginLoadError, PluginRuntimeError, ContractError
+        As :func:`~rewardlab.plugins.apply_plugins`, naming the part and row.
+
+    Warns
+    -----
+    RewardScaleWarning
+        As :func:`~rewardlab.plugins.apply_plugins` (from exact sums merged over parts).
+
+    Examples
+    --------
+    >>> apply_to_dataset("corpus", ["rank_top.py", "raw_points.py"], "corpus-rewards",
+    ...                  batch_mode="dataloader", batch_size=256)  # doctest: +SKIP
+    """
+    ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
+    found = check_engine(engine, address=address)
+    check_choice("batch_mode", batch_mode, BATCH_MODES)
+    if isinstance(plugins, (str, Path)):
+        plugins = [plugins]
+    plugins = list(plugins)
+    if not all(isinstance(p, (str, Path)) for p in plugins):
+        raise ParameterError("plugins", "should be plug-in files (paths) for a dataset folder: each work item "
+                             "loads them in its own process", [type(p).__name__ for p in plugins])
+    chosen, _ = contract_for(ds.read(0, list(ds.spec.episode)) if len(ds) else attach(pl.DataFrame(), ds.spec), None,
+                             spec=ds.spec)
+    chosen.options(convention)
+    if batch_size is not None:
+        batch_size = check_batch_size(batch_size)
+    size = DEFAULT_BATCH_SIZES[batch_mode] if batch_size is None else batch_size
+    size = None if batch_mode == "episodes" else size
+    seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")
+    contiguous = check_contiguous(batch_mode, contiguous)
+    num_workers = check_num_workers(num_workers)
+    if not isinstance(strict, bool):
+        raise ParameterError("strict", "should be True or False", strict)
+    isolate, timeout = check_isolation(isolate, timeout)
+    items = plugin_items([Path(p) for p in plugins], chosen)
+    if not replace:
+        check_column_clashes(ds.all_columns, [(name, path) for _, name, path in items])
+    keep = rewards_table_columns(ds.all_columns, ds.spec)
+    if replace:
+        keep = [c for c in keep if c not in {columns.reward_column(n) for _, n, _ in items}]
+    recorded = [n for n in columns.reward_names(pl.DataFrame(schema={c: pl.Null for c in ds.all_columns}))
+                if n not in {name for _, name, _ in items} and columns.done_column(n) in ds.all_columns]
+    for name in recorded:  # the data's own rewards stay beside the plug-ins'
+        keep += [columns.reward_column(name), columns.done_column(name)]
+    settings = {"mode": batch_mode, "batch_size": size, "seed": seed, "contiguous": contiguous,
+                "num_workers": num_workers, "strict": strict, "convention": convention, "contract": chosen.name,
+                "setting": mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers,
+                                        settings=chosen.mode_settings)}
+    writer = PartWriter(out, spec=ds.spec.project(keep), overwrite=overwrite, base=ds,
+                        source={"plugins": [str(p) for p in plugins], "batch_mode": batch_mode})
+    worker_count = workers if workers is not None else None
+    groups = _groups(len(ds), worker_count or available_cores(), batch_mode)
+    tasks = [_Task(str(ds.folder), g, tuple((str(p), n) for _, n, p in items), settings, str(writer.staging),
+                   writer.id, tuple(keep), timeout, isolate) for g in groups]
+    bar = progress_bar(progress, len(ds), f"apply_plugins ({batch_mode}, {len(ds)} parts)")
+    scales = [_Scale() for _ in items]
+    dtypes: list = [None] * len(items)
+    with writer:
+        try:
+            for done in found.map(_run_task, tasks, workers=workers, address=address):
+                if done.error is not None:
+                    raise done.error
+                for index, entry in done.entries.items():
+                    writer.register(index, entry)
+                for i, (scale, dtype) in enumerate(zip(done.scales, done.dtypes)):
+                    scales[i].merge(scale)
+                    dtypes[i] = dtypes[i] or dtype
+                if bar is not None:
+                    bar.update(len(done.entries))
+        finally:
+            if bar is not None:
+                bar.close()
+    manifest = writer.manifest
+    for (_, name, path), scale in zip(items, scales):
+        result = scale.result()
+        if ds.rows and result.far:
+            warnings.warn(RewardScaleWarning(scale_message(name, path, result)), stacklevel=2)
+    return manifest
+

@@ -1,0 +1,213 @@
+"""Convert input files of any registered source into a dataset folder of parts, in bounded memory.
+
+How the input is read depends on what its source offers
+(:class:`rewardlab.sources.registry.Source`):
+
+* ``stream`` (kanachan text): chunks of whole episodes of about
+  ``chunk_bytes`` of input each, so memory is bounded whatever the files'
+  sizes;
+* ``per_file``: one file at a time (memory bounded by the largest file),
+  several files at once in the engine's workers, written in input order;
+* otherwise: every file in one read (the input must fit in memory).
+
+Whatever the route, the parts concatenated are the frame
+:func:`rewardlab.load` gives for the same files, row for row.  Skip mode
+works as for one frame: the skipped lines are counted, kept byte for byte
+and written to ``skipped_path`` once the dataset is written.
+
+Examples
+--------
+>>> result = convert_to_parts(["a.tsv.gz", "b.tsv.gz"], "corpus")  # doctest: +SKIP
+>>> result.manifest.rows  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import polars as pl
+
+from rewardlab.core.errors import ParameterError, check_int
+from rewardlab.core.files import check_not_input, progress_enabled
+from rewardlab.core.spec import FrameSpec, attach, attached
+from rewardlab.engines import check_engine
+from rewardlab.sources.datasets.manifest import Manifest
+from rewardlab.sources.datasets.parts import PartWriter, part_rows_for
+from rewardlab.sources.dispatch import load, resolve_source
+from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult, write_skipped_lines
+
+__all__ = ["convert_to_parts", "PartsResult", "DEFAULT_MEMORY", "parse_size"]
+
+#: The memory a conversion aims to stay near, in bytes, unless told otherwise.
+DEFAULT_MEMORY = 512 << 20
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text, *, argument: str = "memory") -> int:
+    """Bytes from ``512M``, ``2G``, ``300k`` or a plain number of bytes.
+
+    Examples
+    --------
+    >>> parse_size("512M"), parse_size("2g"), parse_size(1024)
+    (536870912, 2147483648, 1024)
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        return check_int(argument, text, low=1 << 20, rule="should be at least 1 MiB")
+    raw = str(text).strip().lower().removesuffix("ib").removesuffix("b")
+    unit = raw[-1:] if raw[-1:] in _UNITS else ""
+    try:
+        value = float(raw[: len(raw) - len(unit)])
+    except ValueError:
+        raise ParameterError(argument, "should be a size such as 512M or 2G", text) from None
+    return check_int(argument, int(value * _UNITS[unit]), low=1 << 20, rule="should be at least 1 MiB")
+
+
+@dataclasses.dataclass(frozen=True)
+class PartsResult:
+    """What :func:`convert_to_parts` wrote: the manifest, and what it skipped (as :class:`rewardlab.LoadResult`)."""
+
+    manifest: Manifest
+    out: Path
+    skipped: pl.DataFrame
+    skipped_path: Path | None = None
+
+    @property
+    def skip_counts(self) -> dict[str, int]:
+        """Skipped lines per reason, most frequent first."""
+        return LoadResult(pl.DataFrame(), self.skipped).skip_counts
+
+
+def _read_one(source, files, options: dict, progress):
+    """One read of ``files``: a LoadResult (the source's ``read`` where it has one, else ``load``)."""
+    if source.read is not None:
+        opts = source.check_options(dict(options), "read")
+        if source.takes("progress", "read"):
+            opts["progress"] = progress
+        return source.read(files, **opts)
+    frame = load(files, format=source.name, progress=progress, options=options or None)
+    return LoadResult.nothing_skipped(frame)
+
+
+def convert_to_parts(paths, out, *, format: str | None = None, options: dict | None = None,
+                     on_error: str = "raise", skipped_path=None, memory=DEFAULT_MEMORY, part_rows: int | None = None,
+                     workers: int | None = None, engine: str = "embedded", overwrite: bool = False,
+                     progress: bool | None = None) -> PartsResult:
+    """Convert files of one format into the dataset folder ``out`` (see the module's text).
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Input files (or folders) of one format.
+    out : path
+        The dataset folder to write (no ``.parquet`` / ``.arrow`` suffix).
+    format, options
+        As in :func:`rewardlab.load`.
+    on_error : {"raise", "skip"}
+        Skip mode of sources that have one; the skipped input is kept.
+    skipped_path : path, optional
+        Where to write the skipped input lines, byte for byte (as
+        :func:`rewardlab.read_kanachan` does), once the dataset is written.
+    memory : int or str
+        The memory to stay near (``"512M"``): sets the input chunk size and
+        the rows per part.
+    part_rows : int, optional
+        Rows per part (default: from ``memory``).
+    workers : int, optional
+        Files read at once, for sources read one file at a time (default:
+        the cores available).
+    engine : str
+        ``"embedded"`` (this machine); the files are read in its workers.
+    overwrite : bool
+        Replace an existing dataset folder at ``out``.
+    progress : bool or None
+        Progress bars (None: on an interactive terminal or in Jupyter).
+
+    Returns
+    -------
+    PartsResult
+
+    Examples
+    --------
+    >>> convert_to_parts("data/sample.tsv.gz", "/tmp/sample", overwrite=True)  # doctest: +SKIP
+    """
+    out = Path(out)
+    memory = parse_size(memory)
+    rows = part_rows_for(memory) if part_rows is None else check_int("part_rows", part_rows, low=1,
+                                                                      rule="should be an integer >= 1")
+    found_engine = check_engine(engine)
+    check_not_input(out, paths, name="out", folder_suffixes=())
+    if skipped_path is not None:
+        skipped_path = Path(skipped_path)
+        check_not_input(skipped_path, paths, name="skipped_path")
+        if skipped_path.exists() and not overwrite:
+            from rewardlab.core.errors import OutputExistsError
+
+            raise OutputExistsError(skipped_path)
+    options = dict(options or {})
+    files, source = resolve_source(paths, format=format)
+    if on_error != "raise":
+        options["on_error"] = on_error
+    skipped: list[pl.DataFrame] = []
+    written_by_source = False
+    spec: FrameSpec | None = None
+    writer = None
+
+    def add(result) -> None:
+        nonlocal spec, writer
+        frame = result.frame
+        if result.skipped.height:
+            skipped.append(result.skipped)
+        if writer is None:
+            spec = attached(frame) or source.spec
+            writer = PartWriter(out, spec=spec, part_rows=rows, overwrite=overwrite,
+                                source={"format": source.name, "inputs": [str(f) for f in files]})
+            writer.__enter__()
+        writer.add(attach(frame, spec) if attached(frame) is None else frame)
+
+    try:
+        if source.stream is not None:
+            stream_options = {k: v for k, v in options.items() if k == "on_error"}
+            unknown = sorted(set(options) - set(stream_options))
+            if unknown:
+                raise ParameterError("options", f"are not options of the {source.name} format's streaming "
+                                     "reader", unknown)
+            for result in source.stream(files, chunk_bytes=max(1 << 20, memory // 8), progress=progress,
+                                        **stream_options):
+                add(result)
+        elif source.per_file and len(files) > 1:
+            def read(file):
+                return _read_one(source, [file], options, False)
+
+            bar = _bar(progress, len(files), f"convert ({source.name})")
+            for result in found_engine.map(read, files, workers=workers):
+                add(result)
+                if bar is not None:
+                    bar.update(1)
+            if bar is not None:
+                bar.close()
+        else:
+            if skipped_path is not None and source.read is not None and source.takes("skipped_path", "read"):
+                options.update(skipped_path=skipped_path, overwrite=overwrite)  # the source writes its own
+                written_by_source = True
+            add(_read_one(source, files, options, progress))
+        if writer is None:  # no input rows at all
+            add(LoadResult.nothing_skipped(attach(pl.DataFrame(), source.spec)))
+        manifest = writer.close()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    table = pl.concat(skipped, how="diagonal_relaxed") if skipped else pl.DataFrame(schema=SKIPPED_LINES_SCHEMA)
+    if skipped_path is not None and table.height and not written_by_source:
+        write_skipped_lines(table["raw"].to_list(), skipped_path, overwrite=overwrite)
+    return PartsResult(manifest, out, table, skipped_path if table.height else None)
+
+
+def _bar(progress, total: int, desc: str):
+    if not progress_enabled(progress):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="file")

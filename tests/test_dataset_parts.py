@@ -1,0 +1,176 @@
+"""Dataset folders of parts: convert to one, read it back, refuse damaged ones, apply plug-ins part by part.
+
+The references are the in-memory paths: the frame :func:`rewardlab.load` gives
+for the same input, and :func:`rewardlab.plugins.apply_plugins` over that
+whole frame (bit for bit, in every batch mode).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import polars as pl
+import pytest
+
+import rewardlab
+from rewardlab.core.errors import DataFormatError, OutputExistsError, ParameterError, PluginRuntimeError
+from rewardlab.plugins import apply_plugins
+from rewardlab.plugins.apply_parts import apply_to_dataset
+from rewardlab.sources.datasets import MANIFEST_NAME, PartedDataset, open_dataset
+from rewardlab.sources.datasets.convert import convert_to_parts, parse_size
+
+PLUGINS = ["data/plugins/rank_top.py", "data/plugins/raw_points.py"]
+REWARDS = ["reward_rank_top", "done_rank_top", "reward_raw_points", "done_raw_points"]
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return rewardlab.load("data/sample.tsv.gz")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, sample):
+    out = tmp_path_factory.mktemp("parts") / "corpus"
+    convert_to_parts("data/sample.tsv.gz", out, part_rows=20_000, progress=False)
+    return out
+
+
+def test_the_parts_concatenate_to_the_frame_load_gives(corpus, sample):
+    ds = open_dataset(corpus)
+    assert len(ds) > 3 and ds.rows == sample.height
+    assert ds.load().equals(sample)
+    assert rewardlab.load(corpus).equals(sample)  # the dataset source reads a folder through its manifest
+    heights = [f.height for f in ds.frames(columns=["seat"])]
+    assert sum(heights) == sample.height and all(h >= 20_000 for h in heights[:-1])
+    ends = 0
+    for part in ds.frames(columns=["end_of_game"]):  # every part ends at an episode's end
+        assert part["end_of_game"][-1]
+        ends += int(part["end_of_game"].sum())
+    assert ends == ds.episodes == sample["end_of_game"].sum()
+
+
+def test_verify_reads_every_part(corpus):
+    open_dataset(corpus).verify()
+
+
+def _copy(corpus, tmp_path):
+    target = tmp_path / "copy"
+    shutil.copytree(corpus, target)
+    return target
+
+
+def test_a_missing_part_is_named(corpus, tmp_path):
+    target = _copy(corpus, tmp_path)
+    (target / "part-000001.parquet").unlink()
+    with pytest.raises(DataFormatError, match="missing_part|part 1 of"):
+        PartedDataset(target)
+
+
+def test_a_truncated_part_is_named(corpus, tmp_path):
+    target = _copy(corpus, tmp_path)
+    path = target / "part-000002.parquet"
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(DataFormatError, match="part-000002.parquet.*truncated"):
+        PartedDataset(target)
+
+
+def test_a_part_copied_over_another_is_named(corpus, tmp_path):
+    target = _copy(corpus, tmp_path)
+    manifest = json.loads((target / MANIFEST_NAME).read_text())
+    shutil.copy(target / "part-000000.parquet", target / "part-000003.parquet")
+    manifest["parts"][3]["bytes"] = (target / "part-000003.parquet").stat().st_size
+    (target / MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(DataFormatError, match="part 0 of this dataset, copied over part 3"):
+        PartedDataset(target)
+
+
+def test_a_foreign_part_is_named(corpus, tmp_path):
+    target = _copy(corpus, tmp_path)
+    other = tmp_path / "other"
+    convert_to_parts("data/sample.tsv.gz", other, part_rows=20_000, progress=False)
+    shutil.copy(other / "part-000000.parquet", target / "part-000000.parquet")
+    with pytest.raises(DataFormatError, match="another dataset"):
+        PartedDataset(target)
+    shutil.copy(corpus / "part-000000.parquet", target / "part-000000.parquet")
+    shutil.copy(other / "part-000001.parquet", target / "part-999999.parquet")  # a stray file
+    with pytest.raises(DataFormatError, match="does not list"):
+        PartedDataset(target)
+
+
+def test_a_damaged_manifest_is_named(corpus, tmp_path):
+    target = _copy(corpus, tmp_path)
+    (target / MANIFEST_NAME).write_text("{not json")
+    with pytest.raises(DataFormatError, match="not JSON"):
+        PartedDataset(target)
+    (target / MANIFEST_NAME).unlink()
+    with pytest.raises(DataFormatError, match="no rewardlab-dataset.json"):
+        PartedDataset(target)
+
+
+def test_convert_refuses_an_existing_output_and_leaves_nothing_on_failure(corpus, tmp_path):
+    with pytest.raises(OutputExistsError):
+        convert_to_parts("data/sample.tsv.gz", corpus, progress=False)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("not a kanachan line\n")
+    out = tmp_path / "never"
+    with pytest.raises(DataFormatError):
+        convert_to_parts(bad, out, format="kanachan", progress=False)
+    assert not out.exists() and not (tmp_path / "never.partial").exists()
+    with pytest.raises(ParameterError, match="memory"):
+        parse_size("lots")
+
+
+@pytest.mark.parametrize("mode,size", [("episodes", None), ("sequential", 64), ("dataloader", 96),
+                                       ("fragments", 16), ("shuffled", 64)])
+def test_apply_part_by_part_equals_one_pass_bit_for_bit(corpus, sample, tmp_path, mode, size):
+    out = tmp_path / "rewards"
+    manifest = apply_to_dataset(corpus, PLUGINS, out, batch_mode=mode, batch_size=size, workers=2)
+    ds = open_dataset(out)
+    assert ds.base.folder == open_dataset(corpus).folder and len(manifest.parts) == len(ds.base)
+    got = ds.load()
+    want = apply_plugins(sample, PLUGINS, batch_mode=mode, batch_size=size)
+    for column in REWARDS:
+        assert got[column].dtype == want[column].dtype
+        assert got[column].equals(want[column]), column
+    # the rewards dataset reads its base's columns part by part
+    joined = ds.read(0, ["reward_rank_top", "sparse"])
+    assert joined["sparse"].equals(sample["sparse"].slice(0, joined.height))
+
+
+def test_a_failing_plugin_names_the_part_and_leaves_no_output(corpus, tmp_path):
+    plugin = tmp_path / "breaks.py"
+    plugin.write_text(
+        "def get_reward(data, contiguous):\n"
+        "    if data['next', 'end_of_game'].any():\n"
+        "        raise RuntimeError('boom')\n"
+        "    data['next', 'reward'] = data['next', 'end_of_game'].float() * 0\n")
+    out = tmp_path / "rewards"
+    with pytest.raises(PluginRuntimeError, match=r"boom") as info:
+        apply_to_dataset(corpus, [plugin], out, workers=2)
+    assert "part 0" in str(info.value)
+    assert not out.exists() and not (tmp_path / "rewards.partial").exists()
+
+
+def test_a_rewards_dataset_without_its_base_is_refused(corpus, tmp_path):
+    base = _copy(corpus, tmp_path)
+    out = tmp_path / "rewards"
+    apply_to_dataset(base, PLUGINS[:1], out, workers=1)
+    shutil.rmtree(base)
+    with pytest.raises(DataFormatError, match="input .* is not there"):
+        PartedDataset(out)
+
+
+def test_the_cli_converts_and_applies_a_dataset_folder(tmp_path, sample, capsys):
+    from rewardlab.cli import main
+
+    corpus, rewards = tmp_path / "corpus", tmp_path / "rewards"
+    assert main(["convert", "data/sample.tsv.gz", "--out", str(corpus), "--memory", "32M"]) == 0
+    assert main(["apply", str(corpus), "--plugin", PLUGINS[0], "--out", str(rewards), "--workers", "2"]) == 0
+    frame = open_dataset(rewards).load()
+    assert frame.height == sample.height and "reward_rank_top" in frame.columns
+    assert main(["apply", "data/sample.tsv.gz", "--plugin", PLUGINS[0], "--out", str(tmp_path / "x.parquet"),
+                 "--ray-address", "auto"]) == 2
+    assert "`--ray-address` applies to a dataset folder" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["corpus", "rewards"]
