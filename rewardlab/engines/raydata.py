@@ -19,7 +19,11 @@ Where it runs
   the later calls of this process and ends with it.
 - ``address="auto"``: joins the cluster this machine belongs to (started
   with ``ray start --head`` / ``ray start --address=HEAD:6379``).
-- ``address="ray://HOST:10001"``: joins a remote cluster through Ray Client.
+- ``address="ray://HOST:10001"``: joins a remote cluster through Ray Client
+  (which needs ``pip install 'ray[client]==2.60.0'`` beside the extra).
+
+Commands take it as ``engine="ray", address=...`` (CLI ``--engine ray
+--ray-address ADDR``): the one flag that changes between a laptop and a cluster.
 
 rewardlab (with the ``ray`` extra, and whatever the plug-ins import) must be
 installed on every node of the cluster, at the same version as the driver's:
@@ -51,6 +55,8 @@ True
 from __future__ import annotations
 
 import importlib.util
+import logging
+import os
 import pickle
 import traceback
 import warnings
@@ -60,7 +66,7 @@ from rewardlab.core.errors import ParameterError, RewardlabError, check_int
 from rewardlab.engines.embedded import MAX_WORKERS, available_cores
 from rewardlab.engines.registry import Engine, register_engine
 
-__all__ = ["map_items_ray", "missing", "EngineError", "TASK_RETRIES", "ENGINE", "INSTALL_HINT"]
+__all__ = ["map_items_ray", "missing", "connect", "EngineError", "TASK_RETRIES", "ENGINE", "INSTALL_HINT"]
 
 #: How many more times Ray runs an item whose worker process died (system failures only;
 #: an exception raised by ``fn`` is never retried).
@@ -130,15 +136,16 @@ def run_item(row: dict, *, fn: bytes) -> dict:
     >>> row["ok"], pickle.loads(row["payload"])  # doctest: +SKIP
     (True, 2)
     >>> row = run_item({"index": 1, "item": pickle.dumps("x")}, fn=pickle.dumps(abs))  # doctest: +SKIP
-    >>> row["ok"], "bad operand type for abs()" in str(pickle.loads(pickle.loads(row["payload"])["error"]))
-    (False, True)
+    >>> row["ok"]  # doctest: +SKIP
+    False
     """
     from ray import cloudpickle
 
     try:
         result = pickle.loads(fn)(pickle.loads(row["item"]))
         payload = cloudpickle.dumps(result, protocol=5)
-    except BaseException as exc:  # noqa: BLE001 -- carried to the driver and raised there
+    except (Exception, SystemExit) as exc:  # carried to the driver and raised there; KeyboardInterrupt is
+        # how Ray cancels a task once the driver stopped reading, and stays Ray's
         return {"index": row["index"], "ok": False, "payload": pickle_failure(exc)}
     return {"index": row["index"], "ok": True, "payload": payload}
 
@@ -187,22 +194,34 @@ def connect(address: str | None) -> bool:
     notices of dead workers still reach this process's terminal, while Ray
     Data's per-run log lines are kept to its log files.
     """
-    import logging
-    import os
-
     import ray
     import ray.data  # configures Ray Data's loggers, before the level below
 
     if ray.is_initialized():
         return False
     options = dict(ignore_reinit_error=True, include_dashboard=False, logging_level="ERROR", log_to_driver=True)
-    if address is not None:
-        ray.init(address=address, **options)
-    elif os.environ.get("RAY_ADDRESS"):
-        ray.init(**options)
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        address = os.environ["RAY_ADDRESS"]
+        where = f"join the Ray cluster at RAY_ADDRESS={address!r}"
     else:
-        ray.init(num_cpus=available_cores(), **options)
+        where = "start a local Ray" if address is None else f"join the Ray cluster at {address!r}"
+    try:
+        if address is None:
+            ray.init(num_cpus=available_cores(), **options)
+        else:
+            ray.init(address=address, **options)
+    except Exception as exc:  # noqa: BLE001 -- Ray raises ConnectionError, ValueError, RuntimeError, ...
+        if "ray[client]" in str(exc):
+            hint = "A ray:// address goes through Ray Client: pip install 'ray[client]==2.60.0'"
+        elif address is not None:
+            hint = ("Check the address (`ray status` on the head node prints it; Ray Client listens on port 10001) "
+                    "and that this machine reaches it")
+        else:
+            hint = "Check the free memory and the disk space under /tmp/ray"
+        raise EngineError(f"could not {where}: {type(exc).__name__}: {exc}", hint=hint) from exc
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+    # rewardlab shows its own progress; Ray Data's notice that its bars are off says nothing to a user
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)
     return True
 
 
@@ -270,20 +289,22 @@ def _stream(fn: Callable, items: list, workers: int | None, address: str | None)
     from ray import cloudpickle
     from ray.data import TaskPoolStrategy
 
+    count = len(items)
     rows = [{"index": k, "item": cloudpickle.dumps(item, protocol=5)} for k, item in enumerate(items)]
-    size = None if workers is None else min(workers, len(rows))
+    size = None if workers is None else min(workers, count)
     retries = TASK_RETRIES
     with warnings.catch_warnings():
         # Ray 2.60 warns of its own deprecated settings as it copies a DataContext, and max_retries
         # has no named parameter yet.
         warnings.simplefilter("ignore", DeprecationWarning)
-        dataset = ray.data.from_items(rows, override_num_blocks=len(rows))  # one item, one block, one task
+        dataset = ray.data.from_items(rows, override_num_blocks=count)  # one item, one block, one task
         context = dataset.context  # this dataset's own copy: the caller's DataContext is left as it was
         context.execution_options.preserve_order = True
         context.max_errored_blocks = -1  # an item whose worker died for good is dropped; its gap names it
         context.enable_progress_bars = False
         dataset = dataset.map(run_item, fn_kwargs={"fn": cloudpickle.dumps(fn, protocol=5)},
                               compute=TaskPoolStrategy(size=size), num_cpus=1, max_retries=retries)
+    del rows  # the blocks are in Ray's object store now
     rows_out = iter(dataset.iter_rows())
     expected = 0
     try:
@@ -293,15 +314,16 @@ def _stream(fn: Callable, items: list, workers: int | None, address: str | None)
             except StopIteration:
                 row = None
             except ray.exceptions.RayError as exc:
-                raise EngineError(f"Ray failed while running work item {expected} of {len(rows)} or one after "
+                raise EngineError(f"Ray failed while running work item {expected} of {count} or one after "
                                   f"it: {type(exc).__name__}: {exc}", hint=_FAULT_HINT) from exc
-            if row is None and expected == len(rows):
+            if row is None and expected == count:
                 return
             if row is None or row["index"] != expected:
                 raise EngineError(
-                    f"work item {expected} of {len(rows)} did not come back from Ray: its worker died each of the "
-                    f"{retries + 1} times it ran it (killed, out of memory, a crash in native code), or Ray could "
-                    "not run it there (Ray's message is above, and in the session's logs under /tmp/ray)",
+                    f"work item {expected} of {count} did not come back from Ray: Ray ran it {retries + 1} "
+                    f"time{'s' if retries else ''} and its worker died each time (killed, out of memory, a crash "
+                    "in native code), or Ray could not run it there (Ray's message is above, and in the session's "
+                    "logs under /tmp/ray)",
                     hint=_FAULT_HINT)
             if not row["ok"]:
                 raise_failure(row["payload"], expected)

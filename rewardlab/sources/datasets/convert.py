@@ -50,8 +50,8 @@ def parse_size(text, *, argument: str = "memory") -> int:
 
     Examples
     --------
-    >>> parse_size("512M"), parse_size("2g"), parse_size(1024)
-    (536870912, 2147483648, 1024)
+    >>> parse_size("512M"), parse_size("2g"), parse_size(1 << 20)
+    (536870912, 2147483648, 1048576)
     """
     if isinstance(text, int) and not isinstance(text, bool):
         return check_int(argument, text, low=1 << 20, rule="should be at least 1 MiB")
