@@ -58,8 +58,14 @@ def test_datasets_of_two_kinds_and_unknown_kind(tmp_path, small_frame):
 
 def test_a_parquet_file_that_is_not_a_dataset(tmp_path):
     pl.DataFrame({"x": [1]}).write_parquet(tmp_path / "other.parquet")
-    with pytest.raises(DataFormatError, match="the Parquet file lacks columns.*rewardlab convert"):
+    with pytest.raises(DataFormatError, match="the Parquet file lacks columns.*--format steps --option episode=COLUMN"):
         rewardlab.scan_kanachan(tmp_path / "other.parquet")
+
+
+def test_recordings_of_different_environments_name_what_differs():
+    with pytest.raises(DataFormatError, match=r"spec \(gymnasium\) differs from that of .*cartpole_random.parquet "
+                       r"\(gymnasium\) in states.*different environments are different datasets"):
+        rewardlab.load(["data/gym/cartpole_random.parquet", "data/gym/mountaincar_scripted.parquet"])
 
 
 def test_mixing_text_files_and_datasets(tmp_path, small_frame):

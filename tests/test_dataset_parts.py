@@ -15,10 +15,12 @@ import polars as pl
 import pytest
 
 import rewardlab
-from rewardlab.core.errors import DataFormatError, OutputExistsError, ParameterError, PluginRuntimeError
+from rewardlab.core.errors import (
+    DataFormatError, FileAccessError, OutputExistsError, ParameterError, PluginRuntimeError,
+)
 from rewardlab.plugins import apply_plugins
 from rewardlab.plugins.apply_parts import apply_to_dataset
-from rewardlab.sources.datasets import MANIFEST_NAME, PartedDataset, open_dataset
+from rewardlab.sources.datasets import MANIFEST_NAME, PartedDataset, PartWriter, open_dataset
 from rewardlab.sources.datasets.convert import convert_to_parts, parse_size
 
 PLUGINS = ["data/plugins/rank_top.py", "data/plugins/raw_points.py"]
@@ -174,3 +176,77 @@ def test_the_cli_converts_and_applies_a_dataset_folder(tmp_path, sample, capsys)
                  "--ray-address", "auto"]) == 2
     assert "`--ray-address` applies to a dataset folder" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["corpus", "rewards"]
+
+
+def test_verify_names_a_part_whose_bytes_changed(corpus, tmp_path):
+    target = _copy(corpus, tmp_path)
+    manifest = json.loads((target / MANIFEST_NAME).read_text())
+    manifest["parts"][1]["crc32"] = "00000000"
+    (target / MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(DataFormatError, match=r"part-000001.parquet.*CRC-32 is [0-9a-f]{8}, the manifest says 00000000"):
+        PartedDataset(target).verify()
+
+
+def test_a_manifest_of_another_version_says_to_upgrade(corpus, tmp_path):
+    target = _copy(corpus, tmp_path)
+    manifest = json.loads((target / MANIFEST_NAME).read_text())
+    manifest["version"] = 99
+    (target / MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(DataFormatError, match="version 99 is not 1.*Upgrade rewardlab"):
+        PartedDataset(target)
+
+
+def test_outputs_that_are_not_dataset_folders_are_never_replaced(corpus, tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(FileAccessError, match="is not a dataset folder, so it is not replaced even with overwrite"):
+        convert_to_parts("data/sample.tsv.gz", precious, overwrite=True, progress=False)
+    assert (precious / "notes.txt").read_text() == "keep me"
+    with pytest.raises(ParameterError, match="should be a folder name for a dataset of parts"):
+        PartWriter(tmp_path / "x.parquet", spec=open_dataset(corpus).spec)
+    (tmp_path / "left.partial").mkdir()  # what a killed run leaves
+    with pytest.raises(FileAccessError, match="left.partial: is left from a run of this output that did not finish"):
+        convert_to_parts("data/sample.tsv.gz", tmp_path / "left", progress=False)
+
+
+def test_overwrite_replaces_an_old_dataset_folder(corpus, tmp_path):
+    target = _copy(corpus, tmp_path)
+    old_id = open_dataset(target).manifest.id
+    convert_to_parts("data/sample.tsv.gz", target, part_rows=50_000, overwrite=True, progress=False)
+    assert open_dataset(target).manifest.id != old_id and not list(tmp_path.glob("copy.old-*"))
+
+
+def test_the_feed_reports_why_it_stopped():
+    import numpy as np
+
+    from rewardlab.plugins.isolation import ChildFailure, run_in_child
+
+    def total(status, send, items):
+        return sum(int(x.sum()) for x in items)
+
+    def damaged():
+        yield np.ones(4)
+        raise DataFormatError("corpus/part-000001.parquet", None, None, "part_size", "the part is short")
+
+    assert run_in_child(total, feed=(np.ones(10) for _ in range(3))) == 30
+    with pytest.raises(DataFormatError, match="part-000001.parquet.*the part is short"):
+        run_in_child(total, feed=damaged())
+
+    def dies(status, send, items):
+        next(items)
+        os._exit(3)
+
+    failure = run_in_child(dies, feed=(np.ones(1 << 20) for _ in range(64)))  # the feeder is left blocked
+    assert isinstance(failure, ChildFailure) and failure.detail == "exit status 3"
+
+
+def test_the_cli_names_its_own_engine_options(corpus, tmp_path, capsys):
+    from rewardlab.cli import main
+
+    assert main(["apply", str(corpus), "--plugin", PLUGINS[0], "--out", str(tmp_path / "r"), "--engine", "spark"]) == 2
+    assert "`--engine` should be one of 'embedded', 'ray'. Received 'spark'." in capsys.readouterr().err
+    assert main(["apply", str(corpus), "--plugin", PLUGINS[0], "--out", str(tmp_path / "r"),
+                 "--ray-address", "auto"]) == 2
+    assert "`--ray-address` applies only to engines that join a cluster (ray)" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

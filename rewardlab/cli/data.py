@@ -127,7 +127,7 @@ def _convert(args) -> int:
     _report_skipped(result)
     if hasattr(result, "manifest"):
         m = result.manifest
-        print(f"wrote {m.rows:,} transitions ({m.episodes:,} episodes) in {len(m.parts)} parts to {args.out}")
+        print(f"wrote {m.rows:,} transitions ({m.episodes:,} episodes) in {len(m.parts)} part{'s' if len(m.parts) != 1 else ''} to {args.out}")
     else:
         print(f"wrote {result.frame.height:,} transitions to {args.out}")
     return 0

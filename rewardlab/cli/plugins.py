@@ -132,7 +132,10 @@ def _load(paths: list[str], format: str | None, options: dict | None = None):
 
 def _apply_parts(args, names) -> int:
     from rewardlab.core.errors import RewardScaleWarning
+    from rewardlab.engines import check_engine
     from rewardlab.plugins.apply_parts import apply_to_dataset
+
+    check_engine(args.engine, address=args.ray_address, argument="--engine", address_argument="--ray-address")
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RewardScaleWarning)
@@ -155,14 +158,13 @@ def _apply_parts(args, names) -> int:
 def _apply(args) -> int:
     import polars as pl
 
-    from rewardlab.sources.kanachan import schema as S
     from rewardlab.core import columns
     from rewardlab.core.files import atomic_path, check_not_input
     from rewardlab.contracts.checks import reward_scale
     from rewardlab.core.spec import attached
     from rewardlab.core.errors import ParameterError, RewardScaleWarning
     from rewardlab.plugins import apply_plugins, read_plugin
-    from rewardlab.plugins.apply import check_column_clashes
+    from rewardlab.plugins.apply import check_column_clashes, rewards_table_columns
     from rewardlab.sources.storage import write_table
 
     out = Path(args.out)
@@ -204,13 +206,8 @@ def _apply(args) -> int:
                                    num_workers=args.num_workers, convention=args.convention,
                                    strict=args.strict, isolate=True, timeout=args.timeout,
                                    replace=args.replace)
-        keep = dict.fromkeys([*S.KEY_COLUMNS, *S.REWARDS_TABLE_CONTEXT, *spec.structure])
-        kept = [c for c in keep if c in result.columns]
-        # rewards the data already holds (a step table's reward_recorded) stay beside the plug-ins'
-        recorded = [n for n in columns.reward_names(frame)
-                    if n not in names and columns.done_column(n) in frame.columns]
-        for name in [*recorded, *names]:
-            kept += [columns.reward_column(name), columns.done_column(name)]
+        # keys, context, the data's own rewards (a step table's reward_recorded) and the plug-ins'
+        kept = rewards_table_columns(frame.columns, spec, names)
         write_table(result.select(kept), tmp, spec=spec)  # the spec, projected; a checksum in every page
     print(f"wrote {result.height:,} transitions x {len(names)} plug-in(s) to {out}")
     for name in names:

@@ -64,8 +64,10 @@ def done_column(name: str) -> str:
     return DONE_PREFIX + check_name(name)
 
 
-def reward_names(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
+def reward_names(frame) -> list[str]:
     """Names of the rewards present in ``frame`` (columns ``reward_<name>``), in column order.
+
+    ``frame`` may also be its column names (a dataset folder's columns).
 
     Examples
     --------
@@ -73,5 +75,8 @@ def reward_names(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
     >>> reward_names(pl.DataFrame({"reward_a": [0.0], "done_a": [True], "seat": [0]}))
     ['a']
     """
-    cols = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    if isinstance(frame, pl.LazyFrame):
+        cols = frame.collect_schema().names()
+    else:
+        cols = frame.columns if isinstance(frame, pl.DataFrame) else list(frame)
     return [c[len(REWARD_PREFIX):] for c in cols if c.startswith(REWARD_PREFIX)]

@@ -654,3 +654,33 @@ class FilesLeftOutWarning(RewardlabWarning):
 
 
 __all__ += ["FilesLeftOutWarning"]
+
+
+__all__ += ["EngineError"]
+
+
+class EngineError(RewardlabError, RuntimeError):
+    """A work item could not be run by the engine (not an error of the work itself).
+
+    Raised when a Ray worker died on an item more times than Ray retries, when
+    Ray itself failed, or when an item's exception could not be carried back.
+
+    Parameters
+    ----------
+    message : str
+        What failed, on which item.
+    hint : str, optional
+        What to do.
+
+    Examples
+    --------
+    >>> str(EngineError("a Ray worker died running item 3", hint="Check its memory."))
+    'a Ray worker died running item 3. Check its memory.'
+    >>> isinstance(EngineError("x"), RuntimeError)
+    True
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        self.message = message
+        self.hint = hint
+        super().__init__(message + (f". {hint}" if hint else ""))

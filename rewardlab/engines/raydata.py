@@ -62,7 +62,7 @@ import traceback
 import warnings
 from typing import Callable, Iterable, Iterator
 
-from rewardlab.core.errors import ParameterError, RewardlabError, check_int
+from rewardlab.core.errors import EngineError, ParameterError, check_int
 from rewardlab.engines.embedded import MAX_WORKERS, available_cores
 from rewardlab.engines.registry import Engine, register_engine
 
@@ -75,32 +75,6 @@ TASK_RETRIES = 3
 #: What to install for this engine.
 INSTALL_HINT = "pip install 'rewardlab[ray]'"
 
-
-class EngineError(RewardlabError, RuntimeError):
-    """A work item could not be run by the engine (not an error of the work itself).
-
-    Raised when a Ray worker died on an item more times than Ray retries, when
-    Ray itself failed, or when an item's exception could not be carried back.
-
-    Parameters
-    ----------
-    message : str
-        What failed, on which item.
-    hint : str, optional
-        What to do.
-
-    Examples
-    --------
-    >>> str(EngineError("a Ray worker died running item 3", hint="Check its memory."))
-    'a Ray worker died running item 3. Check its memory.'
-    >>> isinstance(EngineError("x"), RuntimeError)
-    True
-    """
-
-    def __init__(self, message: str, *, hint: str | None = None):
-        self.message = message
-        self.hint = hint
-        super().__init__(message + (f". {hint}" if hint else ""))
 
 
 def missing() -> str | None:

@@ -49,7 +49,7 @@ class Engine:
     name : str
         What ``engine=`` and ``--engine`` call it.
     map : callable
-        ``map(fn, items, *, workers=None, address=None, retries=...)`` ->
+        ``map(fn, items, *, workers=None, address=None)`` ->
         iterator of ``fn(item)`` in the order of ``items``.  ``workers``:
         how many items may run at once (None: the engine's default, the
         cores it has); ``address``: the cluster to join, for engines that
@@ -114,11 +114,19 @@ def registered_engines() -> dict[str, Engine]:
     return dict(_ENGINES)
 
 
-def get_engine(name: str) -> Engine:
-    """The engine registered as ``name`` (:class:`~rewardlab.core.errors.ParameterError` otherwise)."""
+def get_engine(name: str, *, argument: str = "engine") -> Engine:
+    """The engine registered as ``name`` (:class:`~rewardlab.core.errors.ParameterError` naming ``argument`` otherwise).
+
+    Examples
+    --------
+    >>> get_engine("spark", argument="--engine")
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `--engine` should be one of 'embedded', 'ray'. Received 'spark'.
+    """
     engines = registered_engines()
     if not isinstance(name, str) or name not in engines:
-        raise ParameterError("engine", f"should be one of {', '.join(map(repr, engines))}", name)
+        raise ParameterError(argument, f"should be one of {', '.join(map(repr, engines))}", name)
     return engines[name]
 
 
@@ -137,7 +145,7 @@ def check_engine(engine, *, address=None, argument: str = "engine", address_argu
     ...
     rewardlab.core.errors.ParameterError: `address` applies only to engines that join a cluster (ray). Received 'ray://head:10001'. Leave it out, or pick engine='ray'.
     """
-    found = engine if isinstance(engine, Engine) else get_engine(engine)
+    found = engine if isinstance(engine, Engine) else get_engine(engine, argument=argument)
     if address is not None:
         if not found.joins_cluster:
             joiners = [n for n, e in registered_engines().items() if e.joins_cluster]

@@ -16,24 +16,23 @@ import polars as pl
 
 from rewardlab.plugins import isolation
 from rewardlab.core import columns
-from rewardlab.plugins.batch_modes import (
-    BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_batch_size, check_contiguous, check_num_workers,
-    mode_setting,
-)
+from rewardlab.plugins.batch_modes import BATCH_MODES, DEFAULT_NUM_WORKERS, check_run_options, mode_setting
 from rewardlab.contracts.checks import RewardScale, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
 from rewardlab.core.spec import FrameSpec, keep_spec
-from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice, check_int
+from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice
 from rewardlab.plugins.execution import (
     check_cancel, check_isolation, execute, failed_plugin, failure_error,
     load_items, plugin_items, progress_bar, raise_first,
 )
 from rewardlab.plugins.loading import Plugin
+from rewardlab.sources.kanachan import schema as S
 from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
 from rewardlab.plugins.runner import resolve
 
-__all__ = ["apply_plugins", "REWARD_DTYPES", "column_clashes", "check_column_clashes", "RENAME_HINT", "scale_message"]
+__all__ = ["apply_plugins", "REWARD_DTYPES", "column_clashes", "check_column_clashes", "RENAME_HINT", "scale_message",
+           "rewards_table_columns"]
 
 #: Polars dtype of a reward column, by the dtype the plug-in returned (what kanachan keeps).
 REWARD_DTYPES = {"float16": pl.Float16, "float32": pl.Float32, "float64": pl.Float64}
@@ -173,15 +172,8 @@ def apply_plugins(
     check_choice("batch_mode", batch_mode, BATCH_MODES)
     chosen, frame_spec = contract_for(shards[0], contract, spec=spec)
     chosen.options(convention)
-    if batch_size is not None:
-        batch_size = check_batch_size(batch_size)
-    size = DEFAULT_BATCH_SIZES[batch_mode] if batch_size is None else batch_size
-    size = None if batch_mode == "episodes" else size
-    seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")
-    contiguous = check_contiguous(batch_mode, contiguous)
-    num_workers = check_num_workers(num_workers)
-    if not isinstance(strict, bool):
-        raise ParameterError("strict", "should be True or False", strict)
+    size, seed, contiguous, num_workers = check_run_options(
+        batch_mode, batch_size=batch_size, seed=seed, contiguous=contiguous, num_workers=num_workers, strict=strict)
     isolate, timeout = check_isolation(isolate, timeout)
     cancel = check_cancel(cancel)
     if not isinstance(replace, bool):
@@ -238,6 +230,30 @@ def apply_plugins(
         return keep_spec(shards[0], shards[0].with_columns(added))
     starts = np.cumsum([0] + [s.height for s in shards]).tolist()
     return [keep_spec(s, s.with_columns([c.slice(a, s.height) for c in added])) for s, a in zip(shards, starts)]
+
+
+def rewards_table_columns(frame_columns, spec: FrameSpec, names=()) -> list[str]:
+    """The columns of a rewards table (what ``rewardlab apply`` writes) of data with ``frame_columns``.
+
+    The keys, the context every analysis needs and the spec's structure
+    (those present), the data's own rewards (``reward_<n>`` with its
+    ``done_<n>``, e.g. a step table's recorded reward), then
+    ``reward_<name>`` / ``done_<name>`` of each plug-in in ``names``.
+
+    Examples
+    --------
+    >>> from rewardlab.core.spec import FrameSpec
+    >>> rewards_table_columns(["e", "t", "x", "reward_rec", "done_rec"], FrameSpec(name="s", episode=("e",), step="t"),
+    ...                       ["top"])
+    ['e', 't', 'reward_rec', 'done_rec', 'reward_top', 'done_top']
+    """
+    have = list(frame_columns)
+    kept = [c for c in dict.fromkeys([*S.KEY_COLUMNS, *S.REWARDS_TABLE_CONTEXT, *spec.structure]) if c in have]
+    names = list(names)
+    recorded = [n for n in columns.reward_names(have) if n not in names and columns.done_column(n) in have]
+    for name in [*recorded, *names]:
+        kept += [columns.reward_column(name), columns.done_column(name)]
+    return kept
 
 
 def column_clashes(frame_columns, names) -> list[tuple[str, str]]:

@@ -39,16 +39,13 @@ import polars as pl
 from rewardlab.contracts.checks import RewardScale
 from rewardlab.contracts.registry import contract_for, get_contract
 from rewardlab.core import columns
-from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice, check_int
+from rewardlab.core.errors import ParameterError, RewardScaleWarning
 from rewardlab.core.spec import attach
 from rewardlab.engines import check_engine
 from rewardlab.engines.embedded import available_cores
 from rewardlab.plugins import isolation
-from rewardlab.plugins.apply import REWARD_DTYPES, check_column_clashes, scale_message
-from rewardlab.plugins.batch_modes import (
-    BATCH_MODES, DEFAULT_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_batch_size, check_contiguous, check_num_workers,
-    mode_setting,
-)
+from rewardlab.plugins.apply import REWARD_DTYPES, check_column_clashes, rewards_table_columns, scale_message
+from rewardlab.plugins.batch_modes import DEFAULT_NUM_WORKERS, check_run_options, mode_setting
 from rewardlab.plugins.execution import (
     check_isolation, failed_plugin, failure_error, load_items, plugin_items, progress_bar,
 )
@@ -56,26 +53,11 @@ from rewardlab.plugins.runner import Locator, resolve
 from rewardlab.plugins.shards import stream_shards
 from rewardlab.sources.datasets.manifest import Manifest
 from rewardlab.sources.datasets.parts import PartedDataset, PartWriter, write_part_file
-from rewardlab.sources.kanachan import schema as S
 
-__all__ = ["apply_to_dataset", "CARRY_MODES", "rewards_table_columns"]
+__all__ = ["apply_to_dataset", "CARRY_MODES"]
 
 #: Batch modes whose batches cross parts (one work item over every part, in order).
 CARRY_MODES = ("sequential", "dataloader", "shuffled")
-
-
-def rewards_table_columns(frame_columns, spec) -> list[str]:
-    """The input columns a rewards table keeps: keys, the context analyses need, the spec's structure.
-
-    Examples
-    --------
-    >>> from rewardlab.core.spec import FrameSpec
-    >>> rewards_table_columns(["e", "t", "x"], FrameSpec(name="s", episode=("e",), step="t"))
-    ['e', 't']
-    """
-    keep = dict.fromkeys([*S.KEY_COLUMNS, *S.REWARDS_TABLE_CONTEXT, *spec.structure])
-    have = set(frame_columns)
-    return [c for c in keep if c in have]
 
 
 @dataclasses.dataclass
@@ -139,22 +121,22 @@ class _Done:
     error: BaseException | None = None
 
 
+def _first_problem(outcome):
+    return outcome.error if outcome.error is not None else next(iter(outcome.problems.values()))[0]
+
+
 def _locate_error(ds: PartedDataset, indexes, outcome, spec, contract):
     """Resolve an outcome's finding to an error naming the part and the row (file:line of its input)."""
-    finding = outcome.error if outcome.error is not None else next(iter(outcome.problems.values()))[0]
+    finding = _first_problem(outcome)
     row = finding.row if getattr(finding, "row", None) is not None else finding.first_row
-    start = 0
-    for index in indexes:
-        rows = ds.manifest.parts[index].rows
-        if row < start + rows:
-            frame = ds.read(index)
-            locator = _PartLocator(frame, columns=contract.locator_columns(spec), start=start, part=index,
-                                   path=ds.paths[index])
-            resolve([outcome], locator)
-            return outcome.error if outcome.error is not None else next(iter(outcome.problems.values()))[0]
-        start += rows
-    resolve([outcome], None)
-    return outcome.error if outcome.error is not None else next(iter(outcome.problems.values()))[0]
+    starts = np.cumsum([0] + [ds.manifest.parts[i].rows for i in indexes])
+    k = int(np.searchsorted(starts, row, side="right")) - 1
+    locator = None
+    if 0 <= k < len(indexes):
+        locator = _PartLocator(ds.read(indexes[k]), columns=contract.locator_columns(spec), start=int(starts[k]),
+                               part=indexes[k], path=ds.paths[indexes[k]])
+    resolve([outcome], locator)
+    return _first_problem(outcome)
 
 
 class _PartLocator(Locator):
@@ -309,7 +291,6 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     """
     ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
     found = check_engine(engine, address=address)
-    check_choice("batch_mode", batch_mode, BATCH_MODES)
     if isinstance(plugins, (str, Path)):
         plugins = [plugins]
     plugins = list(plugins)
@@ -319,34 +300,22 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     chosen, _ = contract_for(ds.read(0, list(ds.spec.episode)) if len(ds) else attach(pl.DataFrame(), ds.spec), None,
                              spec=ds.spec)
     chosen.options(convention)
-    if batch_size is not None:
-        batch_size = check_batch_size(batch_size)
-    size = DEFAULT_BATCH_SIZES[batch_mode] if batch_size is None else batch_size
-    size = None if batch_mode == "episodes" else size
-    seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")
-    contiguous = check_contiguous(batch_mode, contiguous)
-    num_workers = check_num_workers(num_workers)
-    if not isinstance(strict, bool):
-        raise ParameterError("strict", "should be True or False", strict)
+    size, seed, contiguous, num_workers = check_run_options(
+        batch_mode, batch_size=batch_size, seed=seed, contiguous=contiguous, num_workers=num_workers, strict=strict)
     isolate, timeout = check_isolation(isolate, timeout)
     items = plugin_items([Path(p) for p in plugins], chosen)
+    names = [name for _, name, _ in items]
     if not replace:
         check_column_clashes(ds.all_columns, [(name, path) for _, name, path in items])
-    keep = rewards_table_columns(ds.all_columns, ds.spec)
-    if replace:
-        keep = [c for c in keep if c not in {columns.reward_column(n) for _, n, _ in items}]
-    recorded = [n for n in columns.reward_names(pl.DataFrame(schema={c: pl.Null for c in ds.all_columns}))
-                if n not in {name for _, name, _ in items} and columns.done_column(n) in ds.all_columns]
-    for name in recorded:  # the data's own rewards stay beside the plug-ins'
-        keep += [columns.reward_column(name), columns.done_column(name)]
+    added = {c for n in names for c in (columns.reward_column(n), columns.done_column(n))}
+    keep = [c for c in rewards_table_columns(ds.all_columns, ds.spec) if c not in added]
     settings = {"mode": batch_mode, "batch_size": size, "seed": seed, "contiguous": contiguous,
                 "num_workers": num_workers, "strict": strict, "convention": convention, "contract": chosen.name,
                 "setting": mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers,
                                         settings=chosen.mode_settings)}
     writer = PartWriter(out, spec=ds.spec.project(keep), overwrite=overwrite, base=ds,
                         source={"plugins": [str(p) for p in plugins], "batch_mode": batch_mode})
-    worker_count = workers if workers is not None else None
-    groups = _groups(len(ds), worker_count or available_cores(), batch_mode)
+    groups = _groups(len(ds), workers or available_cores(), batch_mode)
     tasks = [_Task(str(ds.folder), g, tuple((str(p), n) for _, n, p in items), settings, str(writer.staging),
                    writer.id, tuple(keep), timeout, isolate) for g in groups]
     bar = progress_bar(progress, len(ds), f"apply_plugins ({batch_mode}, {len(ds)} parts)")

@@ -97,6 +97,7 @@ __all__ = [
     "block_rows",
     "plan_block",
     "mode_setting",
+    "check_run_options",
 ]
 
 #: The batch modes, in the order reports list them.
@@ -500,6 +501,33 @@ def check_contiguous(mode: str, contiguous) -> bool:
         raise ParameterError("contiguous", f"can be True only with batch_mode 'episodes' (kanachan "
                              f"passes contiguous=False in mode {mode!r})", contiguous)
     return contiguous
+
+
+def check_run_options(batch_mode: str, *, batch_size, seed, contiguous, num_workers, strict
+                      ) -> tuple[int | None, int, bool, int]:
+    """Check the options of one run of plug-ins; return ``(batch_size, seed, contiguous, num_workers)`` resolved.
+
+    ``batch_size`` None takes the mode's default
+    (:data:`DEFAULT_BATCH_SIZES`), and is None for ``episodes``;
+    ``contiguous`` None is kanachan's default (:func:`check_contiguous`).
+    What :func:`rewardlab.plugins.apply_plugins` and the dataset-folder apply
+    both check, in one place.
+
+    Examples
+    --------
+    >>> check_run_options("sequential", batch_size=None, seed=0, contiguous=None, num_workers=2, strict=False)
+    (8192, 0, False, 2)
+    """
+    check_choice("batch_mode", batch_mode, BATCH_MODES)
+    if batch_size is not None:
+        batch_size = check_batch_size(batch_size)
+    size = DEFAULT_BATCH_SIZES[batch_mode] if batch_size is None else batch_size
+    seed = check_int("seed", seed, low=0, rule="should be an integer >= 0")
+    contiguous = check_contiguous(batch_mode, contiguous)
+    num_workers = check_num_workers(num_workers)
+    if not isinstance(strict, bool):
+        raise ParameterError("strict", "should be True or False", strict)
+    return (None if batch_mode == "episodes" else size), seed, contiguous, num_workers
 
 
 def mode_setting(mode: str, *, contiguous: bool = False, num_workers: int = DEFAULT_NUM_WORKERS,

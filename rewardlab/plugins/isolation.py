@@ -637,10 +637,8 @@ class _Feeder:
 
     def _send(self, kind: str, payload) -> None:
         data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(struct.pack("<q", len(data)) + data) if len(data) < _CHUNK else None
-        if view is None:
-            os.write(self._fd, struct.pack("<q", len(data)))
-            view = memoryview(data)
+        os.write(self._fd, struct.pack("<q", len(data)))  # 8 bytes: one write, whole, into a pipe
+        view = memoryview(data)
         while view:
             n = os.write(self._fd, view)
             view = view[n:]
@@ -650,12 +648,8 @@ class _Feeder:
             try:
                 for item in items:
                     self._send("item", item)
-            except (BrokenPipeError, OSError) as exc:
-                if isinstance(exc, BrokenPipeError) or getattr(exc, "errno", None) == 32:
-                    return  # the worker ended: the parent reports how
-                self.error = exc
-                self._send("abort", "".join(traceback.format_exception_only(exc)).strip())
-                return
+            except BrokenPipeError:
+                return  # the worker ended: the parent reports how
             except BaseException as exc:  # noqa: BLE001 - reading the next item failed: raised in the parent
                 self.error = exc
                 self._send("abort", "".join(traceback.format_exception_only(exc)).strip())

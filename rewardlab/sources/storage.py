@@ -101,6 +101,10 @@ ARRAY_COLUMNS: dict[str, tuple[str, int]] = {
 }
 
 _HINT = "Create datasets with `rewardlab convert` (or rewardlab.dataset.write_dataset)."
+_NOT_OURS_HINT = ("Without rewardlab's metadata a Parquet file is read as a kanachan frame. If it is a table of "
+                  "steps with columns of your own, name the format and its columns: --format steps --option "
+                  "episode=COLUMN (library: format=\"steps\", episode=...); `rewardlab info --formats` lists the "
+                  "formats.")
 _DAMAGED_HINT = ("Its bytes are not what was written: convert the source files again (or restore "
                  "the file from a copy) and remove the damaged one.")
 _EMPTY_HINT = ("The file is empty (a write that did not finish?): convert the source files again "
@@ -584,7 +588,8 @@ def _inspect_parquet(path: Path, spec: FrameSpec | None = None) -> _FileInfo:
     spec, declared = _file_spec(path, metadata, spec)
     exact = _exact_schema(spec)
     if not declared or exact is not None:
-        _require_frame_columns(path, schema.names, "Parquet", exact or spec.required)
+        _require_frame_columns(path, schema.names, "Parquet", exact or spec.required,
+                               hint=None if declared else _NOT_OURS_HINT)
     layout = metadata.get(LAYOUT_KEY.encode())
     dtypes = dict(pl.from_arrow(schema.empty_table()).schema)  # what Polars reads, before decoding
     listed = {} if layout is None else _listed_arrays(path, metadata.get(ARRAYS_KEY.encode()))
@@ -658,11 +663,11 @@ def _check_dtypes(path: Path, dtypes, exact: dict, *, skip=()) -> None:
                                   f"column {name!r} is {dtypes[name]}, should be {dtype}", hint=_HINT)
 
 
-def _require_frame_columns(path: Path, names, what: str, required) -> None:
+def _require_frame_columns(path: Path, names, what: str, required, *, hint: str | None = None) -> None:
     missing = [c for c in required if c not in names]
     if missing:
         raise DataFormatError(path, None, None, "not_a_dataset",
-                              f"the {what} file lacks columns {missing}", hint=_HINT)
+                              f"the {what} file lacks columns {missing}", hint=hint or _HINT)
 
 
 def _inspect_ipc(path: Path, spec: FrameSpec | None = None) -> _FileInfo:
@@ -691,9 +696,13 @@ def _inspect(files: list[Path], kind: str, spec: FrameSpec | None = None) -> lis
                                   f"the file's columns {list(info.names)} differ from those of {files[0]} "
                                   f"{list(infos[0].names)}", hint="Load files of one dataset together.")
         if infos and info.spec != infos[0].spec:
+            mine, first = info.spec.to_dict(), infos[0].spec.to_dict()
+            fields = [k for k in mine if mine[k] != first.get(k)]
             raise DataFormatError(path, None, None, "mixed_specs",
                                   f"the file's spec ({info.spec.name}) differs from that of {files[0]} "
-                                  f"({infos[0].spec.name})", hint="Load files of one dataset together.")
+                                  f"({infos[0].spec.name}) in {', '.join(fields)}",
+                                  hint="Load files of one dataset together (recordings of different "
+                                  "environments are different datasets).")
         infos.append(info)
     return infos
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import polars as pl
 
-from rewardlab.core.errors import ParameterError, check_int
+from rewardlab.core.errors import OutputExistsError, ParameterError, check_int
 from rewardlab.core.files import check_not_input, progress_enabled
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.engines import check_engine
@@ -142,8 +142,6 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
         skipped_path = Path(skipped_path)
         check_not_input(skipped_path, paths, name="skipped_path")
         if skipped_path.exists() and not overwrite:
-            from rewardlab.core.errors import OutputExistsError
-
             raise OutputExistsError(skipped_path)
     options = dict(options or {})
     files, source = resolve_source(paths, format=format)

@@ -16,10 +16,9 @@ foreign or duplicated part is named before any work starts.
 checksums).
 
 Writing goes to a staging folder beside the output (``OUT.partial``), which
-is renamed onto ``OUT`` once the manifest is written: a run that is killed,
-or fails, leaves nothing under the final name.  What a killed run left in
-the staging folder is reused by a run with ``resume=True`` (parts the
-manifest-to-be already lists, see :class:`PartWriter`).
+is renamed onto ``OUT`` once the manifest is written: a run that fails is
+cleaned up, and one that is killed leaves only the staging folder, which the
+next run refuses by name (a run does not resume yet).
 
 Examples
 --------
@@ -49,7 +48,9 @@ from typing import Iterator
 import numpy as np
 import polars as pl
 
-from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, FileAccessError, OutputExistsError, ParameterError, check_int
+from rewardlab.core.errors import (
+    ColumnNotFoundError, DataFormatError, FileAccessError, OutputExistsError, ParameterError, check_int,
+)
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.sources.datasets.manifest import (
     MANIFEST_NAME, PART_KEY, Manifest, PartEntry, file_crc32, has_manifest, part_name, read_manifest,
@@ -348,9 +349,8 @@ class PartWriter:
     """Write a dataset folder part by part, in bounded memory; promote it onto its name when done.
 
     Use it as a context manager: on a clean exit the manifest is written
-    and the staging folder renamed onto ``out``; on an exception nothing is
-    left under ``out`` (the staging folder stays only with ``keep=True``, for
-    a later ``resume``).
+    and the staging folder renamed onto ``out``; on an exception the staging
+    folder is removed and nothing is left under ``out``.
 
     Parameters
     ----------
@@ -369,9 +369,6 @@ class PartWriter:
         :meth:`write_part` at the input's indexes).
     source : dict, optional
         What it was made from, for the manifest.
-    resume : bool
-        Reuse the parts a killed run of the same writer left in the staging
-        folder (see :meth:`done`).
 
     Examples
     --------
@@ -381,8 +378,7 @@ class PartWriter:
     """
 
     def __init__(self, out, *, spec: FrameSpec, part_rows: int = DEFAULT_PART_ROWS, overwrite: bool = False,
-                 base: PartedDataset | None = None, source: dict | None = None, resume: bool = False,
-                 keep: bool = False):
+                 base: PartedDataset | None = None, source: dict | None = None):
         if not isinstance(spec, FrameSpec):
             raise ParameterError("spec", "should be a rewardlab.FrameSpec", type(spec).__name__)
         self.part_rows = check_int("part_rows", part_rows, low=1, rule="should be an integer >= 1")
@@ -391,7 +387,6 @@ class PartWriter:
         self.overwrite = bool(overwrite)
         self.base = base
         self.source = dict(source or {})
-        self.keep = bool(keep) or bool(resume)
         _check_target(self.out, overwrite=self.overwrite)
         self.staging = self.out.with_name(self.out.name + STAGING_SUFFIX)
         self._lock = threading.Lock()
@@ -399,55 +394,19 @@ class PartWriter:
         self._pending: list[pl.DataFrame] = []
         self._pending_rows = 0
         self._next = 0
-        journal = self.staging / "journal.json"
         if self.staging.exists():
-            if not resume or not journal.is_file():
-                raise OutputExistsError(self.staging) if not resume else FileAccessError(
-                    self.staging, "holds no journal of a run to resume", hint="Remove it and run again.")
-            state = json.loads(journal.read_text())
-            self.id = state["id"]
-            self.journal = state.get("done", {})
-            for name, entry in state.get("entries", {}).items():
-                self._entries[int(name)] = PartEntry(**entry)
-        else:  # a fresh run (with resume too, when no earlier run left anything)
-            try:
-                self.staging.mkdir()
-            except OSError as exc:
-                raise FileAccessError(self.staging, f"cannot be created ({exc.strerror or exc})",
-                                      hint="Check the folder's permissions and free space.") from None
-            self.id = uuid.uuid4().hex
-            self.journal = {}
-        self._closed = False
+            raise FileAccessError(self.staging, "is left from a run of this output that did not finish (killed, "
+                                  "or still running)", hint="If no such run is still going, remove it and run "
+                                  "again.")
+        try:
+            self.staging.mkdir()
+        except OSError as exc:
+            raise FileAccessError(self.staging, f"cannot be created ({exc.strerror or exc})",
+                                  hint="Check the folder's permissions and free space.") from None
+        self.id = uuid.uuid4().hex
         self.manifest: Manifest | None = None
 
-    # --- resume -------------------------------------------------------------------------------------
-
-    def done(self, key: str) -> list[int] | None:
-        """The part indexes a unit of work named ``key`` wrote in an earlier (killed) run, or None."""
-        return self.journal.get(key)
-
-    def mark_done(self, key: str, indexes: list[int]) -> None:
-        """Record that the unit ``key`` is finished, having written parts ``indexes`` (for ``resume``)."""
-        with self._lock:
-            self.journal[key] = list(indexes)
-            self._save_journal()
-
-    def _save_journal(self) -> None:
-        tmp = self.staging / "journal.json.tmp"
-        tmp.write_text(json.dumps({"id": self.id, "done": self.journal,
-                                   "entries": {str(i): _entry_dict(e) for i, e in self._entries.items()}}))
-        os.replace(tmp, self.staging / "journal.json")
-
     # --- writing ------------------------------------------------------------------------------------
-
-    @property
-    def next_index(self) -> int:
-        """The index the next part written by :meth:`add` gets."""
-        return self._next
-
-    def skip_to(self, index: int) -> None:
-        """Continue :meth:`add`'s numbering at ``index`` (after the parts of work done in an earlier run)."""
-        self._next = index
 
     def add(self, frame: pl.DataFrame) -> list[int]:
         """Add rows (whole episodes, in dataset order); returns the indexes of the parts closed by it."""
@@ -509,17 +468,13 @@ class PartWriter:
         manifest = Manifest(id=self.id, kind="parquet", spec=self.spec.to_dict(),
                             parts=tuple(self._entries[i] for i in indexes), base=base, source=self.source)
         (self.staging / MANIFEST_NAME).write_text(manifest.to_json())
-        journal = self.staging / "journal.json"
-        if journal.exists():
-            journal.unlink()
         _promote(self.staging, self.out, overwrite=self.overwrite)
-        self._closed = True
         self.manifest = manifest
         return manifest
 
     def abort(self) -> None:
-        """Remove the staging folder (unless kept for a resume)."""
-        if not self.keep and self.staging.exists():
+        """Remove the staging folder."""
+        if self.staging.exists():
             shutil.rmtree(self.staging, ignore_errors=True)
 
     def __enter__(self) -> "PartWriter":
@@ -556,11 +511,6 @@ def write_part_file(staging: Path, index: int, frame: pl.DataFrame, *, dataset_i
         tmp.unlink(missing_ok=True)
         raise
     return entry
-
-
-def _entry_dict(entry: PartEntry) -> dict:
-    return {"name": entry.name, "rows": entry.rows, "episodes": entry.episodes, "bytes": entry.bytes,
-            "crc32": entry.crc32}
 
 
 def _check_target(out: Path, *, overwrite: bool) -> None:
