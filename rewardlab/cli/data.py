@@ -27,8 +27,8 @@ def register(sub) -> None:
                    help="input files (kanachan annotation files: plain, .gz, .bz2)")
     p.add_argument("--out", required=True,
                    help="output .parquet or .arrow file, or a folder name without a suffix: a dataset of "
-                   "episode-aligned Parquet parts with a manifest, written in bounded memory (for data larger "
-                   "than memory; every command reads it part by part)")
+                   "episode-aligned Parquet parts with a manifest, for data larger than memory (`apply` works on it "
+                   "part by part)")
     p.add_argument("--memory", default="512M", metavar="SIZE",
                    help="dataset of parts: the memory to stay near, e.g. 512M or 2G (default 512M); sets the "
                    "input chunk size and the rows per part")

@@ -130,6 +130,17 @@ def _load(paths: list[str], format: str | None, options: dict | None = None):
     return load([Path(p) for p in paths], format=format, options=options or None)
 
 
+def _forward(caught) -> None:
+    """Print the reward-scale warnings a run recorded as ``warning: ...``; pass the others on."""
+    from rewardlab.core.errors import RewardScaleWarning
+
+    for w in caught:
+        if issubclass(w.category, RewardScaleWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def _apply_parts(args, names) -> int:
     from rewardlab.core.errors import RewardScaleWarning
     from rewardlab.engines import check_engine
@@ -145,13 +156,10 @@ def _apply_parts(args, names) -> int:
             num_workers=args.num_workers, convention=args.convention, strict=args.strict, isolate=True,
             timeout=args.timeout, replace=args.replace, overwrite=args.overwrite, engine=args.engine,
             workers=args.workers, address=args.ray_address)
-    print(f"wrote {manifest.rows:,} transitions x {len(names)} plug-in(s) in {len(manifest.parts)} parts to "
-          f"{args.out}")
-    for w in caught:
-        if issubclass(w.category, RewardScaleWarning):
-            print(f"warning: {w.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    parts = len(manifest.parts)
+    print(f"wrote {manifest.rows:,} transitions x {len(names)} plug-in(s) in {parts} part{'s' if parts != 1 else ''} "
+          f"to {args.out}")
+    _forward(caught)
     return 0
 
 
@@ -214,11 +222,7 @@ def _apply(args) -> int:
         rewards = result[columns.reward_column(name)]
         scale = reward_scale(rewards.cast(pl.Float64).to_numpy(), result[columns.done_column(name)].to_numpy())
         print(f"  {name}: {scale} (rewards returned as {str(rewards.dtype).lower()})")
-    for w in caught:
-        if issubclass(w.category, RewardScaleWarning):
-            print(f"warning: {w.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _forward(caught)
     return 0
 
 

@@ -213,7 +213,8 @@ class PartedDataset:
     def read(self, index: int, columns=None) -> pl.DataFrame:
         """Part ``index`` (all its columns, or ``columns``: from this dataset, else from its base).
 
-        The frame carries the spec (projected to the columns read).
+        The spec's episode columns are read too (first), whatever ``columns``
+        says; the frame carries the spec projected to its columns.
         """
         index = check_int("index", index, low=0, high=len(self) - 1 if len(self) else 0,
                           rule=f"should be a part index in [0, {len(self) - 1}]")
@@ -234,15 +235,13 @@ class PartedDataset:
                                           f"the part has {frame.height:,} rows, part {index} of its base "
                                           f"{self._base.folder} {extra.height:,}", hint=_REWRITE)
                 frame = frame.hstack(extra.select(other))
-            frame = frame.select(c for c in columns if c in frame.columns) if own else frame.select(
-                *dict.fromkeys([*self.spec.episode, *columns]))
+            frame = frame.select(list(dict.fromkeys([*self.spec.episode, *columns])))  # with its episode keys
         part = self.manifest.parts[index]
         if frame.height != part.rows:
             raise DataFormatError(self.paths[index], None, None, "part_mismatch",
                                   f"the part holds {frame.height:,} rows, the manifest says {part.rows:,}",
                                   hint=_REWRITE)
-        spec = attached(frame) or self.spec
-        return attach(frame, spec)
+        return attach(frame, self.spec.project(frame.columns))
 
     def frames(self, columns=None) -> Iterator[pl.DataFrame]:
         """Each part in order (see :meth:`read`); one part is held at a time."""
@@ -255,7 +254,7 @@ class PartedDataset:
         if not frames:
             return attach(pl.DataFrame(), self.spec)
         frame = pl.concat(frames, how="vertical", rechunk=False)
-        return attach(frame, attached(frames[0]) or self.spec)
+        return attach(frame, self.spec.project(frame.columns))
 
     # --- checks -------------------------------------------------------------------------------------
 
