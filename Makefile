@@ -8,7 +8,7 @@ SAMPLE := data/sample.tsv.gz
 # Bump the stamp when the dependency set changes so existing venvs re-install.
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: lab test bench sample venv clean-venv
+.PHONY: lab test bench bench-scale bench-cores sample venv clean-venv
 
 venv: $(STAMP)
 
@@ -37,6 +37,17 @@ test: $(STAMP) $(SAMPLE)
 
 bench: $(STAMP) $(SAMPLE)
 	$(BIN)/python -m benchmarks
+
+# Corpus scale (issue 21, minutes): N transitions generated, converted, two plug-ins applied, statistics.
+#   make bench-scale N=80000000 (or N=20000000,80000000 for both sizes side by side; N=1e6 quick);
+#   KEEP=1 keeps the generated files under $TMPDIR. Not part of `make bench`.
+bench-scale: $(STAMP) $(SAMPLE)
+	N="$(N)" KEEP="$(KEEP)" $(BIN)/python -m benchmarks scale
+
+# Scaling with cores (issue 21): the parse and the pipeline at 1, 2, 4, ... workers up to the cores here.
+#   make bench-cores N=1e6,8e6 (two sizes: marginal rates, start-up costs cancel). Not part of `make bench`.
+bench-cores: $(STAMP) $(SAMPLE)
+	N="$(N)" $(BIN)/python -m benchmarks cores
 
 clean-venv:
 	rm -rf $(VENV)

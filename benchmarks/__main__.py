@@ -5,6 +5,8 @@ records one measured figure.  Ratios are measured within one run on this
 machine, never compared with numbers from elsewhere.
 
 Usage: ``python -m benchmarks [NAME ...]`` (e.g. ``python -m benchmarks loading``).
+A module that sets ``MANUAL = True`` (``bench_scale``: minutes long, ``make
+bench-scale``) runs only when named.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ def main(argv: list[str]) -> int:
     rows: list[tuple[str, str, str, str]] = []
     failed = 0
     for name in names:
-        print(f"== {name}", flush=True)
         module = importlib.import_module(f"benchmarks.{name}")
+        if not argv and getattr(module, "MANUAL", False):
+            continue
+        print(f"== {name}", flush=True)
 
         def report(label: str, value: float, unit: str, target: str | None = None, _name=name) -> None:
             shown = f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"

@@ -73,3 +73,41 @@ def small_frame(tmp_path_factory):
              + game_lines(gid(3), rounds=(2,), final_scores=(25000, 25000, 30000, 20000)))
     write(path, lines)
     return rewardlab.load_kanachan(path, progress=False)
+
+
+
+@pytest.fixture(scope="session")
+def ray_installed():
+    """The ``ray`` module, for tests that need Ray importable but not running.
+
+    Skipped with a message when the ``ray`` extra is not installed, unless ``CI``
+    is set: then a missing Ray fails the test (CI installs the extra).
+    """
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        message = "the ray engine's tests need the ray extra: pip install 'rewardlab[ray]'"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but Ray is not installed; {message}")
+        pytest.skip(message)
+    return importlib.import_module("ray")
+
+
+@pytest.fixture(scope="session")
+def ray_local(ray_installed):
+    """One local Ray (2 CPUs, as CI has) shared by every Ray test of the session; shut down at its end.
+
+    Skipped or failed as :func:`ray_installed` says.  The workers get ``tests/``
+    on their path, so functions defined in a test module run there.
+    """
+    ray = ray_installed
+    started = not ray.is_initialized()
+    if started:
+        tests = str(Path(__file__).resolve().parent)
+        path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=True,
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield ray
+    if started:
+        ray.shutdown()

@@ -124,6 +124,25 @@ def test_convert_refuses_an_existing_output_and_leaves_nothing_on_failure(corpus
         parse_size("lots")
 
 
+def test_a_part_write_failing_in_the_writer_thread_fails_the_convert_and_leaves_nothing(tmp_path, monkeypatch):
+    # parts are written one behind in a thread: a full disk on part 1 must still stop the run with its error
+    from rewardlab.sources.datasets import parts
+
+    real = parts.write_dataset
+
+    def full_disk(frame, path, **kw):
+        if ".parquet." in path.name and path.name.startswith("part-000001."):
+            real(frame.head(10), path, **kw)  # a few bytes made it to disk
+            raise OSError(28, "No space left on device")
+        return real(frame, path, **kw)
+
+    monkeypatch.setattr(parts, "write_dataset", full_disk)
+    out = tmp_path / "full"
+    with pytest.raises(FileAccessError, match=r"part-0*1\.parquet: part 1 could not be written \(No space left"):
+        convert_to_parts("data/sample.tsv.gz", out, memory="4M", progress=False)
+    assert not out.exists() and not (tmp_path / "full.partial").exists()
+
+
 @pytest.mark.parametrize("mode,size", [("episodes", None), ("sequential", 64), ("dataloader", 96),
                                        ("fragments", 16), ("shuffled", 64)])
 def test_apply_part_by_part_equals_one_pass_bit_for_bit(corpus, sample, tmp_path, mode, size):

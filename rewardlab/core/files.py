@@ -406,6 +406,10 @@ def atomic_open(
 def open_compressed(path: str | Path) -> IO[bytes]:
     """Open ``path`` for binary reading, decompressing ``.gz`` / ``.bz2`` transparently.
 
+    ``.gz`` goes through python-isal's ``igzip`` (same errors as :mod:`gzip`:
+    ``EOFError`` for a truncated stream, ``gzip.BadGzipFile`` / ``OSError``
+    for a damaged one), ``.bz2`` through the standard library.
+
     Examples
     --------
     >>> import gzip, tempfile, pathlib
@@ -417,7 +421,9 @@ def open_compressed(path: str | Path) -> IO[bytes]:
     """
     kind = compression_of(path)
     if kind == "gzip":
-        return gzip.open(path, "rb")
+        from isal import igzip  # ISA-L's gzip: the stdlib's interface, about 2-3x its speed
+
+        return igzip.open(path, "rb")
     if kind == "bz2":
         return bz2.open(path, "rb")
     return open(path, "rb")

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import collections
 import os
+import queue
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
 from rewardlab.core.errors import check_int
 from rewardlab.engines.registry import Engine, register_engine
 
-__all__ = ["map_items", "available_cores", "check_workers", "ENGINE", "MAX_WORKERS"]
+__all__ = ["map_items", "prefetch", "available_cores", "check_workers", "ENGINE", "MAX_WORKERS"]
 
 #: The most items the embedded engine runs at once.
 MAX_WORKERS = 1024
@@ -96,6 +98,64 @@ def map_items(fn: Callable, items: Iterable, *, workers: int | None = None, addr
         finally:
             for future in pending:
                 future.cancel()
+
+
+_DONE = object()
+
+
+def prefetch(items: Iterable, *, depth: int = 2) -> Iterator:
+    """Yield ``items`` in order, produced up to ``depth`` ahead in a background thread.
+
+    For a serial producer whose work releases the GIL (decompression, file
+    reads): it runs while the consumer works on the previous item.  The
+    producer's exception is raised here, after the items before it; closing
+    this generator early stops the producer at its next item.
+
+    Examples
+    --------
+    >>> list(prefetch(iter(range(4)), depth=1))
+    [0, 1, 2, 3]
+    """
+    depth = check_int("depth", depth, low=1)
+    slots: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        slots.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            slots.put((_DONE, None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            slots.put((_DONE, exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # a generator's own cleanup (its open files) runs in the thread that ran it
+
+    thread = threading.Thread(target=produce, name="rewardlab-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = slots.get()
+            if item is _DONE:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                slots.get_nowait()
+            except queue.Empty:
+                thread.join(0.05)
 
 
 #: The embedded engine (the default).

@@ -42,6 +42,7 @@ import os
 import shutil
 import threading
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
 
@@ -404,6 +405,9 @@ class PartWriter:
                                   hint="Check the folder's permissions and free space.") from None
         self.id = uuid.uuid4().hex
         self.manifest: Manifest | None = None
+        # add() and flush() write in this thread, one part at a time, beside the caller's next chunk
+        self._writer: ThreadPoolExecutor | None = None
+        self._in_flight: Future | None = None
 
     # --- writing ------------------------------------------------------------------------------------
 
@@ -421,7 +425,7 @@ class PartWriter:
         for stop in cuts:
             if stop - start < self.part_rows and stop == whole.height:
                 break  # the tail waits for more rows
-            written.append(self.write_part(self._next, whole.slice(start, stop - start)))
+            written.append(self._write_behind(self._next, whole.slice(start, stop - start)))
             self._next += 1
             start = stop
         rest = whole.slice(start)
@@ -435,9 +439,24 @@ class PartWriter:
             return []
         whole = pl.concat(self._pending, how="vertical", rechunk=False)
         self._pending, self._pending_rows = [], 0
-        index = self.write_part(self._next, whole)
+        index = self._write_behind(self._next, whole)
         self._next += 1
         return [index]
+
+    def _write_behind(self, index: int, frame: pl.DataFrame) -> int:
+        """Write part ``index`` in the writer thread once the part before it is written (its error raised
+        here): one part in flight, so memory holds at most one part more than a synchronous write."""
+        self.wait()
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rewardlab-part-writer")
+        self._in_flight = self._writer.submit(self.write_part, index, frame)
+        return index
+
+    def wait(self) -> None:
+        """Wait for the part being written in the background; raise its error."""
+        future, self._in_flight = self._in_flight, None
+        if future is not None:
+            future.result()
 
     def write_part(self, index: int, frame: pl.DataFrame) -> int:
         """Write ``frame`` as part ``index`` (atomically, in the staging folder); thread-safe."""
@@ -453,6 +472,8 @@ class PartWriter:
     def close(self) -> Manifest:
         """Write the remaining rows, the manifest, and rename the staging folder onto ``out``."""
         self.flush()
+        self.wait()
+        self._stop_writer()
         indexes = sorted(self._entries)
         if indexes != list(range(len(indexes))):
             missing = sorted(set(range(max(indexes) + 1)) - set(indexes)) if indexes else []
@@ -471,8 +492,15 @@ class PartWriter:
         self.manifest = manifest
         return manifest
 
+    def _stop_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
+
     def abort(self) -> None:
-        """Remove the staging folder."""
+        """Remove the staging folder (after the part being written, if any, is finished)."""
+        self._in_flight = None
+        self._stop_writer()
         if self.staging.exists():
             shutil.rmtree(self.staging, ignore_errors=True)
 
@@ -506,6 +534,14 @@ def write_part_file(staging: Path, index: int, frame: pl.DataFrame, *, dataset_i
         entry = PartEntry(name=name, rows=frame.height, episodes=_episodes(frame, spec),
                           bytes=tmp.stat().st_size, crc32=file_crc32(tmp))
         os.replace(tmp, Path(staging) / name)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, FileAccessError):
+            raise
+        raise FileAccessError(Path(staging) / name, f"part {index} could not be written "
+                              f"({exc.strerror or exc})", hint="Check the free space and permissions of the "
+                              "output's folder; nothing is left under the output's name, so run again once "
+                              "fixed.") from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

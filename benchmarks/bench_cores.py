@@ -1,0 +1,188 @@
+"""Scaling with cores (issue 21): the text parse and the out-of-core pipeline at 1, 2, 4, ... workers.
+
+Meant for a machine with many cores (the issue's figures are for 16); on this
+project's 2-core machines it measures 1 and 2.  Not part of plain
+``make bench``: run it by name::
+
+    python -m benchmarks cores                   # N = 4x10^6 transitions
+    N=1e6,8e6 python -m benchmarks cores         # two sizes: marginal rates (start-up costs cancel)
+    N=2e5 PARSE_N=2e5 WORKERS=1,2 python -m benchmarks cores   # quick
+    PARTS=parse python -m benchmarks cores       # the parse only (PARTS=pipeline: the pipeline only)
+    PIPELINE_WORKERS=1,4,16 python -m benchmarks cores   # other worker counts for the pipeline
+
+What it measures, every ratio in this run:
+
+1. Parse.  One plain annotation file of ``PARSE_LINES`` lines: Polars' raw
+   read as string columns (all cores), then ``read_kanachan`` at each worker
+   count: lines/s, speed-up over one worker, and the serial share by
+   Amdahl's law fitted to the one-worker and the most-workers times
+   (``s = (W * t_W / t_1 - 1) / (W - 1)``).  The same for the ``.gz`` copy
+   (igzip decompression is one serial stream).
+2. Pipeline.  ``N`` transitions as ``.tsv.gz`` files, and at each worker
+   count the three CLI steps as separate processes: ``convert --workers W``,
+   ``apply --workers W`` (two plug-ins, episodes mode) and ``stats``.
+   Transitions/s, speed-up, and peak RSS of the largest process
+   (:mod:`benchmarks.scale_steps`).  The end-to-end rate at the most
+   workers gives the projection to 10^9 transitions measured on this
+   machine's cores rather than extrapolated from one.  With two sizes
+   (``N=1e6,8e6``) the rates from their difference (start-up costs cancel)
+   give the projection: 10^9 at the marginal rate plus the start-up.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.bench_parse import raw_read
+from benchmarks.bench_scale import PLUGINS, parse_size
+from benchmarks.scale_corpus import ROOT, read_sample, tile_corpus
+from benchmarks.scale_steps import GIB, run_step, tail
+
+MANUAL = True  # minutes: run only when named
+
+DEFAULT_N = 4_000_000
+PARSE_LINES = 2_000_000
+GOAL_N, GOAL_SECONDS = 10 ** 9, 15 * 60
+
+
+def _worker_counts(cores: int) -> list[int]:
+    text = os.environ.get("WORKERS", "").strip()
+    if text:
+        return sorted({int(t) for t in text.split(",") if t.strip()})
+    counts, w = [], 1
+    while w < cores:
+        counts.append(w)
+        w *= 2
+    return counts + [cores]
+
+
+def _amdahl_serial(t1: float, tw: float, w: int) -> float:
+    """Serial share s from t_W = t_1 (s + (1 - s) / W); nan for one worker."""
+    return float("nan") if w <= 1 else max(0.0, (w * tw / t1 - 1) / (w - 1))
+
+
+def _best(fn, repeat: int = 2) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def parse_scaling(report, work: Path, workers: list[int], lines_wanted: int) -> None:
+    from rewardlab.sources.kanachan.reader import read_kanachan
+
+    sample = read_sample()
+    text = work / "parse"
+    text.mkdir()
+    corpus = tile_corpus(text, lines_wanted, lines_per_file=lines_wanted, sample=sample, prefix="parse")
+    gz = corpus.files[0]
+    plain = text / "parse.tsv"
+    with gzip.open(gz, "rb") as src, open(plain, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 22)
+    lines = corpus.lines
+    print(f"   parse input: {lines:,} lines, {plain.stat().st_size / 1e9:.2f} GB plain, "
+          f"{gz.stat().st_size / 1e9:.2f} GB gzipped", flush=True)
+    for label, path in (("plain", plain), ("gz", gz)):
+        raw = _best(lambda p=path: raw_read(p))
+        report(f"{label}: Polars raw read as strings (all cores)", lines / raw, "lines/s")
+        times = {}
+        for w in workers:
+            times[w] = _best(lambda p=path, w=w: read_kanachan(p, progress=False, workers=w))
+            report(f"{label}: read_kanachan, {w} workers", lines / times[w], "lines/s",
+                   f"speed-up {times[1] / times[w]:.2f}x" if 1 in times else "")
+        top = max(workers)
+        if 1 in times and top > 1:
+            report(f"{label}: serial share, Amdahl fit 1 -> {top} workers",
+                   _amdahl_serial(times[1], times[top], top) * 100, "%", "target < 10")
+        report(f"{label}: full parse ({top} workers) / raw read time", times[top] / raw, "x",
+               "target <= 2.5 on 16 cores")
+
+
+def pipeline_scaling(report, work: Path, n: int, workers: list[int]) -> dict[int, dict[str, float]]:
+    """Seconds of each CLI step at each worker count, on ``n`` transitions."""
+    corpus_dir = work / f"corpus-text-{n}"
+    corpus_dir.mkdir()
+    corpus = tile_corpus(corpus_dir, n, sample=read_sample())
+    rows = corpus.lines
+    print(f"   pipeline input: {rows:,} transitions in {len(corpus.files)} .tsv.gz files "
+          f"({corpus.gz_bytes / 1e9:.2f} GB)", flush=True)
+    cli = [sys.executable, "-m", "rewardlab"]
+    files = [str(f) for f in corpus.files]
+    plugins = [a for p in PLUGINS for a in ("--plugin", str(p))]
+    seconds: dict[int, dict[str, float]] = {}
+    for w in workers:
+        dataset, rewards = work / f"ds{w}", work / f"rw{w}"
+        steps = {
+            "convert": [*cli, "convert", *files, "--out", str(dataset), "--workers", str(w)],
+            "apply": [*cli, "apply", str(dataset), *plugins, "--out", str(rewards), "--workers", str(w)],
+            "stats": [*cli, "stats", str(rewards), "--json"],
+        }
+        seconds[w] = {}
+        for name, argv in steps.items():
+            step = run_step(f"{name} W={w}", argv, rows=rows, cwd=ROOT)
+            if not step.ok:
+                print(f"   {name} with {w} workers FAILED (exit {step.returncode}):\n      "
+                      + tail(step.stderr or step.stdout).replace("\n", "\n      "), flush=True)
+                seconds[w][name] = float("nan")
+                continue
+            seconds[w][name] = step.seconds
+            one = seconds.get(1, {}).get(name, float("nan"))
+            speed = f"speed-up {one / step.seconds:.2f}x" if w != 1 and one == one else ""
+            report(f"N={rows:.1e} {name}, {w} workers: trans/s (peak RSS {step.peak / GIB:.2f} GiB)",
+                   rows / step.seconds, "trans/s", speed)
+        shutil.rmtree(dataset, ignore_errors=True)
+        shutil.rmtree(rewards, ignore_errors=True)
+    top = max(workers)
+    total = sum(seconds[top].values())
+    if total == total:
+        report(f"N={rows:.1e} end to end (convert+apply+stats), {top} workers", rows / total, "trans/s")
+    shutil.rmtree(corpus_dir, ignore_errors=True)
+    return {"rows": rows, **seconds}
+
+
+def marginal(report, runs: list[dict], workers: list[int]) -> None:
+    """Rates from the difference of two sizes: start-up costs (imports, first compiles) cancel out."""
+    small, big = runs[0], runs[-1]
+    extra = big["rows"] - small["rows"]
+    for w in workers:
+        per_step = {name: big[w][name] - small[w][name] for name in big[w]}
+        for name, dt in per_step.items():
+            if dt == dt and dt > 0:
+                report(f"marginal {name}, {w} workers ({small['rows']:.0e} -> {big['rows']:.0e})", extra / dt,
+                       "trans/s")
+        dt = sum(per_step.values())
+        if dt == dt and dt > 0:
+            rate = extra / dt
+            fixed = sum(small[w].values()) - small["rows"] / rate
+            minutes = (GOAL_N / rate + max(0.0, fixed)) / 60
+            report(f"marginal end to end, {w} workers", rate, "trans/s", f"{rate / w:,.0f} per worker")
+            report(f"10^9 transitions at the marginal rate + start-up, {w} workers", minutes, "min",
+                   f"target < 15 on 16 cores: {'PASS' if minutes < GOAL_SECONDS / 60 else 'FAIL'}")
+
+
+def run(report) -> None:
+    cores = len(os.sched_getaffinity(0))
+    workers = _worker_counts(cores)
+    sizes = sorted({parse_size(t) for t in (os.environ.get("N") or str(DEFAULT_N)).split(",") if t.strip()})
+    print(f"   {cores} cores; workers {workers}; N = {', '.join(f'{n:,}' for n in sizes)}", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="rewardlab-bench-cores-"))
+    try:
+        parts = os.environ.get("PARTS", "parse,pipeline").split(",")
+        if "parse" in parts:
+            parse_scaling(report, work, workers, parse_size(os.environ.get("PARSE_N") or str(PARSE_LINES)))
+        if "pipeline" in parts:
+            pipeline = os.environ.get("PIPELINE_WORKERS", "").strip()
+            counts = sorted({int(t) for t in pipeline.split(",")}) if pipeline else workers
+            runs = [pipeline_scaling(report, work, size, counts) for size in sizes]
+            if len(runs) > 1:
+                marginal(report, runs, counts)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
