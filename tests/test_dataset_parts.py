@@ -260,6 +260,48 @@ def test_the_feed_reports_why_it_stopped():
     assert isinstance(failure, ChildFailure) and failure.detail == "exit status 3"
 
 
+def test_the_feed_reads_each_item_when_the_child_asks_and_sends_arrays_whole():
+    import time
+
+    import numpy as np
+
+    from rewardlab.plugins.isolation import run_in_child
+
+    read = []
+
+    def items():
+        for k in range(5):
+            read.append(k)
+            yield {"k": k, "a": np.arange(10 ** 5, dtype=np.int64) * k, "strided": np.arange(40.0)[::3],
+                   "names": np.array(["x", None], dtype=object)}
+
+    def unpack(status, send, fed):
+        return [(item["k"], int(item["a"].sum()), item["strided"].tolist(), item["names"].tolist())
+                for item in fed]
+
+    got = run_in_child(unpack, feed=items())
+    assert got == [(k, k * (10 ** 5) * (10 ** 5 - 1) // 2, np.arange(40.0)[::3].tolist(), ["x", None])
+                   for k in range(5)]
+    assert read == [0, 1, 2, 3, 4]
+
+    # laziness, seen from the parent: with the child slow, the parent reads item k+1 only once asked
+    asked_at, read_at = [], []
+
+    def timed():
+        for k in range(3):
+            read_at.append(time.monotonic())
+            yield k
+
+    def consumer(status, send, fed):
+        for _ in fed:
+            time.sleep(0.3)
+        return "done"
+
+    assert run_in_child(consumer, feed=timed()) == "done"
+    gaps = [b - a for a, b in zip(read_at, read_at[1:])]
+    assert all(g >= 0.25 for g in gaps), gaps  # each read waited for the child to finish the one before
+
+
 def test_the_cli_names_its_own_engine_options(corpus, tmp_path, capsys):
     from rewardlab.cli import main
 
@@ -269,3 +311,148 @@ def test_the_cli_names_its_own_engine_options(corpus, tmp_path, capsys):
                  "--ray-address", "auto"]) == 2
     assert "`--ray-address` applies only to engines that join a cluster (ray)" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.fixture(scope="module")
+def rewards(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rewards") / "rewards"
+    apply_to_dataset(corpus, PLUGINS, out, workers=2)
+    return out
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_stats_of_a_rewards_folder_equal_the_in_memory_ones(rewards, tmp_path, capsys, workers):
+    from rewardlab.cli import main
+
+    whole = tmp_path / "whole.parquet"
+    open_dataset(rewards).load().write_parquet(whole)
+    scopes = ["--scope", "all", "--scope", "episode_return", "--scope", "end_of_game"]
+    assert main(["stats", str(rewards), "--json", "--workers", str(workers), *scopes]) == 0
+    parted = json.loads(capsys.readouterr().out)
+    assert main(["stats", str(whole), "--json", *scopes]) == 0
+    in_memory = json.loads(capsys.readouterr().out)
+    assert parted["rows"] == in_memory["rows"] == open_dataset(rewards).rows
+    assert parted["rewards"] == in_memory["rewards"]  # exact: under 10^7 values the quantiles are NumPy's
+    assert set(parted["rewards"]) == {"rank_top", "raw_points"}
+
+
+def test_stats_of_a_rewards_folder_past_the_exact_limit_are_a_sketch_with_its_error(rewards):
+    from rewardlab.analysis.stats import reward_stats
+    from rewardlab.analysis.stats_parts import dataset_reward_stats
+
+    got = dataset_reward_stats(rewards, "raw_points", ("all",), exact_limit=1000, workers=2)["raw_points"]["all"]
+    want = reward_stats(open_dataset(rewards).load(), "raw_points")
+    assert got.quantile_method == "kll" and 0 < got.quantile_rank_error < 0.01
+    assert got.count == want.count and got.mean == pytest.approx(want.mean, rel=1e-12, abs=1e-15)
+    assert got.min == want.min and got.max == want.max
+
+
+def test_stats_engine_options_apply_to_a_folder_only(rewards, tmp_path, capsys):
+    from rewardlab.cli import main
+
+    whole = tmp_path / "whole.parquet"
+    open_dataset(rewards).load().write_parquet(whole)
+    assert main(["stats", str(whole), "--workers", "2"]) == 2
+    assert "`--workers` applies to a dataset folder" in capsys.readouterr().err
+    assert main(["stats", str(rewards), "--engine", "spark"]) == 2
+    assert "`--engine` should be one of" in capsys.readouterr().err
+    assert main(["stats", str(rewards), "--workers", "0"]) == 2
+    assert "`--workers` should be an integer in [1," in capsys.readouterr().err
+
+
+# --- resuming a stopped apply ----------------------------------------------------------------------------
+
+def _slow_plugin(folder) -> Path:
+    """rank_top, a few ms slower per call: a run lasts long enough to be killed midway."""
+    from pathlib import Path
+
+    text = Path("data/plugins/rank_top.py").read_text().replace(
+        "def get_reward(data: TensorDict, contiguous: bool) -> None:\n",
+        "def get_reward(data: TensorDict, contiguous: bool) -> None:\n    import time\n    time.sleep(0.01)\n")
+    path = Path(folder) / "slow_top.py"
+    path.write_text(text)
+    return path
+
+
+def test_apply_killed_midway_resumes_from_its_finished_parts(corpus, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rewardlab.cli import main
+    from rewardlab.sources.datasets.parts import RUN_NAME
+
+    plugin = _slow_plugin(tmp_path)
+    out = tmp_path / "rewards"
+    staging = tmp_path / "rewards.partial"
+    cmd = [sys.executable, "-m", "rewardlab", "apply", str(corpus), "--plugin", str(plugin), "--out", str(out),
+           "--workers", "1"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            lines = sum(len(j.read_text().splitlines()) for j in staging.glob("journal-*.jsonl"))
+            if lines >= 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert not out.exists() and (staging / RUN_NAME).exists()
+    journaled = [json.loads(line)["entry"]["name"] for j in staging.glob("journal-*.jsonl")
+                 for line in j.read_text().splitlines()]
+    kept = {name: (staging / name).stat() for name in journaled}
+    n_parts = len(open_dataset(corpus))
+    assert 2 <= len(kept) < n_parts
+
+    assert main(cmd[3:]) == 2  # again without --resume: refused, naming the way on
+    assert main([*cmd[3:], "--resume"]) == 0
+    assert not staging.exists()
+    for name, before in kept.items():  # the finished parts were kept, not written again
+        after = (out / name).stat()
+        assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), name
+    assert sorted(p.name for p in out.iterdir()) == sorted([*(p.name for p in open_dataset(out).paths), MANIFEST_NAME])
+
+    fresh = tmp_path / "fresh"
+    apply_to_dataset(corpus, [plugin], fresh, workers=2)
+    resumed = open_dataset(out)
+    resumed.verify()
+    assert resumed.load().equals(open_dataset(fresh).load())
+
+
+def test_resume_refuses_another_runs_staging_folder(corpus, tmp_path, capsys):
+    from rewardlab.cli import main
+
+    plugin = _slow_plugin(tmp_path)
+    out = tmp_path / "rewards"
+    staging = tmp_path / "rewards.partial"
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C: the staging folder stays for --resume
+        _interrupt(corpus, plugin, out)
+    assert staging.exists() and not out.exists()
+    plugin.write_text(plugin.read_text() + "\n# changed\n")
+    assert main(["apply", str(corpus), "--plugin", str(plugin), "--out", str(out), "--resume"]) == 2
+    assert "was left by another run (its plugins differ from this one's)" in capsys.readouterr().err
+    assert main(["apply", str(corpus), "--plugin", str(plugin), "--out", str(out), "--resume",
+                 "--batch-mode", "sequential"]) == 2
+    assert "`--resume` applies to --batch-mode episodes and fragments" in capsys.readouterr().err
+    assert staging.exists()
+
+
+def _interrupt(corpus, plugin, out):
+    """apply_to_dataset stopped by Ctrl-C once its first part is journaled."""
+    import threading
+    import _thread
+
+    staging = out.with_name(out.name + ".partial")
+
+    def watch():
+        while not list(staging.glob("journal-*.jsonl")):
+            if not threading.main_thread().is_alive():
+                return
+            threading.Event().wait(0.02)
+        _thread.interrupt_main()
+
+    threading.Thread(target=watch, daemon=True).start()
+    apply_to_dataset(corpus, [plugin], out, workers=1, progress=False)

@@ -12,9 +12,9 @@ import pytest
 from analysis_data import rewards_table, with_rewards
 from rewardlab.analysis.scopes import SCOPES, scope_values
 from rewardlab.analysis.sketches import QuantileSketch
-from rewardlab.analysis.stats import (
-    DEFAULT_QUANTILES, Moments, NormalizationParts, RewardStatsParts, normalization_constants,
-    normalization_constants_of_parts, reward_stats, reward_stats_of_parts,
+from rewardlab.analysis.stats import DEFAULT_QUANTILES, Moments, normalization_constants, reward_stats
+from rewardlab.analysis.stats_parts import (
+    NormalizationParts, RewardStatsParts, normalization_constants_of_parts, reward_stats_of_parts,
 )
 from rewardlab.core.errors import FrameError, ParameterError
 from rewardlab.core.spec import FrameSpec, attach

@@ -6,7 +6,7 @@ import contextlib
 import json
 import math
 
-from rewardlab.cli.options import add_format
+from rewardlab.cli.options import add_engine_options, add_format, refuse_engine_options
 
 _SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "trajectory_return",
            "end_of_round", "end_of_game")
@@ -23,8 +23,11 @@ def register(sub) -> None:
         description="Print count, mean, std (population and sample), min, max, zero share and "
         "quantiles of each reward column, per scope. Works on a rewards table from `rewardlab "
         "apply` or a Parquet frame with reward columns (end_of_round / end_of_game scopes need "
-        "the full frame).")
-    p.add_argument("data", nargs="+", metavar="REWARDS", help="Parquet file(s) with reward_* columns")
+        "the full frame). A rewards dataset folder (`rewardlab apply FOLDER --out REWARDS`) is "
+        "read part by part in bounded memory; its quantiles are exact up to 10^7 values, then "
+        "a KLL sketch's (the rank error is printed).")
+    p.add_argument("data", nargs="+", metavar="REWARDS",
+                   help="Parquet file(s) with reward_* columns, or one rewards dataset folder")
     p.add_argument("--reward", action="append", metavar="NAME",
                    help="a reward name (repeatable; default: every reward_* column)")
     p.add_argument("--scope", action="append", choices=_SCOPES,
@@ -34,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys; "
                    "quantile_method and quantile_rank_error say how the quantiles were computed)")
+    add_engine_options(p, work="read")
     add_format(p)
     p.set_defaults(func=_stats)
 
@@ -103,12 +107,28 @@ def _stats(args) -> int:
     from rewardlab.analysis.stats import reward_stats
     from rewardlab.analysis.tables import column_names, rewards_to_use
 
+    from rewardlab.analysis.stats_parts import dataset_reward_stats
+    from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
+
+    scopes = list(dict.fromkeys(args.scope or ["all"]))
     with _reading(args):
-        lf, source = _data(args)
-        names = rewards_to_use(column_names(lf), args.reward)
-        scopes = list(dict.fromkeys(args.scope or ["all"]))
-        rows = int(lf.select(pl.len()).collect().item())
-        results = {n: {s: reward_stats(lf, n, scope=s) for s in scopes} for n in names}
+        if len(args.data) == 1 and args.format is None and is_dataset_folder(args.data[0]):
+            from rewardlab.engines import check_engine
+            from rewardlab.engines.embedded import check_workers
+
+            check_engine(args.engine, address=args.ray_address, argument="--engine", address_argument="--ray-address")
+            if args.workers is not None:
+                check_workers(args.workers, argument="--workers")
+            ds = PartedDataset(args.data[0])
+            source, rows = args.data[0], ds.rows
+            results = dataset_reward_stats(ds, args.reward, scopes, engine=args.engine, workers=args.workers,
+                                           address=args.ray_address)
+        else:
+            refuse_engine_options(args)
+            lf, source = _data(args)
+            names = rewards_to_use(column_names(lf), args.reward)
+            rows = int(lf.select(pl.len()).collect().item())
+            results = {n: {s: reward_stats(lf, n, scope=s) for s in scopes} for n in names}
     if args.json:
         out = {"source": source, "rows": rows,
                "rewards": {n: {s: _clean(st.to_dict()) for s, st in per.items()} for n, per in results.items()}}

@@ -1,4 +1,4 @@
-"""Options several commands share: ``--format``."""
+"""Options several commands share: ``--format``, ``--option``, the engine options."""
 
 from __future__ import annotations
 
@@ -13,6 +13,32 @@ def add_format(p) -> None:
                    help="input format: " + ", ".join(format_names())
                    + " (default: detected from content, metadata or suffix; "
                    "`rewardlab info --formats` lists them)")
+
+
+def add_engine_options(p, *, work: str) -> None:
+    """Add ``--engine``, ``--workers`` and ``--ray-address``, for a dataset folder's parts; ``work`` says
+    what is done with them ("worked on", "read")."""
+    p.add_argument("--engine", default="embedded", metavar="NAME",
+                   help=f"dataset folder: where the parts are {work}: embedded (this machine, default) or "
+                   "ray (Ray Data; pip install 'rewardlab[ray]')")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="dataset folder: work items at once (default: the cores available)")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="--engine ray: the cluster to join, e.g. auto or ray://HEAD:10001 (default: a local Ray)")
+
+
+def refuse_engine_options(args) -> None:
+    """Refuse the engine options for input that is not a dataset folder, naming the first one given."""
+    from rewardlab.core.errors import ParameterError
+
+    given = [(flag, value) for flag, value, unset in (("--engine", args.engine, "embedded"),
+                                                      ("--workers", args.workers, None),
+                                                      ("--ray-address", args.ray_address, None))
+             if value != unset]
+    if given:
+        raise ParameterError(given[0][0], "applies to a dataset folder (rewardlab convert ... --out FOLDER) only",
+                             given[0][1], hint="Convert the data to a dataset folder first, or leave the option "
+                             "out.")
 
 
 def add_format_options(p) -> None:

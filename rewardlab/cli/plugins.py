@@ -7,7 +7,9 @@ import sys
 import warnings
 from pathlib import Path
 
-from rewardlab.cli.options import add_format, add_format_options, format_options
+from rewardlab.cli.options import (
+    add_engine_options, add_format, add_format_options, format_options, refuse_engine_options,
+)
 
 
 def _positive_seconds(text: str) -> float:
@@ -65,14 +67,12 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, metavar="REWARDS.parquet",
                    help="output Parquet file; for a dataset folder (`rewardlab convert ... --out FOLDER`), a "
                    "folder name: a rewards dataset with the same parts, written part by part")
-    p.add_argument("--engine", default="embedded", metavar="NAME",
-                   help="dataset folder: where the parts are worked on: embedded (this machine, default) or "
-                   "ray (Ray Data; pip install 'rewardlab[ray]')")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="dataset folder: work items at once (default: the cores available)")
-    p.add_argument("--ray-address", default=None, metavar="ADDR",
-                   help="--engine ray: the cluster to join, e.g. auto or ray://HEAD:10001 (default: a local Ray)")
+    add_engine_options(p, work="worked on")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--resume", action="store_true",
+                   help="dataset folder: keep the parts a killed or interrupted run of this same command "
+                   "finished (left in OUT.partial) and run the plug-ins over the others only (batch modes "
+                   "episodes and fragments)")
     p.add_argument("--replace", action="store_true",
                    help="replace the data's reward_<name> / done_<name> columns of a plug-in's name (by "
                    "default a plug-in named like a column of the data, e.g. one applied before, is refused)")
@@ -142,11 +142,15 @@ def _forward(caught) -> None:
 
 
 def _apply_parts(args, names) -> int:
-    from rewardlab.core.errors import RewardScaleWarning
+    from rewardlab.core.errors import ParameterError, RewardScaleWarning
     from rewardlab.engines import check_engine
-    from rewardlab.plugins.apply_parts import apply_to_dataset
+    from rewardlab.plugins.apply_parts import CARRY_MODES, apply_to_dataset
 
     check_engine(args.engine, address=args.ray_address, argument="--engine", address_argument="--ray-address")
+    if args.resume and args.batch_mode in CARRY_MODES:
+        raise ParameterError("--resume", f"applies to --batch-mode episodes and fragments ({args.batch_mode} "
+                             "carries rows from part to part, so a stopped run cannot pick up at a part)", True,
+                             hint="Run it again from the start (remove OUT.partial first).")
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RewardScaleWarning)
@@ -154,8 +158,8 @@ def _apply_parts(args, names) -> int:
             args.dataset[0], [Path(p) for p in args.plugin], args.out, batch_mode=args.batch_mode,
             batch_size=args.batch_size, seed=args.seed, contiguous=True if args.contiguous else None,
             num_workers=args.num_workers, convention=args.convention, strict=args.strict, isolate=True,
-            timeout=args.timeout, replace=args.replace, overwrite=args.overwrite, engine=args.engine,
-            workers=args.workers, address=args.ray_address)
+            timeout=args.timeout, replace=args.replace, overwrite=args.overwrite, resume=args.resume,
+            engine=args.engine, workers=args.workers, address=args.ray_address)
     parts = len(manifest.parts)
     print(f"wrote {manifest.rows:,} transitions x {len(names)} plug-in(s) in {parts} part{'s' if parts != 1 else ''} "
           f"to {args.out}")
@@ -193,12 +197,10 @@ def _apply(args) -> int:
 
     if len(args.dataset) == 1 and is_dataset_folder(args.dataset[0]):
         return _apply_parts(args, names)
-    if args.engine != "embedded" or args.workers is not None or args.ray_address is not None:
-        raise ParameterError("--engine" if args.engine != "embedded" else "--workers" if args.workers is not None
-                             else "--ray-address", "applies to a dataset folder (rewardlab convert ... --out "
-                             "FOLDER) only", args.engine if args.engine != "embedded" else args.workers
-                             if args.workers is not None else args.ray_address,
-                             hint="Convert the data to a dataset folder first, or leave the option out.")
+    refuse_engine_options(args)
+    if args.resume:
+        raise ParameterError("--resume", "applies to a dataset folder (rewardlab convert ... --out FOLDER) only",
+                             True, hint="A single-file output is written whole or not at all.")
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
         frame = _load(args.dataset, args.format, options)
         spec = attached(frame)

@@ -20,6 +20,17 @@ input's keys and context (what the analyses need) and ``reward_<name>`` /
 is written to a staging folder and renamed onto its name only when every
 part is done: a failed, killed or interrupted run leaves nothing there.
 
+Resuming (``resume=True``, ``rewardlab apply ... --resume``): each work
+item records every part it finishes in a journal in the staging folder
+(``journal-NNNNNN.jsonl``: the part's manifest entry and its reward sums),
+and the staging folder records the run (the input's id, the plug-in files'
+SHA-256, the options).  A run killed, or stopped with Ctrl-C, leaves the
+staging folder; the same command with ``--resume`` checks that it is the
+same run, keeps every journaled part whose file is whole (size and CRC-32
+as journaled) and runs the plug-ins over the others only.  The result is
+the one an uninterrupted run writes, part for part (``episodes`` and
+``fragments``; the modes that carry rows from part to part start afresh).
+
 Examples
 --------
 >>> apply_to_dataset("corpus", ["data/plugins/rank_top.py"], "corpus-rewards")  # doctest: +SKIP
@@ -28,6 +39,8 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import threading
 import warnings
@@ -51,8 +64,8 @@ from rewardlab.plugins.execution import (
 )
 from rewardlab.plugins.runner import Locator, resolve
 from rewardlab.plugins.shards import stream_shards
-from rewardlab.sources.datasets.manifest import Manifest
-from rewardlab.sources.datasets.parts import PartedDataset, PartWriter, write_part_file
+from rewardlab.sources.datasets.manifest import Manifest, PartEntry, file_crc32
+from rewardlab.sources.datasets.parts import JOURNAL_GLOB, PartedDataset, PartWriter, write_part_file
 
 __all__ = ["apply_to_dataset", "CARRY_MODES"]
 
@@ -198,16 +211,21 @@ def _run_task(task: _Task) -> _Done:
         _, k, results = message
         index = task.indexes[k]
         base = ds.read(index, list(task.keep))
-        added = []
+        added, scales = [], []
         for i, ((rewards, dones, dtype), (_, name)) in enumerate(zip(results, task.plugins)):
+            scale = _Scale()
+            scale.add(rewards, dones)
+            scales.append(scale)
             with lock:
-                done.scales[i].add(rewards, dones)
+                done.scales[i].merge(scale)
                 done.dtypes[i] = done.dtypes[i] or dtype
             added.append(pl.Series(columns.reward_column(name), rewards, dtype=pl.Float64)
                          .cast(REWARD_DTYPES[dtype or "float64"]))
             added.append(pl.Series(columns.done_column(name), dones, dtype=pl.Boolean))
         frame = attach(base.with_columns(added), spec.project(base.columns))
-        done.entries[index] = write_part_file(Path(task.staging), index, frame, dataset_id=task.dataset_id)
+        entry = write_part_file(Path(task.staging), index, frame, dataset_id=task.dataset_id)
+        done.entries[index] = entry
+        _journal(Path(task.staging), task.indexes[0], index, entry, scales, [d for _, _, d in results])
 
     if task.isolate:
         result = isolation.run_in_child(job, timeout=task.timeout, on_part=on_part, feed=feed())
@@ -230,13 +248,67 @@ def _run_task(task: _Task) -> _Done:
     return done
 
 
-def _groups(n: int, workers: int, mode: str) -> list[tuple[int, ...]]:
-    """Runs of consecutive part indexes, one per work item."""
+def _journal(staging: Path, first: int, index: int, entry: PartEntry, scales: list, dtypes: list) -> None:
+    """Record a finished part in its work item's journal (one JSON line; a line cut short by a kill is
+    ignored when resuming)."""
+    line = json.dumps({"index": index, "entry": dataclasses.asdict(entry),
+                       "scales": [dataclasses.asdict(s) for s in scales], "dtypes": dtypes})
+    with open(staging / f"journal-{first:06d}.jsonl", "a") as f:
+        f.write(line + "\n")
+
+
+def _finished(staging: Path, n_parts: int) -> dict[int, tuple[PartEntry, list, list]]:
+    """The parts a stopped run finished: journaled, and their files whole (size and CRC-32 as journaled)."""
+    found: dict[int, tuple[PartEntry, list, list]] = {}
+    for journal in sorted(staging.glob(JOURNAL_GLOB)):
+        for line in journal.read_text().splitlines():
+            try:
+                record = json.loads(line)
+                index, entry = int(record["index"]), PartEntry(**record["entry"])
+                scales = [_Scale(**s) for s in record["scales"]]
+                dtypes = list(record["dtypes"])
+            except (ValueError, KeyError, TypeError):
+                continue  # cut short by the kill
+            path = staging / entry.name
+            if not 0 <= index < n_parts or not path.is_file() or path.stat().st_size != entry.bytes:
+                continue
+            if file_crc32(path) != entry.crc32:
+                continue
+            found[index] = (entry, scales, dtypes)
+    return found
+
+
+def _run_key(ds: PartedDataset, items, settings: dict, keep: list[str]) -> dict:
+    """What makes two runs the same run (for resuming): the input, the plug-in files' bytes, the options."""
+    plugins = [[name, hashlib.sha256(Path(path).read_bytes()).hexdigest()] for _, name, path in items]
+    return {"input": ds.manifest.id, "plugins": plugins, "options": settings, "columns": keep}
+
+
+def _groups(indexes, workers: int, mode: str) -> list[tuple[int, ...]]:
+    """Runs of consecutive part indexes (of ``indexes``, sorted), one per work item.
+
+    Examples
+    --------
+    >>> _groups(range(6), 2, "episodes"), _groups([0, 1, 4, 5], 4, "episodes")
+    ([(0, 1, 2), (3, 4, 5)], [(0,), (1,), (4,), (5,)])
+    """
+    indexes = sorted(indexes)
+    n = len(indexes)
     if mode in CARRY_MODES or n == 0:
-        return [tuple(range(n))]
+        return [tuple(indexes)]
     count = min(n, max(1, workers))  # one plug-in process per worker (each loads torch and the plug-ins once)
     bounds = np.linspace(0, n, count + 1).round().astype(int)
-    return [tuple(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    groups = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        run: list[int] = []
+        for i in indexes[a:b]:  # a run stops where a resumed run's finished parts leave a gap
+            if run and i != run[-1] + 1:
+                groups.append(tuple(run))
+                run = []
+            run.append(i)
+        if run:
+            groups.append(tuple(run))
+    return groups
 
 
 def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", batch_size: int | None = None,
@@ -244,7 +316,7 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
                      convention: str | None = None, strict: bool = False, isolate: bool | None = None,
                      timeout: float | None = None, replace: bool = False, overwrite: bool = False,
                      engine: str = "embedded", workers: int | None = None, address: str | None = None,
-                     progress=None) -> Manifest:
+                     progress=None, resume: bool = False) -> Manifest:
     """Run plug-ins over every part of a dataset folder; write the rewards dataset ``out`` beside it.
 
     Parameters
@@ -268,6 +340,10 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
         The Ray cluster to join (``engine="ray"``; None: a local Ray).
     progress : bool or None
         A progress bar over parts.
+    resume : bool
+        Keep the parts a killed or stopped run of the same command finished
+        (in ``OUT.partial``; see the module's text); ``episodes`` and
+        ``fragments`` only.
 
     Returns
     -------
@@ -303,6 +379,10 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     size, seed, contiguous, num_workers = check_run_options(
         batch_mode, batch_size=batch_size, seed=seed, contiguous=contiguous, num_workers=num_workers, strict=strict)
     isolate, timeout = check_isolation(isolate, timeout)
+    if resume and batch_mode in CARRY_MODES:
+        raise ParameterError("resume", f"applies to batch modes episodes and fragments ({batch_mode} carries rows "
+                             "from part to part, so a stopped run cannot pick up at a part)", resume,
+                             hint="Run it again from the start (remove OUT.partial first).")
     items = plugin_items([Path(p) for p in plugins], chosen)
     names = [name for _, name, _ in items]
     if not replace:
@@ -313,14 +393,24 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
                 "num_workers": num_workers, "strict": strict, "convention": convention, "contract": chosen.name,
                 "setting": mode_setting(batch_mode, contiguous=contiguous, num_workers=num_workers,
                                         settings=chosen.mode_settings)}
+    run = None if batch_mode in CARRY_MODES else _run_key(ds, items, settings, keep)
     writer = PartWriter(out, spec=ds.spec.project(keep), overwrite=overwrite, base=ds,
-                        source={"plugins": [str(p) for p in plugins], "batch_mode": batch_mode})
-    groups = _groups(len(ds), workers or available_cores(), batch_mode)
-    tasks = [_Task(str(ds.folder), g, tuple((str(p), n) for _, n, p in items), settings, str(writer.staging),
-                   writer.id, tuple(keep), timeout, isolate) for g in groups]
-    bar = progress_bar(progress, len(ds), f"apply_plugins ({batch_mode}, {len(ds)} parts)")
+                        source={"plugins": [str(p) for p in plugins], "batch_mode": batch_mode},
+                        run=run, resume=resume)
     scales = [_Scale() for _ in items]
     dtypes: list = [None] * len(items)
+    finished = _finished(writer.staging, len(ds)) if writer.resumed else {}
+    for index, (entry, part_scales, part_dtypes) in sorted(finished.items()):
+        writer.register(index, entry)
+        for i, (scale, dtype) in enumerate(zip(part_scales, part_dtypes)):
+            scales[i].merge(scale)
+            dtypes[i] = dtypes[i] or dtype
+    groups = _groups([i for i in range(len(ds)) if i not in finished], workers or available_cores(), batch_mode)
+    tasks = [_Task(str(ds.folder), g, tuple((str(p), n) for _, n, p in items), settings, str(writer.staging),
+                   writer.id, tuple(keep), timeout, isolate) for g in groups if g]
+    bar = progress_bar(progress, len(ds), f"apply_plugins ({batch_mode}, {len(ds)} parts)")
+    if bar is not None and finished:
+        bar.update(len(finished))
     with writer:
         try:
             for done in found.map(_run_task, tasks, workers=workers, address=address):

@@ -99,6 +99,14 @@ _HEADER = struct.Struct("<qq")  # rows done, length of the "doing" text
 _WORKER = struct.Struct("<q")  # the worker's pid (0 before the keeper forked it)
 _TEXT = _HEADER.size + _WORKER.size  # where the "doing" text starts
 _ENDED = struct.Struct("<qq")  # the keeper's last word: the worker's pid and wait status
+#: Feeders of this process that may read and send an item at the same time (each item is one dataset
+#: part's arrays, ~1 KB a row): the parent's memory stays a few parts whatever the number of workers,
+#: and reading a part takes a small share of the time a worker spends on it.
+FEEDS_AT_ONCE = 4
+_SENDING = threading.BoundedSemaphore(FEEDS_AT_ONCE)
+
+#: A fed item's head: the pickle's size and the number of out-of-band buffers after it.
+_FEED_HEAD = struct.Struct("<qq")
 _CHUNK = 1 << 20
 _END_GRACE = 10.0  # seconds the keeper has to end the tree once asked, before rewardlab kills it
 _PROC = "/proc"
@@ -351,23 +359,49 @@ def _sendable(payload):
         return ("raised", None, "rewardlab could not send a result back:\n" + text)
 
 
-def _received(fd: int):
-    """The objects the parent feeds through ``fd`` (see :func:`run_in_child`'s ``feed``), one at a time."""
-    with os.fdopen(fd, "rb", buffering=1 << 20) as stream:
-        while True:
-            head = stream.read(8)
-            if len(head) < 8:
-                raise EOFError("rewardlab's feed of data to the plug-in process ended early")
-            (size,) = struct.unpack("<q", head)
-            kind, payload = pickle.loads(stream.read(size))
-            if kind == "end":
-                return
-            if kind == "abort":  # the parent could not read the next item: it reports why
-                raise EOFError("rewardlab's parent process stopped feeding data: " + str(payload))
-            yield payload
+def _read_exactly(stream, size: int) -> bytearray:
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        n = stream.readinto(view[got:])
+        if not n:
+            raise EOFError("rewardlab's feed of data to the plug-in process ended early")
+        got += n
+    return buffer
 
 
-def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int, feed_fd: int | None = None) -> None:
+def _received(fds: tuple[int, int]):
+    """The objects the parent feeds (see :func:`run_in_child`'s ``feed``), one at a time, each asked for.
+
+    ``fds`` is (the data pipe's read end, the ask pipe's write end): one byte
+    on the ask pipe lets the parent's feeder read and send the next item, so
+    the parent holds an item only while it is being sent.
+    """
+    data_fd, ask_fd = fds
+    with os.fdopen(data_fd, "rb", buffering=1 << 20) as stream:
+        try:
+            while True:
+                try:
+                    os.write(ask_fd, b"\x01")
+                except BrokenPipeError:
+                    pass  # the feeder has stopped: what it sent last (end, abort) is read below
+                head = _read_exactly(stream, _FEED_HEAD.size)
+                meta_size, count = _FEED_HEAD.unpack(head)
+                sizes = struct.unpack(f"<{count}q", _read_exactly(stream, 8 * count)) if count else ()
+                meta = _read_exactly(stream, meta_size)
+                buffers = [_read_exactly(stream, n) for n in sizes]
+                kind, payload = pickle.loads(meta, buffers=buffers)
+                if kind == "end":
+                    return
+                if kind == "abort":  # the parent could not read the next item: it reports why
+                    raise EOFError("rewardlab's parent process stopped feeding data: " + str(payload))
+                yield payload
+        finally:
+            os.close(ask_fd)
+
+
+def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int,
+            feed_fds: tuple[int, int] | None = None) -> None:
     """Run ``fn`` in the worker; never returns."""
     code = 0
     me = status._owner = _getpid()
@@ -388,7 +422,7 @@ def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int, feed
             _write_message(write_fd, _sendable(("part", obj)))
 
         try:
-            payload = ("ok", fn(status, send) if feed_fd is None else fn(status, send, _received(feed_fd)))
+            payload = ("ok", fn(status, send) if feed_fds is None else fn(status, send, _received(feed_fds)))
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
             payload = ("raised", exc, "".join(traceback.format_exception(exc)))
         if _getpid() == me:
@@ -405,7 +439,7 @@ def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int, feed
 
 
 def _keeper(fn: Callable, status: ChildStatus, write_fd: int, ended_fd: int, dump_fd: int,
-            feed_fd: int | None = None) -> None:
+            feed_fds: tuple[int, int] | None = None) -> None:
     """Fork the worker, wait for it, end every process left below, tell the parent; never returns."""
     code = 0
     try:
@@ -429,10 +463,11 @@ def _keeper(fn: Callable, status: ChildStatus, write_fd: int, ended_fd: int, dum
         if worker == 0:  # pragma: no cover - runs in the worker
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.close(ended_fd)
-            _worker(fn, status, write_fd, dump_fd, feed_fd)
+            _worker(fn, status, write_fd, dump_fd, feed_fds)
             _exit(70)
-        if feed_fd is not None:
-            os.close(feed_fd)  # only the worker reads the feed: its death ends the parent's writes
+        if feed_fds is not None:
+            for fd in feed_fds:  # only the worker holds the feed's ends: its death ends the parent's writes
+                os.close(fd)
         status.worker = worker
         if ending:
             _signal(worker, signal.SIGKILL)
@@ -627,38 +662,71 @@ class _Keeper:
 
 
 class _Feeder:
-    """The parent's thread that pickles a feed's items into the worker's pipe (blocking writes)."""
+    """The parent's thread that sends a feed's items into the worker's pipe, each when the worker asks.
 
-    def __init__(self, items, fd: int):
+    The next item is read (``next(items)``) only once the worker has asked
+    for it, and sent with pickle's out-of-band buffers (protocol 5: a numpy
+    array's memory is written straight into the pipe, never copied into a
+    pickle), so the parent holds an item only while sending it; at most
+    :data:`FEEDS_AT_ONCE` feeders of this process read and send at once,
+    however many workers run.
+    """
+
+    def __init__(self, items, fd: int, ask_fd: int):
         self.error: BaseException | None = None
         self._fd = fd
+        self._ask_fd = ask_fd
         self._thread = threading.Thread(target=self._run, args=(items,), name="rewardlab-feed", daemon=True)
         self._thread.start()
 
-    def _send(self, kind: str, payload) -> None:
-        data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
-        os.write(self._fd, struct.pack("<q", len(data)))  # 8 bytes: one write, whole, into a pipe
-        view = memoryview(data)
+    def _write(self, data) -> None:
+        view = memoryview(data).cast("B")
         while view:
             n = os.write(self._fd, view)
             view = view[n:]
 
+    def _send(self, kind: str, payload) -> None:
+        buffers: list[pickle.PickleBuffer] = []
+        meta = pickle.dumps((kind, payload), protocol=5, buffer_callback=buffers.append)
+        raws = [b.raw() for b in buffers]
+        self._write(_FEED_HEAD.pack(len(meta), len(raws))
+                    + (struct.pack(f"<{len(raws)}q", *(r.nbytes for r in raws)) if raws else b""))
+        self._write(meta)
+        for raw in raws:
+            self._write(raw)
+
+    def _asked(self) -> bool:
+        """Wait until the worker asks for the next item; False when it has gone (no more asks can come)."""
+        while True:
+            try:
+                return os.read(self._ask_fd, 1) != b""
+            except InterruptedError:  # pragma: no cover - retried by Python itself since PEP 475
+                continue
+
     def _run(self, items) -> None:
         try:
             try:
-                for item in items:
-                    self._send("item", item)
+                iterator = iter(items)
+                while self._asked():
+                    with _SENDING:  # memory: a few items in the parent at once, however many workers
+                        try:
+                            item = next(iterator)
+                        except StopIteration:
+                            self._send("end", None)
+                            return
+                        self._send("item", item)
+                        del item
             except BrokenPipeError:
                 return  # the worker ended: the parent reports how
             except BaseException as exc:  # noqa: BLE001 - reading the next item failed: raised in the parent
                 self.error = exc
                 self._send("abort", "".join(traceback.format_exception_only(exc)).strip())
                 return
-            self._send("end", None)
         except OSError:
             pass  # the worker is gone
         finally:
             os.close(self._fd)
+            os.close(self._ask_fd)
 
     def join(self) -> None:
         self._thread.join()
@@ -736,6 +804,7 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
             pass
     ended_read, ended_write = os.pipe()
     feed_read, feed_write = os.pipe() if feed is not None else (None, None)
+    ask_read, ask_write = os.pipe() if feed is not None else (None, None)
     dump = tempfile.TemporaryFile()
     for stream in (sys.stdout, sys.stderr):  # no buffered text printed twice
         try:
@@ -745,7 +814,7 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
     try:
         pid = os.fork()
     except BaseException:
-        for fd in (read_fd, write_fd, ended_read, ended_write, feed_read, feed_write):
+        for fd in (read_fd, write_fd, ended_read, ended_write, feed_read, feed_write, ask_read, ask_write):
             if fd is not None:
                 os.close(fd)
         dump.close()
@@ -756,14 +825,17 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
         os.close(ended_read)
         if feed_write is not None:
             os.close(feed_write)
-        _keeper(fn, status, write_fd, ended_write, dump.fileno(), feed_read)
+            os.close(ask_read)
+        _keeper(fn, status, write_fd, ended_write, dump.fileno(),
+                None if feed_read is None else (feed_read, ask_write))
         _exit(70)
     os.close(write_fd)
     os.close(ended_write)
     feeder = None
     if feed is not None:
         os.close(feed_read)
-        feeder = _Feeder(feed, feed_write)
+        os.close(ask_write)
+        feeder = _Feeder(feed, feed_write, ask_read)
     os.set_blocking(read_fd, False)
     os.set_blocking(ended_read, False)
     keeper = _Keeper(pid, ended_read, status)

@@ -59,10 +59,15 @@ from rewardlab.sources.datasets.manifest import (
 from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part, write_dataset
 
 __all__ = ["PartedDataset", "PartWriter", "open_dataset", "is_dataset_folder", "episode_cuts", "STAGING_SUFFIX",
+           "RUN_NAME", "JOURNAL_GLOB",
            "DEFAULT_PART_ROWS", "part_rows_for", "write_part_file"]
 
 #: The suffix of the folder a dataset is written into before it gets its final name.
 STAGING_SUFFIX = ".partial"
+#: In a staging folder: the run that writes it (``{"id", "run"}``), for a resumed run to check.
+RUN_NAME = "rewardlab-run.json"
+#: In a staging folder: a run's journals of finished parts (JSON lines), removed when the dataset is done.
+JOURNAL_GLOB = "journal-*.jsonl"
 #: Rows per part when nothing says otherwise (about 300 MB of a kanachan frame in memory).
 DEFAULT_PART_ROWS = 262_144
 
@@ -369,6 +374,15 @@ class PartWriter:
         :meth:`write_part` at the input's indexes).
     source : dict, optional
         What it was made from, for the manifest.
+    run : dict, optional
+        What identifies the run (JSON: input id, plug-in hashes, options),
+        recorded in the staging folder as :data:`RUN_NAME`.  A run with one
+        that is stopped by Ctrl-C keeps its staging folder.
+    resume : bool
+        Reuse a staging folder left by the same ``run`` (killed or stopped):
+        :attr:`id` is that run's and :attr:`resumed` is True; the caller
+        registers the parts it finished (see :data:`JOURNAL_GLOB`) and
+        writes the rest.  Without a staging folder it starts afresh.
 
     Examples
     --------
@@ -378,7 +392,8 @@ class PartWriter:
     """
 
     def __init__(self, out, *, spec: FrameSpec, part_rows: int = DEFAULT_PART_ROWS, overwrite: bool = False,
-                 base: PartedDataset | None = None, source: dict | None = None):
+                 base: PartedDataset | None = None, source: dict | None = None, run: dict | None = None,
+                 resume: bool = False):
         if not isinstance(spec, FrameSpec):
             raise ParameterError("spec", "should be a rewardlab.FrameSpec", type(spec).__name__)
         self.part_rows = check_int("part_rows", part_rows, low=1, rule="should be an integer >= 1")
@@ -394,20 +409,51 @@ class PartWriter:
         self._pending: list[pl.DataFrame] = []
         self._pending_rows = 0
         self._next = 0
+        self.run = run
+        self.resumed = False
+        if resume and run is None:
+            raise ParameterError("resume", "needs the run's description (run=...) to tell its own staging "
+                                 "folder from another run's", resume)
         if self.staging.exists():
-            raise FileAccessError(self.staging, "is left from a run of this output that did not finish (killed, "
-                                  "or still running)", hint="If no such run is still going, remove it and run "
-                                  "again.")
-        try:
-            self.staging.mkdir()
-        except OSError as exc:
-            raise FileAccessError(self.staging, f"cannot be created ({exc.strerror or exc})",
-                                  hint="Check the folder's permissions and free space.") from None
-        self.id = uuid.uuid4().hex
+            if not resume:
+                raise FileAccessError(self.staging, "is left from a run of this output that did not finish "
+                                      "(killed, or still running)",
+                                      hint="If no such run is still going, remove it and run again"
+                                      + (", or run the same command again with --resume to keep its finished "
+                                         "parts." if run is not None else "."))
+            self.id = self._resume_id(run)
+            self.resumed = True
+            for partial in self.staging.glob("*.tmp"):  # parts the stopped run was writing: written again
+                partial.unlink(missing_ok=True)
+        else:
+            try:
+                self.staging.mkdir()
+            except OSError as exc:
+                raise FileAccessError(self.staging, f"cannot be created ({exc.strerror or exc})",
+                                      hint="Check the folder's permissions and free space.") from None
+            self.id = uuid.uuid4().hex
+            if run is not None:
+                (self.staging / RUN_NAME).write_text(json.dumps({"id": self.id, "run": run}, sort_keys=True))
         self.manifest: Manifest | None = None
         # add() and flush() write in this thread, one part at a time, beside the caller's next chunk
         self._writer: ThreadPoolExecutor | None = None
         self._in_flight: Future | None = None
+
+    def _resume_id(self, run: dict) -> str:
+        """The dataset id of the run that left :attr:`staging`, if it was this run (same ``run``)."""
+        try:
+            left = json.loads((self.staging / RUN_NAME).read_text())
+            same = left["run"] == json.loads(json.dumps(run, sort_keys=True))
+            dataset_id = str(left["id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise FileAccessError(self.staging, "holds no readable record of the run that left it, so its parts "
+                                  "cannot be trusted", hint="Remove it and run again without --resume.") from None
+        if not same:
+            differ = sorted(k for k in set(run) | set(left["run"]) if left["run"].get(k) != run.get(k))
+            raise FileAccessError(self.staging, "was left by another run (its " + ", ".join(differ)
+                                  + " differ from this one's)", hint="Run the command that left it, with the same "
+                                  "plug-in files, input and options, or remove it and run again without --resume.")
+        return dataset_id
 
     # --- writing ------------------------------------------------------------------------------------
 
@@ -488,6 +534,8 @@ class PartWriter:
         manifest = Manifest(id=self.id, kind="parquet", spec=self.spec.to_dict(),
                             parts=tuple(self._entries[i] for i in indexes), base=base, source=self.source)
         (self.staging / MANIFEST_NAME).write_text(manifest.to_json())
+        for leftover in [self.staging / RUN_NAME, *self.staging.glob(JOURNAL_GLOB)]:
+            leftover.unlink(missing_ok=True)  # the run's own records: the dataset is the parts and the manifest
         _promote(self.staging, self.out, overwrite=self.overwrite)
         self.manifest = manifest
         return manifest
@@ -497,10 +545,13 @@ class PartWriter:
             self._writer.shutdown(wait=True)
             self._writer = None
 
-    def abort(self) -> None:
-        """Remove the staging folder (after the part being written, if any, is finished)."""
+    def abort(self, *, keep: bool = False) -> None:
+        """Remove the staging folder (after the part being written, if any, is finished); ``keep`` leaves it
+        for a resumed run (a run with a ``run`` description, stopped by Ctrl-C)."""
         self._in_flight = None
         self._stop_writer()
+        if keep and self.run is not None:
+            return
         if self.staging.exists():
             shutil.rmtree(self.staging, ignore_errors=True)
 
@@ -515,7 +566,7 @@ class PartWriter:
                 self.abort()
                 raise
         else:
-            self.abort()
+            self.abort(keep=issubclass(kind, KeyboardInterrupt))
         return False
 
 
