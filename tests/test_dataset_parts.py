@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -456,3 +457,57 @@ def _interrupt(corpus, plugin, out):
 
     threading.Thread(target=watch, daemon=True).start()
     apply_to_dataset(corpus, [plugin], out, workers=1, progress=False)
+
+
+# --- per-episode tables and step values of a folder, part by part ----------------------------------------
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_episode_and_trajectory_returns_of_a_folder_equal_the_whole_frames(rewards, workers):
+    from rewardlab.analysis.compare import compare_rewards, episode_return_table
+    from rewardlab.analysis.episode_parts import dataset_episode_returns, dataset_trajectory_returns
+    from rewardlab.analysis.returns import trajectory_returns
+
+    whole = open_dataset(rewards).load()
+    got = dataset_episode_returns(rewards, workers=workers, progress=False)
+    want = episode_return_table(whole)
+    assert got.equals(want) and got.height == open_dataset(rewards).episodes
+    cmp = compare_rewards(got)
+    assert np.array_equal(cmp.spearman, compare_rewards(want).spearman)
+    got = dataset_trajectory_returns(rewards, "raw_points", workers=workers, progress=False)
+    assert got.equals(trajectory_returns(whole, "raw_points"))
+
+
+def test_step_values_keep_everything_up_to_the_limit_then_a_uniform_sample_whatever_the_grouping():
+    from rewardlab.analysis.episode_parts import StepValues
+
+    parts = [np.arange(k * 1000, (k + 1) * 1000, dtype=np.float64) for k in range(10)]
+    whole = StepValues(limit=20_000)
+    for k, p in enumerate(parts):
+        whole.add(p, part=k)
+    assert not whole.sampled and np.array_equal(whole.values, np.concatenate(parts))
+
+    one = StepValues(limit=500)
+    for k, p in enumerate(parts):
+        one.add(p, part=k)
+    halves = [StepValues(limit=500), StepValues(limit=500)]
+    for k, p in enumerate(parts):
+        halves[k // 5].add(p, part=k)
+    merged = halves[0].merge(halves[1])
+    assert one.sampled and one.total == 10_000 and len(one.values) == 500
+    assert np.array_equal(one.values, merged.values)  # the same sample in any grouping
+    assert len(np.unique(one.values)) == 500 and np.all(np.diff(one.values) > 0)  # no repeats, data order
+    assert abs(one.values.mean() - 4999.5) < 300  # uniform over the 10,000 (seeded: the same every run)
+    with pytest.raises(ParameterError, match="other"):
+        one.merge(StepValues(limit=3))
+
+
+def test_plot_of_a_folder_reads_it_part_by_part(rewards, tmp_path, capsys):
+    from rewardlab.cli import main
+
+    for kind in ("hist", "returns", "correlation"):
+        out = tmp_path / f"{kind}.png"
+        assert main(["plot", str(rewards), "--kind", kind, "--out", str(out), "--workers", "2"]) == 0
+        assert out.stat().st_size > 1000
+    capsys.readouterr()
+    assert main(["plot", str(rewards), "--kind", "by-rank", "--out", str(tmp_path / "r.png"), "--workers", "2"]) == 2
+    assert "--kind by-rank reads the folder whole" in capsys.readouterr().err

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -58,11 +59,12 @@ from rewardlab.analysis.stats import (
     DEFAULT_QUANTILES, Moments, NormalizationConstants, RewardStats, check_normalizable, values_of_lazy,
 )
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
-from rewardlab.core.errors import FrameError, ParameterError, check_int
+from rewardlab.core.errors import DataFormatError, FrameError, ParameterError, check_int
 from rewardlab.core.files import progress_enabled
-from rewardlab.core.spec import FrameSpec, attach
+from rewardlab.core.spec import FrameSpec, attached
 from rewardlab.engines import check_engine
 from rewardlab.sources.datasets import PartedDataset
+from rewardlab.sources.storage import read_part
 
 __all__ = [
     "RewardStatsParts",
@@ -408,12 +410,20 @@ def normalization_constants_of_parts(parts: Iterable, reward: str, *, scope: str
 
 
 def _part_stats(item: tuple) -> dict:
-    """One part's accumulators: ``{(name, scope): RewardStatsParts}`` (a work item of an engine)."""
-    folder, index, names, scopes, quantiles, exact_limit = item
-    ds = PartedDataset(folder)
-    part = attach(ds.read(index), ds.spec)
-    where = f"{index} ({ds.paths[index].name})"
-    return {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=ds.spec, exact_limit=exact_limit)
+    """One part's accumulators: ``{(name, scope): RewardStatsParts}`` (a work item of an engine).
+
+    The item names the part's file (not the folder: opening a dataset checks
+    every part's footer, which per part would cost the square of the parts).
+    """
+    path, rows, index, names, scopes, quantiles, exact_limit = item
+    part = read_part(path)
+    if part.height != rows:
+        raise DataFormatError(path, None, None, "part_mismatch",
+                              f"the part holds {part.height:,} rows, the manifest says {rows:,}",
+                              hint="Write the rewards dataset again with `rewardlab apply`.")
+    spec = attached(part)
+    where = f"{index} ({Path(path).name})"
+    return {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=spec, exact_limit=exact_limit)
             .add(part, part=where) for n in names for s in scopes}
 
 
@@ -472,7 +482,8 @@ def dataset_reward_stats(dataset, rewards=None, scopes: Sequence[str] = ("all",)
     exact_limit = check_int("exact_limit", exact_limit, low=0, rule="should be an integer >= 0")
     acc = {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=ds.spec, exact_limit=exact_limit)
            for n in names for s in scopes}
-    items = [(str(ds.folder), i, names, scopes, quantiles, exact_limit) for i in range(len(ds))]
+    items = [(str(path), entry.rows, i, names, scopes, quantiles, exact_limit)
+             for i, (path, entry) in enumerate(zip(ds.paths, ds.manifest.parts))]
     with tqdm(total=len(items), unit="part", desc="statistics", disable=not progress_enabled(progress),
               leave=False) as bar:
         for part in found.map(_part_stats, items, workers=workers, address=address):

@@ -46,7 +46,9 @@ def register(sub) -> None:
         description="Draw reward distributions, episode returns, correlations between candidates, "
         "reward by final rank (needs the full frame) or what normalization does, and write it "
         "(atomic write; the format follows the suffix).")
-    p.add_argument("data", nargs="+", metavar="REWARDS", help="Parquet file(s) with reward_* columns")
+    p.add_argument("data", nargs="+", metavar="REWARDS",
+                   help="Parquet file(s) with reward_* columns, or one rewards dataset folder (read part by "
+                   "part for hist, ecdf, returns, correlation and scatter)")
     p.add_argument("--out", required=True, metavar="FIG", help="output image, e.g. fig.png or fig.svg")
     p.add_argument("--kind", choices=_KINDS, default="hist",
                    help="hist (default), ecdf: step rewards; returns: episode returns (one sum per "
@@ -61,7 +63,33 @@ def register(sub) -> None:
     p.add_argument("--dpi", type=int, default=120,
                    help=f"resolution of raster output, {MIN_DPI} .. {MAX_DPI} (default 120)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    add_engine_options(p, work="read")
     p.set_defaults(func=_plot)
+
+
+#: The ``plot`` kinds drawn from a dataset folder part by part (the others load it whole).
+_PART_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter")
+
+
+def _folder(args):
+    """The dataset folder named alone (no --format), opened (its parts checked), or None."""
+    from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
+
+    if len(args.data) == 1 and getattr(args, "format", None) is None and is_dataset_folder(args.data[0]):
+        return PartedDataset(args.data[0])
+    return None
+
+
+def _engine(args) -> dict:
+    """``--engine``, ``--workers``, ``--ray-address`` checked (named as typed), as the part-by-part functions'
+    keyword arguments."""
+    from rewardlab.engines import check_engine
+    from rewardlab.engines.embedded import check_workers
+
+    check_engine(args.engine, address=args.ray_address, argument="--engine", address_argument="--ray-address")
+    if args.workers is not None:
+        check_workers(args.workers, argument="--workers")
+    return {"engine": args.engine, "workers": args.workers, "address": args.ray_address}
 
 
 def _data(args):
@@ -108,21 +136,13 @@ def _stats(args) -> int:
     from rewardlab.analysis.tables import column_names, rewards_to_use
 
     from rewardlab.analysis.stats_parts import dataset_reward_stats
-    from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 
     scopes = list(dict.fromkeys(args.scope or ["all"]))
     with _reading(args):
-        if len(args.data) == 1 and args.format is None and is_dataset_folder(args.data[0]):
-            from rewardlab.engines import check_engine
-            from rewardlab.engines.embedded import check_workers
-
-            check_engine(args.engine, address=args.ray_address, argument="--engine", address_argument="--ray-address")
-            if args.workers is not None:
-                check_workers(args.workers, argument="--workers")
-            ds = PartedDataset(args.data[0])
-            source, rows = args.data[0], ds.rows
-            results = dataset_reward_stats(ds, args.reward, scopes, engine=args.engine, workers=args.workers,
-                                           address=args.ray_address)
+        folder = _folder(args)
+        if folder is not None:
+            source, rows = args.data[0], folder.rows
+            results = dataset_reward_stats(folder, args.reward, scopes, **_engine(args))
         else:
             refuse_engine_options(args)
             lf, source = _data(args)
@@ -234,19 +254,45 @@ def _draw(args, out) -> int:
     from rewardlab.core.errors import ParameterError
     from rewardlab.analysis.tables import column_names, rewards_to_use
 
-    lf, _ = _data(args)
-    names = rewards_to_use(column_names(lf), args.reward)
+    folder = _folder(args)
+    if folder is not None and args.kind in _PART_KINDS:
+        engine = _engine(args)
+        names = rewards_to_use(list(folder.columns), args.reward)
+        lf = None
+    else:
+        if folder is None:
+            refuse_engine_options(args)
+        else:
+            refuse_engine_options(args, rule=f"applies to the kinds read part by part ({', '.join(_PART_KINDS)}); "
+                                  f"--kind {args.kind} reads the folder whole", hint="Leave it out.")
+        lf, _ = _data(args)
+        names = rewards_to_use(column_names(lf), args.reward)
     kind = args.kind
     drawn = names  # the rewards the figure shows (scatter: two, normalization: one)
+    sampled = ""
     if kind in ("hist", "ecdf"):
         import polars as pl
 
-        frame = lf.select([pl.col(f"reward_{n}").alias(n) for n in names]).collect()
+        if lf is None:
+            from rewardlab.analysis.episode_parts import dataset_step_values
+
+            values = dataset_step_values(folder, names, nonzero=False, **engine)
+            frame = {n: v.values for n, v in values.items()}
+            if any(v.sampled for v in values.values()):
+                v = next(iter(values.values()))
+                sampled = f" (a uniform sample of {v.limit:,} of {v.total:,} steps)"
+        else:
+            frame = lf.select([pl.col(f"reward_{n}").alias(n) for n in names]).collect()
         result = plots.plot_reward_distribution(frame, kind=kind, layout="facet" if args.facet else "overlay")
     elif kind in ("returns", "correlation", "scatter"):
         from rewardlab.analysis.compare import compare_rewards, episode_return_table
 
-        table = episode_return_table(lf, names)
+        if lf is None:
+            from rewardlab.analysis.episode_parts import dataset_episode_returns
+
+            table = dataset_episode_returns(folder, names, **engine)
+        else:
+            table = episode_return_table(lf, names)
         if kind == "returns":
             result = plots.plot_return_distribution(table)
         elif kind == "correlation":
@@ -272,7 +318,7 @@ def _draw(args, out) -> int:
         drawn = names[:1]
     axes = result if not hasattr(result, "figure") else [result]
     fig = axes[0].figure
-    title = plot_title(kind, drawn, facet=args.facet)
+    title = plot_title(kind, drawn, facet=args.facet) + sampled
     if len(axes) > 1:
         fig.suptitle(title)
     else:

@@ -27,8 +27,11 @@ def add_engine_options(p, *, work: str) -> None:
                    help="--engine ray: the cluster to join, e.g. auto or ray://HEAD:10001 (default: a local Ray)")
 
 
-def refuse_engine_options(args) -> None:
-    """Refuse the engine options for input that is not a dataset folder, naming the first one given."""
+def refuse_engine_options(args, *, rule: str = "applies to a dataset folder (rewardlab convert ... --out "
+                                               "FOLDER) only",
+                          hint: str = "Convert the data to a dataset folder first, or leave the option out.") -> None:
+    """Refuse the engine options where no parts are read (by default: input that is not a dataset folder),
+    naming the first one given."""
     from rewardlab.core.errors import ParameterError
 
     given = [(flag, value) for flag, value, unset in (("--engine", args.engine, "embedded"),
@@ -36,9 +39,7 @@ def refuse_engine_options(args) -> None:
                                                       ("--ray-address", args.ray_address, None))
              if value != unset]
     if given:
-        raise ParameterError(given[0][0], "applies to a dataset folder (rewardlab convert ... --out FOLDER) only",
-                             given[0][1], hint="Convert the data to a dataset folder first, or leave the option "
-                             "out.")
+        raise ParameterError(given[0][0], rule, given[0][1], hint=hint)
 
 
 def add_format_options(p) -> None:
