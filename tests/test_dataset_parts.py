@@ -511,3 +511,65 @@ def test_plot_of_a_folder_reads_it_part_by_part(rewards, tmp_path, capsys):
     capsys.readouterr()
     assert main(["plot", str(rewards), "--kind", "by-rank", "--out", str(tmp_path / "r.png"), "--workers", "2"]) == 2
     assert "--kind by-rank reads the folder whole" in capsys.readouterr().err
+
+
+# --- check-plugin on a folder, part by part -----------------------------------------------------------
+
+def test_check_plugin_on_a_folder_merges_the_parts_reports(corpus, sample):
+    from rewardlab.plugins import check_plugin
+    from rewardlab.plugins.check_parts import check_plugin_dataset
+
+    got = check_plugin_dataset(corpus, PLUGINS[1], batch_sizes=(64,), workers=2, progress=False)
+    whole = check_plugin(sample, PLUGINS[1], batch_sizes=(64,), progress=False)
+    assert got.ok and whole.ok and got.parts == (len(open_dataset(corpus)),) * 2
+    assert (got.transitions, got.episodes) == (whole.transitions, whole.episodes)
+    assert [r.label for r in got.runs] == [r.label for r in whole.runs]
+    assert got.scale.count == whole.scale.count and got.scale.count_all == whole.scale.count_all
+    assert got.scale.mean == pytest.approx(whole.scale.mean, abs=1e-12)
+    assert got.scale.std == pytest.approx(whole.scale.std, rel=1e-9)
+    assert "parts, each checked on its own (batches do not cross parts)" in str(got)
+
+
+def test_check_plugin_on_a_folder_stops_at_the_first_failing_part_and_names_it(corpus, tmp_path, capsys):
+    from rewardlab.cli import main
+
+    plugin = tmp_path / "batchnorm.py"
+    plugin.write_text(
+        "import torch\n"
+        "def get_reward(data, contiguous):\n"
+        "    score = data['next', 'results'][:, 4].double()\n"
+        "    centered = (score - score.mean()) / 10000.0\n"
+        "    data['next', 'reward'] = torch.where(data['next', 'end_of_game'], centered, 0.0)\n")
+    ds = open_dataset(corpus)
+    code = main(["check-plugin", str(plugin), "--data", str(corpus), "--batch-sizes", "16", "--workers", "1"])
+    text = capsys.readouterr().out
+    assert code == 1 and text.rstrip().endswith("result: FAIL")
+    assert f"1 of {len(ds)} parts" in text and "stopped at the first part that failed" in text
+    assert "sequential x16 differs from episodes" in text and ", part 0 (part-000000.parquet)" in text
+
+    assert main(["check-plugin", str(plugin), "--data", "data/sample.tsv.gz", "--workers", "2"]) == 2
+    assert "`--workers` applies to a dataset folder" in capsys.readouterr().err
+
+
+def test_merge_reports_sums_counts_and_names_the_part_of_each_first_occurrence(corpus):
+    import dataclasses
+
+    from rewardlab.plugins import check_plugin
+    from rewardlab.plugins.check import Difference
+    from rewardlab.plugins.check_parts import merge_reports
+
+    base = check_plugin(open_dataset(corpus).read(0), PLUGINS[0], batch_sizes=(64,), progress=False)
+    d = Difference("sequential x64", "episodes", 3, 1, 0.5, 7, "frame row 7", (0.5, 0.0, True, True), False)
+    a = dataclasses.replace(base, problems=(("reward_shape", "first in a", 2, "episodes"),))
+    b = dataclasses.replace(base, problems=(("reward_shape", "first in b", 5, "sequential x64"),),
+                            differences=(d,), runs=(dataclasses.replace(base.runs[0], error="boom"),
+                                                    *base.runs[1:]))
+    merged = merge_reports([(0, 0, a), (1, 2000, b)], total_parts=2, paths=["c/part-000000.parquet",
+                                                                           "c/part-000001.parquet"])
+    assert merged.transitions == 2 * base.transitions and merged.parts == (2, 2) and not merged.ok
+    assert merged.problems == (("reward_shape", "first in a (part 0 (part-000000.parquet))", 7,
+                                "episodes, sequential x64"),)
+    (diff,) = merged.differences
+    assert diff.row == 2007 and diff.where == "frame row 7, part 1 (part-000001.parquet)"
+    assert merged.runs[0].error == "part 1 (part-000001.parquet): boom"
+    assert merged.runs[0].calls == 2 * base.runs[0].calls

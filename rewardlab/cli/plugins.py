@@ -94,7 +94,8 @@ def register(sub) -> None:
     p.add_argument("plugin", metavar="FILE", help="the reward plug-in file")
     p.add_argument("--data", action="append", required=True, metavar="DATASET",
                    help="annotation file or converted .parquet / .arrow dataset "
-                   "(repeat --data for several files)")
+                   "(repeat --data for several files), or one dataset folder: checked part by part, "
+                   "each part on its own, stopping at the first part that fails")
     p.add_argument("--batch-sizes", type=int, nargs="+", default=list(CHECK_BATCH_SIZES),
                    metavar="N", help="batch sizes tried in the modes other than episodes "
                    f"(default: {' '.join(map(str, CHECK_BATCH_SIZES))})")
@@ -103,6 +104,7 @@ def register(sub) -> None:
                    help=f"DataLoader workers of the dataloader runs (default {DEFAULT_NUM_WORKERS})")
     p.add_argument("--fast", action="store_true",
                    help="watch IN fields by version counters instead of full copies")
+    add_engine_options(p, work="checked (default workers: the cores, at most 4; each holds its part)")
     add_format(p)
     add_format_options(p)
     _add_isolation(p)
@@ -234,6 +236,21 @@ def _check(args) -> int:
     read_plugin(args.plugin)  # read and compile it before reading data; it runs only in the child
     options = format_options(args)
     _check_side_file(options, [*args.data, args.plugin])
+    from rewardlab.sources.datasets import is_dataset_folder
+
+    if len(args.data) == 1 and args.format is None and not options and is_dataset_folder(args.data[0]):
+        from rewardlab.engines import check_engine
+        from rewardlab.plugins.check_parts import check_plugin_dataset
+
+        check_engine(args.engine, address=args.ray_address, argument="--engine", address_argument="--ray-address")
+        report = check_plugin_dataset(args.data[0], Path(args.plugin), batch_sizes=args.batch_sizes, seed=args.seed,
+                                      num_workers=args.num_workers, strict=not args.fast, isolate=True,
+                                      timeout=args.timeout, engine=args.engine, workers=args.workers,
+                                      address=args.ray_address)
+        print(report)
+        sys.stdout.flush()
+        return 0 if report.ok else 1
+    refuse_engine_options(args)
     frame = _load(args.data, args.format, options)
     report = check_plugin(frame, Path(args.plugin), batch_sizes=args.batch_sizes, seed=args.seed,
                           num_workers=args.num_workers, strict=not args.fast, isolate=True,

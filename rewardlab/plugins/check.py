@@ -185,6 +185,9 @@ class CheckReport:
         ``(kept, episodes)``: how many episodes' final states the data keeps
         (the rest hand padding as the next state after their last step);
         None for a contract whose padding is part of it (kanachan's).
+    parts : tuple of int or None
+        ``(checked, total)`` for a dataset folder checked part by part
+        (:mod:`rewardlab.plugins.check_parts`); None for one frame.
 
     Examples
     --------
@@ -207,6 +210,7 @@ class CheckReport:
     stopped: str | None = None
     num_workers: int = DEFAULT_NUM_WORKERS
     final_states: tuple | None = None
+    parts: tuple | None = None
 
     @property
     def reward_dtype(self) -> str | None:
@@ -225,7 +229,8 @@ class CheckReport:
         """
         return (self.stopped is None and self.transitions > 0
                 and all(r.error is None for r in self.runs) and not self.problems
-                and all(d.allowed for d in self.differences))
+                and all(d.allowed for d in self.differences)
+                and (self.parts is None or self.parts[0] == self.parts[1]))
 
     def __str__(self) -> str:
         p = self.plugin
@@ -234,7 +239,11 @@ class CheckReport:
                  + ("" if self.final_states is None else
                     f"; final states kept for {self.final_states[0]:,} of them"
                     + ("" if self.final_states[0] == self.final_states[1] else
-                       " (after the others' last step the next state is padding)")),
+                       " (after the others' last step the next state is padding)"))
+                 + ("" if self.parts is None else
+                    f"; {self.parts[0]:,} of {self.parts[1]:,} parts, each checked on its own (batches do "
+                    "not cross parts)" + ("" if self.parts[0] == self.parts[1] else
+                                          ": the check stopped at the first part that failed")),
                  "  runs: " + ", ".join(r.label for r in self.runs)
                  + f" (the shuffled runs use seed {self.seed})",
                  f"  reads `contiguous`: {'yes' if p.reads_contiguous else 'no'}"]
