@@ -38,28 +38,13 @@ from rewardlab.sources.kanachan.problems import (HINT, INT_TOKEN, LIST_OF_COLUMN
                                                  report_codes)
 from rewardlab.core.files import check_input, compression_of, open_compressed
 from rewardlab.core.errors import DataFormatError
-from rewardlab.engines.embedded import prefetch
+from rewardlab.engines.embedded import available_cores, prefetch
 
 __all__ = ["CHUNK_BYTES", "Block", "ParsedBlock", "iter_blocks", "file_blocks", "block_stage", "parse_block",
-           "sparse_identifiers", "check_next_state", "check_boundary", "numeric_next_mismatch", "split_ints",
-           "default_workers"]
+           "sparse_identifiers", "check_next_state", "check_boundary", "numeric_next_mismatch", "split_ints"]
 
 #: Bytes of text parsed at a time (bounded memory for big files; 32 MB measured best on 2 cores).
 CHUNK_BYTES = 32 << 20
-
-
-def default_workers() -> int:
-    """The parse threads used by default: the cores this process may run on.
-
-    Examples
-    --------
-    >>> default_workers() >= 1
-    True
-    """
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def iter_blocks(path: Path, bar, offset: int = 0, *, chunk_bytes: int = CHUNK_BYTES
@@ -451,7 +436,7 @@ def file_blocks(path: Path, *, skip: bool, bar=None, offset: int = 0, chunk_byte
     from rewardlab.sources.kanachan.tokenizer import line_ends
 
     spath = str(path)
-    workers = default_workers() if workers is None else workers
+    workers = available_cores() if workers is None else workers
     first_line = 1
     carry = None
     held: ParsedBlock | None = None

@@ -25,7 +25,21 @@ import numpy as np
 
 from rewardlab.sources.kanachan.problems import Problems
 
-__all__ = ["episode_checks", "skip_episodes"]
+__all__ = ["episode_checks", "skip_episodes", "later_occurrences"]
+
+
+def later_occurrences(keys: np.ndarray) -> np.ndarray:
+    """Bool mask: True where a key occurred earlier in ``keys`` (every occurrence but the first).
+
+    Examples
+    --------
+    >>> later_occurrences(np.array([3, 1, 3, 3, 1])).tolist()
+    [False, False, True, True, True]
+    """
+    _, first = np.unique(keys, return_index=True)
+    mask = np.ones(keys.size, dtype=bool)
+    mask[first] = False
+    return mask
 
 
 def episode_checks(game_codes: np.ndarray, seat: np.ndarray, kind: np.ndarray, problems: Problems,
@@ -40,20 +54,14 @@ def episode_checks(game_codes: np.ndarray, seat: np.ndarray, kind: np.ndarray, p
     new_ep[1:] |= seat[1:] != seat[:-1]
     run_start = np.flatnonzero(new_game)
     # a game id that starts a second run
-    run_games = game_codes[run_start]
-    _, first_idx = np.unique(run_games, return_index=True)
-    seen_again = np.ones(run_games.size, dtype=bool)
-    seen_again[first_idx] = False
+    seen_again = later_occurrences(game_codes[run_start])
     problems.add(run_start[seen_again], 0, "game_reappears",
                  lambda r: f"game {game_name(r)} reappears after other games; "
                  "a game's lines should be consecutive")
     # seat runs repeating within a game run
     ep_start = np.flatnonzero(new_ep)
     game_run_of_ep = np.cumsum(new_game)[ep_start]
-    key2 = game_run_of_ep.astype(np.int64) * 8 + seat[ep_start]
-    _, first_ep = np.unique(key2, return_index=True)
-    dup_ep = np.ones(ep_start.size, dtype=bool)
-    dup_ep[first_ep] = False
+    dup_ep = later_occurrences(game_run_of_ep.astype(np.int64) * 8 + seat[ep_start])
     problems.add(ep_start[dup_ep], 1, "episode_not_contiguous",
                  lambda r: f"seat {seat[r]} of game {game_name(r)} has lines before "
                  "another seat's; one player's lines in one game should be consecutive")

@@ -45,7 +45,8 @@ import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.kanachan.assembly import assemble, skipped_frame
-from rewardlab.sources.kanachan.blocks import CHUNK_BYTES, ParsedBlock, default_workers, file_blocks
+from rewardlab.engines.embedded import available_cores
+from rewardlab.sources.kanachan.blocks import CHUNK_BYTES, ParsedBlock, file_blocks
 from rewardlab.sources.kanachan.episodes import episode_checks, skip_episodes
 from rewardlab.sources.kanachan.gameids import GameIdSet, game_spans, id_hashes
 from rewardlab.sources.kanachan.problems import HINT, Problems
@@ -115,7 +116,7 @@ def stream_kanachan(
     """
     check_choice("on_error", on_error, ("raise", "skip"))
     chunk_bytes = check_int("chunk_bytes", chunk_bytes, low=1)
-    workers = default_workers() if workers is None else check_int("workers", workers, low=1)
+    workers = available_cores() if workers is None else check_int("workers", workers, low=1)
     files = as_paths(paths)
     from rewardlab.sources.storage import is_dataset
 
