@@ -17,10 +17,8 @@ from rewardlab.analysis.normalizers import gymnasium_normalize_reward, sb3_norma
 from rewardlab.domains.mahjong.ranking import RankTable, expected_reward
 from rewardlab.analysis.returns import discounted_reward_to_go, generalized_advantage_estimate
 from rewardlab.analysis.sketches import QuantileSketch
-from rewardlab.analysis.stats import (
-    DEFAULT_QUANTILES, normalization_constants, normalization_constants_of_parts, reward_moments,
-    reward_stats, reward_stats_of_parts,
-)
+from rewardlab.analysis.stats import DEFAULT_QUANTILES, normalization_constants, reward_moments, reward_stats
+from rewardlab.analysis.stats_parts import normalization_constants_of_parts, reward_stats_of_parts
 
 #: The flags the scopes read, without kanachan's episode keys: one stream whose episodes end at end_of_game.
 FLAGS = FrameSpec(name="kanachan_flags", terminated="end_of_game", boundaries=("end_of_round",))

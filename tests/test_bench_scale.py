@@ -147,3 +147,18 @@ def test_step_exit_status_is_the_commands():
     killed = run_step("killed", [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
                       rows=1)
     assert killed.returncode == 128 + 9 and not killed.ok
+
+
+def test_every_benchmark_module_imports():
+    # `make bench` imports them all; a renamed library function must not break one silently
+    import importlib
+    import pkgutil
+
+    import benchmarks
+
+    names = [m.name for m in pkgutil.iter_modules(benchmarks.__path__)]
+    assert "bench_stats" in names and "bench_cores" in names
+    for name in names:
+        module = importlib.import_module(f"benchmarks.{name}")
+        assert name.startswith(("bench_", "scale_", "_")) and (not name.startswith("bench_") or
+                                                              callable(module.run)), name
