@@ -573,3 +573,23 @@ def test_merge_reports_sums_counts_and_names_the_part_of_each_first_occurrence(c
     assert diff.row == 2007 and diff.where == "frame row 7, part 1 (part-000001.parquet)"
     assert merged.runs[0].error == "part 1 (part-000001.parquet): boom"
     assert merged.runs[0].calls == 2 * base.runs[0].calls
+
+
+def test_compare_command_on_a_folder_equals_it_on_the_whole_table(rewards, tmp_path, capsys):
+    from rewardlab.cli import main
+
+    whole = tmp_path / "whole.parquet"
+    open_dataset(rewards).load().write_parquet(whole)
+    assert main(["compare", str(rewards), "--json", "--top", "3", "--workers", "2"]) == 0
+    parted = json.loads(capsys.readouterr().out)
+    assert main(["compare", str(whole), "--json", "--top", "3"]) == 0
+    in_memory = json.loads(capsys.readouterr().out)
+    assert parted["episodes"] == in_memory["episodes"] == open_dataset(rewards).episodes
+    assert parted["pairs"] == in_memory["pairs"] and len(parted["pairs"][0]["most_disagreeing"]) == 3
+    assert main(["compare", str(rewards), "--reward", "rank_top,raw_points", "--top", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "2 candidates (rank_top, raw_points)" in text and "most disagreeing" not in text
+    assert main(["compare", str(rewards), "--reward", "rank_top"]) == 2
+    assert "`--reward` should name at least two candidates" in capsys.readouterr().err
+    assert main(["compare", str(whole), "--workers", "2"]) == 2
+    assert "`--workers` applies to a dataset folder" in capsys.readouterr().err

@@ -169,7 +169,7 @@ def _concat(tables: list[pl.DataFrame], ds: PartedDataset, index: str, *, start:
         out.append(table.with_columns(shift))
         counted += table.height
         rows += entry.rows
-    table = pl.concat(out, how="vertical")
+    table = pl.concat(out, how="vertical", rechunk=True)  # one chunk: Polars sums it as the whole frame's
     return attach(table, spec) if spec is not None else table
 
 

@@ -1,4 +1,4 @@
-"""Analysis commands: ``stats`` and ``plot`` over a rewards table or a frame with reward columns."""
+"""Analysis commands: ``stats``, ``compare`` and ``plot`` over a rewards table or a frame with reward columns."""
 
 from __future__ import annotations
 
@@ -40,6 +40,27 @@ def register(sub) -> None:
     add_engine_options(p, work="read")
     add_format(p)
     p.set_defaults(func=_stats)
+
+    p = sub.add_parser(
+        "compare", help="how candidate rewards agree: correlations, distances, most disagreeing episodes",
+        description="Sum each candidate reward over each whole episode and compare the candidates pair by "
+        "pair: Pearson and Spearman correlation of the episode returns, the EPIC-style distance "
+        "sqrt((1 - pearson) / 2), and the episodes where the two disagree most (returns standardized "
+        "per candidate). The command-line twin of the lab's comparison board. A rewards dataset folder "
+        "is read part by part.")
+    p.add_argument("data", nargs="+", metavar="REWARDS",
+                   help="Parquet file(s) with reward_* columns, or one rewards dataset folder")
+    p.add_argument("--reward", action="append", metavar="NAME",
+                   help="a candidate (repeatable, or comma-separated: --reward top,points; default: every "
+                   "reward_* column; at least two)")
+    p.add_argument("--top", type=int, default=5, metavar="K",
+                   help="most disagreeing episodes shown per pair (default 5; 0: none)")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON: {source, episodes, rewards, pairs: [{a, b, pearson, spearman, epic, "
+                   "most_disagreeing: [...]}]}")
+    add_engine_options(p, work="read")
+    add_format(p)
+    p.set_defaults(func=_compare)
 
     p = sub.add_parser(
         "plot", help="write a figure of reward columns",
@@ -166,6 +187,63 @@ def _stats(args) -> int:
                   f"{_g(st.max)}{st.zero_fraction:>8.1%}{_g(q.get(0.01), 11)}{_g(q.get(0.5), 11)}"
                   f"{_g(q.get(0.99), 11)}")
         print(_quantile_note(per))
+    return 0
+
+
+def _compare(args) -> int:
+    from rewardlab.analysis.compare import compare_rewards, episode_key_columns, episode_return_table
+    from rewardlab.analysis.compare import most_disagreeing_episodes
+    from rewardlab.analysis.tables import column_names, rewards_to_use
+    from rewardlab.core.errors import check_int
+
+    top = check_int("--top", args.top, low=0, rule="should be an integer >= 0")
+    wanted = [n.strip() for r in args.reward or () for n in r.split(",") if n.strip()] or None
+    with _reading(args):
+        folder = _folder(args)
+        if folder is not None:
+            from rewardlab.analysis.episode_parts import dataset_episode_returns
+
+            names = rewards_to_use(list(folder.columns), wanted)
+            table, source = dataset_episode_returns(folder, names, **_engine(args)), args.data[0]
+        else:
+            refuse_engine_options(args)
+            lf, source = _data(args)
+            names = rewards_to_use(column_names(lf), wanted)
+            table = episode_return_table(lf, names)
+    if len(names) < 2:
+        from rewardlab.core.errors import ParameterError
+
+        raise ParameterError("--reward", "should name at least two candidates to compare", names,
+                             hint="Name two or more (--reward a --reward b), or leave it out for every reward_* "
+                             "column.")
+    cmp = compare_rewards(table)
+    keys = episode_key_columns(table)
+    pairs = cmp.pairs().to_dicts()
+    for pair in pairs:
+        worst = most_disagreeing_episodes(table, pair["a"], pair["b"], k=top).to_dicts() if top else []
+        pair["most_disagreeing"] = [_clean(row) for row in worst]
+    if args.json:
+        print(json.dumps({"source": source, "episodes": cmp.episodes, "rewards": list(cmp.names),
+                          "pairs": [_clean(p) for p in pairs]}, indent=2, default=str))
+        return 0
+    print(f"{source}: {cmp.episodes:,} episodes, {len(cmp.names)} candidates ({', '.join(cmp.names)})")
+    print("episode returns compared pair by pair (epic = sqrt((1 - pearson) / 2): 0 same ranking of "
+          "episodes up to scale, 1 opposite)\n")
+    width = max(len(n) for n in cmp.names)
+    print(f"  {'a':<{width}}  {'b':<{width}}  {'pearson':>9}  {'spearman':>9}  {'epic':>7}")
+    for p in sorted(pairs, key=lambda p: -p["epic"] if p["epic"] == p["epic"] else 0.0):
+        print(f"  {p['a']:<{width}}  {p['b']:<{width}}  {p['pearson']:>9.4f}  {p['spearman']:>9.4f}  "
+              f"{p['epic']:>7.4f}")
+    for p in pairs:
+        if not p["most_disagreeing"]:
+            continue
+        print(f"\nmost disagreeing episodes, {p['a']} vs {p['b']} (z-scores of the episode returns)")
+        print("  " + "  ".join(f"{k:>10}" for k in keys)
+              + f"  {'return_a':>11}  {'return_b':>11}  {'z_a':>7}  {'z_b':>7}  {'gap':>6}")
+        for row in p["most_disagreeing"]:
+            print("  " + "  ".join(f"{str(row[k]):>10}" for k in keys)
+                  + f"  {_g(row['return_a'], 11)}  {_g(row['return_b'], 11)}  {row['z_a']:>7.3f}"
+                  f"  {row['z_b']:>7.3f}  {row['gap']:>6.3f}")
     return 0
 
 
