@@ -32,13 +32,15 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.files import atomic_path, check_not_input
 from rewardlab.domains.mahjong.rules import episode_outcomes
 from rewardlab.core.spec import FrameSpec, attach, attached
-from rewardlab.core.errors import ParameterError
+from rewardlab.core.errors import DataFormatError, ParameterError
+from rewardlab.engines import check_engine
 from rewardlab.sources.dispatch import as_lazy, load, merge_options, resolve_source
 from rewardlab.sources.results import LoadResult
+from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 from rewardlab.sources.datasets.convert import DEFAULT_MEMORY, convert_to_parts
-from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
+from rewardlab.sources.storage import DATASET_SUFFIXES, read_part, write_dataset
 
-__all__ = ["convert", "write_dataset", "summarize", "DatasetSummary"]
+__all__ = ["convert", "write_dataset", "summarize", "summarize_dataset", "DatasetSummary"]
 
 
 def convert(
@@ -182,11 +184,64 @@ class DatasetSummary:
         return "\n".join(lines)
 
 
+def _part_counts(item: tuple) -> tuple:
+    """One part's games, transitions, episodes, rounds and episode outcomes (a work item of an engine)."""
+    path, rows = item
+    part = read_part(path, columns=[S.GAME_ID, S.GAME, S.SEAT, S.ROUND, S.RESULTS, S.END_OF_GAME])
+    if part.height != rows:
+        raise DataFormatError(path, None, None, "part_mismatch",
+                              f"the part holds {part.height:,} rows, the manifest says {rows:,}",
+                              hint="Convert the data again.")
+    counts = part.select(games=pl.col(S.GAME_ID).n_unique(), episodes=pl.col(S.END_OF_GAME).sum())
+    pairs = part.select(S.GAME_ID, S.ROUND).unique()
+    edges = []  # the first and the last game: one game's seats may lie on both sides of a part boundary
+    for game in (part[S.GAME_ID][0], part[S.GAME_ID][-1]) if part.height else ():
+        edges.append((str(game), frozenset(pairs.filter(pl.col(S.GAME_ID) == game)[S.ROUND].to_list())))
+    return (int(counts["games"].item()), part.height, int(counts["episodes"].item()), pairs.height,
+            episode_outcomes(part).select("final_score", "rank"), edges)
+
+
+def summarize_dataset(dataset, *, engine: str = "embedded", workers: int | None = None,
+                      address: str | None = None) -> DatasetSummary:
+    """:func:`summarize` of a kanachan dataset folder, part by part in an engine's workers.
+
+    Parts hold whole episodes (one player's game), so episodes and
+    transitions add up; a game whose seats lie on both sides of a part
+    boundary is counted once (its rounds too), and the per-episode outcomes
+    (two numbers an episode) come back whole.
+
+    Examples
+    --------
+    >>> summarize_dataset("corpus/").games  # doctest: +SKIP
+    """
+    ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
+    found = check_engine(engine, address=address)
+    items = [(str(p), e.rows) for p, e in zip(ds.paths, ds.manifest.parts)]
+    games = transitions = episodes = rounds = 0
+    outcomes, last = [], None
+    for g, t, e, r, o, edges in found.map(_part_counts, items, workers=workers, address=address):
+        games, transitions, episodes, rounds = games + g, transitions + t, episodes + e, rounds + r
+        outcomes.append(o)
+        if not edges:
+            continue
+        (first, first_rounds), (final, final_rounds) = edges
+        continued = last is not None and first == last[0]  # a game the boundary cuts: counted once
+        if continued:
+            games -= 1
+            rounds -= len(first_rounds & last[1])
+        # the last game so far and every round of it seen so far (it may go on in the next part)
+        last = (final, final_rounds | last[1]) if continued and final == first else (final, final_rounds)
+    outcomes = pl.concat(outcomes, rechunk=True) if outcomes else pl.DataFrame(
+        {"final_score": [], "rank": []}, schema={"final_score": pl.Int32, "rank": pl.UInt8})
+    return _summary_of(games, transitions, episodes, rounds, outcomes)
+
+
 def summarize(data) -> DatasetSummary:
     """Games, episodes, transitions, rounds and final rank / score distributions.
 
     Works on a frame, a LazyFrame or a dataset path; on a Parquet dataset only
-    the columns needed are read.
+    the columns needed are read.  A dataset folder is read part by part
+    (:func:`summarize_dataset`).
 
     Examples
     --------
@@ -194,6 +249,8 @@ def summarize(data) -> DatasetSummary:
     >>> s.episodes == 4 * s.games  # doctest: +SKIP
     True
     """
+    if isinstance(data, (str, Path)) and is_dataset_folder(data):
+        return summarize_dataset(data)
     lf = as_lazy(data)
     counts = lf.select(
         games=pl.col(S.GAME_ID).n_unique(),
@@ -203,16 +260,21 @@ def summarize(data) -> DatasetSummary:
     rounds = (
         lf.select(S.GAME_ID, S.ROUND).unique().select(pl.len()).collect().item()
     )
-    outcomes = episode_outcomes(lf)
+    return _summary_of(int(counts["games"].item()), int(counts["transitions"].item()),
+                       int(counts["episodes"].item()), int(rounds), episode_outcomes(lf))
+
+
+def _summary_of(games: int, transitions: int, episodes: int, rounds: int, outcomes: pl.DataFrame
+                ) -> DatasetSummary:
     rank_counts = np.bincount(outcomes["rank"].to_numpy().astype(np.int64), minlength=4)[:4]
     scores = outcomes["final_score"].cast(pl.Float64)
     quantiles = {"min": scores.min(), "p25": scores.quantile(0.25), "median": scores.median(),
                  "p75": scores.quantile(0.75), "max": scores.max(), "mean": scores.mean()}
     return DatasetSummary(
-        games=int(counts["games"].item()),
-        episodes=int(counts["episodes"].item()),
-        transitions=int(counts["transitions"].item()),
-        rounds=int(rounds),
+        games=games,
+        episodes=episodes,
+        transitions=transitions,
+        rounds=rounds,
         rank_counts=tuple(int(c) for c in rank_counts),
         final_score_quantiles={k: float(v) if v is not None else float("nan") for k, v in quantiles.items()},
     )

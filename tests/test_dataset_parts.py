@@ -593,3 +593,41 @@ def test_compare_command_on_a_folder_equals_it_on_the_whole_table(rewards, tmp_p
     assert "`--reward` should name at least two candidates" in capsys.readouterr().err
     assert main(["compare", str(whole), "--workers", "2"]) == 2
     assert "`--workers` applies to a dataset folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("part_rows", [20_000, 3_000, 500])
+def test_summary_of_a_folder_equals_the_whole_frames_though_games_straddle_parts(tmp_path, sample, part_rows):
+    from rewardlab.dataset import summarize, summarize_dataset
+
+    out = tmp_path / "c"
+    convert_to_parts("data/sample.tsv.gz", out, part_rows=part_rows, progress=False)
+    ds = open_dataset(out)
+    firsts = [ds.read(i, ["game_id"])["game_id"][0] for i in range(len(ds))]
+    lasts = [ds.read(i, ["game_id"])["game_id"][-1] for i in range(len(ds))]
+    if part_rows <= 3_000:  # small parts: some game's seats lie in two parts (or more)
+        assert any(a == b for a, b in zip(lasts, firsts[1:]))
+    assert summarize(out) == summarize(sample) == summarize_dataset(out, workers=2)
+
+
+def test_info_of_a_folder_reads_it_part_by_part_and_says_what_info_of_one_file_says(tmp_path, capsys):
+    from rewardlab.cli import main
+
+    folder, single = tmp_path / "c", tmp_path / "c.parquet"
+    convert_to_parts("data/sample.tsv.gz", folder, part_rows=2_000, progress=False)  # games straddle parts
+    assert main(["convert", "data/sample.tsv.gz", "--out", str(single)]) == 0
+    capsys.readouterr()
+    for flags in ([], ["--json"]):
+        assert main(["info", str(folder), *flags]) == 0
+        parted = capsys.readouterr().out
+        assert main(["info", str(single), *flags]) == 0
+        assert parted == capsys.readouterr().out
+    assert "games                 240" in parted or '"games": 240' in parted
+
+
+def test_info_of_a_rewards_folder_shows_its_returns(rewards, capsys):
+    from rewardlab.cli import main
+
+    assert main(["info", str(rewards)]) == 0
+    text = capsys.readouterr().out
+    assert f"a folder of {len(open_dataset(rewards))} parts" in text
+    assert "return rank_top" in text and "return raw_points" in text

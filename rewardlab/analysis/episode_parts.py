@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.analysis.compare import episode_return_table
+from rewardlab.analysis.episode_summary import episode_summary
 from rewardlab.analysis.returns import trajectory_returns
 from rewardlab.analysis.tables import rewards_to_use
 from rewardlab.core import columns
@@ -39,8 +40,8 @@ from rewardlab.engines import check_engine
 from rewardlab.sources.datasets import PartedDataset
 from rewardlab.sources.storage import read_part
 
-__all__ = ["dataset_episode_returns", "dataset_trajectory_returns", "dataset_step_values", "StepValues",
-           "SAMPLE_LIMIT"]
+__all__ = ["dataset_episode_returns", "dataset_trajectory_returns", "dataset_episode_summary",
+           "dataset_step_values", "StepValues", "SAMPLE_LIMIT"]
 
 #: Most step values :func:`dataset_step_values` keeps per reward (8 bytes each) before it samples.
 SAMPLE_LIMIT = 10_000_000
@@ -171,6 +172,28 @@ def _concat(tables: list[pl.DataFrame], ds: PartedDataset, index: str, *, start:
         rows += entry.rows
     table = pl.concat(out, how="vertical", rechunk=True)  # one chunk: Polars sums it as the whole frame's
     return attach(table, spec) if spec is not None else table
+
+
+def _part_summary(item: tuple) -> pl.DataFrame:
+    path, rows, index, rewards = item
+    return episode_summary(_read(path, rows, index, None), rewards=rewards, lists=False)
+
+
+def dataset_episode_summary(dataset, rewards=None, *, engine: str = "embedded", workers: int | None = None,
+                            address: str | None = None, progress: bool | None = None) -> pl.DataFrame:
+    """:func:`~rewardlab.analysis.episode_summary.episode_summary` of a dataset folder (``lists=False``),
+    one part at a time: ``episode`` counts across parts and ``start`` is the row in the whole dataset.
+
+    Examples
+    --------
+    >>> describe_episodes(dataset_episode_summary("corpus/"))  # doctest: +SKIP
+    """
+    ds = _open(dataset)
+    if rewards is not None:
+        rewards = rewards_to_use(list(ds.columns), [rewards] if isinstance(rewards, str) else rewards)
+    tables = _per_part(ds, _part_summary, (rewards,), engine=engine, workers=workers, address=address,
+                       progress=progress, desc="episode summary")
+    return _concat(tables, ds, "episode", start="start")
 
 
 class StepValues:

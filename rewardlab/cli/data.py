@@ -162,6 +162,11 @@ def _info(args) -> int:
     paths = [Path(p) for p in args.dataset]
     files, source = resolve_source(paths, format=args.format)
     given = format_options(args)
+    from rewardlab.sources.datasets import is_dataset_folder
+
+    if len(paths) == 1 and source.name == "dataset" and not given and is_dataset_folder(paths[0]):
+        print(_folder_summary(paths[0], args.json))  # part by part: a corpus need not fit in memory
+        return 0
     if source.read is None or (args.on_error == "raise" and source.scan is not None
                                and all(_is_dataset(p) for p in paths)):
         data = scan(files, format=source.name, options=given or None)  # a converted dataset, read lazily
@@ -228,6 +233,33 @@ def _summary(data, format_name: str, as_json: bool, *, roles: dict | None = None
     return "\n".join(lines + _roles_lines(roles) + _digest_lines(digest))
 
 
+def _folder_summary(folder, as_json: bool) -> str:
+    """``info`` of a dataset folder, read part by part (the same text and JSON as for one frame)."""
+    from rewardlab.analysis.episode_parts import dataset_episode_summary
+    from rewardlab.analysis.episode_summary import describe_episodes
+    from rewardlab.dataset import summarize_dataset
+    from rewardlab.sources.datasets import PartedDataset
+    from rewardlab.sources.kanachan import schema as S
+
+    ds = PartedDataset(folder)
+    names = list(ds.columns)  # its own columns, as `info` of one file shows (a rewards folder: the rewards table)
+    digest = _clean_digest(describe_episodes(dataset_episode_summary(ds)))
+    if set(S.KANACHAN_SPEC.required) <= set(names):
+        summary = summarize_dataset(ds)
+        if as_json:
+            return json.dumps(summary.to_dict(), indent=2)
+        return "\n".join([str(summary), *_digest_lines(digest, padded_by_contract=True)])
+    out = {"format": "dataset", "spec": ds.spec.name, "transitions": ds.rows, "episodes": ds.episodes,
+           "columns": names, "episode_summary": digest}
+    if as_json:
+        return json.dumps(out, indent=2)
+    lines = [f"format       dataset (spec {ds.spec.name}; a folder of {len(ds):,} parts)",
+             f"episodes     {out['episodes']:>12,}",
+             f"transitions  {out['transitions']:>12,}",
+             "columns      " + ", ".join(names)]
+    return "\n".join(lines + _digest_lines(digest))
+
+
 def _roles_lines(roles: dict | None) -> list[str]:
     """``rewardlab info``'s lines for a source's roles report (a list value: its items joined)."""
     if roles is None:
@@ -241,12 +273,16 @@ def _episode_digest(data) -> dict:
 
     from rewardlab.analysis.episode_summary import describe_episodes, episode_summary
 
-    def clean(v):
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items()}
-        return None if isinstance(v, float) and not math.isfinite(v) else v
+    return _clean_digest(describe_episodes(episode_summary(data, lists=False)))
 
-    return clean(describe_episodes(episode_summary(data, lists=False)))
+
+def _clean_digest(value):
+    """An episode digest made JSON-ready: NaN and infinities as None."""
+    import math
+
+    if isinstance(value, dict):
+        return {k: _clean_digest(x) for k, x in value.items()}
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _digest_lines(digest: dict, *, padded_by_contract: bool = False) -> list[str]:
