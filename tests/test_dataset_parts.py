@@ -504,7 +504,7 @@ def test_step_values_keep_everything_up_to_the_limit_then_a_uniform_sample_whate
 def test_plot_of_a_folder_reads_it_part_by_part(rewards, tmp_path, capsys):
     from rewardlab.cli import main
 
-    for kind in ("hist", "returns", "correlation"):
+    for kind in ("hist", "returns", "correlation", "episodes"):
         out = tmp_path / f"{kind}.png"
         assert main(["plot", str(rewards), "--kind", kind, "--out", str(out), "--workers", "2"]) == 0
         assert out.stat().st_size > 1000

@@ -69,7 +69,7 @@ def register(sub) -> None:
         "(atomic write; the format follows the suffix).")
     p.add_argument("data", nargs="+", metavar="REWARDS",
                    help="Parquet file(s) with reward_* columns, or one rewards dataset folder (read part by "
-                   "part for hist, ecdf, returns, correlation and scatter)")
+                   "part for hist, ecdf, returns, correlation, scatter and episodes)")
     p.add_argument("--out", required=True, metavar="FIG", help="output image, e.g. fig.png or fig.svg")
     p.add_argument("--kind", choices=_KINDS, default="hist",
                    help="hist (default), ecdf: step rewards; returns: episode returns (one sum per "
@@ -89,7 +89,7 @@ def register(sub) -> None:
 
 
 #: The ``plot`` kinds drawn from a dataset folder part by part (the others load it whole).
-_PART_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter")
+_PART_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "episodes")
 
 
 def _folder(args):
@@ -381,9 +381,15 @@ def _draw(args, out) -> int:
             result = plots.plot_return_scatter(table, x=names[0], y=names[1])
             drawn = names[:2]
     elif kind == "episodes":
-        from rewardlab.analysis.episode_summary import episode_summary
+        if lf is None:
+            from rewardlab.analysis.episode_parts import dataset_episode_summary
 
-        result = plots.plot_episode_summary(episode_summary(lf, rewards=names[:1], lists=False))
+            summary = dataset_episode_summary(folder, rewards=names[:1], **engine)
+        else:
+            from rewardlab.analysis.episode_summary import episode_summary
+
+            summary = episode_summary(lf, rewards=names[:1], lists=False)
+        result = plots.plot_episode_summary(summary)
         drawn = names[:1]
     elif kind == "by-rank":
         from rewardlab.domains.mahjong.ranking import reward_by_rank
