@@ -222,15 +222,20 @@ def _summary(data, format_name: str, as_json: bool, *, roles: dict | None = None
            "episodes": int(counts["episodes"] or 0), "columns": names}
     if roles is not None:
         out["roles"] = roles
-    digest = _episode_digest(data)
-    out["episode_summary"] = digest
+    out["episode_summary"] = _episode_digest(data)
+    return _counts_text(out, f"{format_name} (spec {spec.name})", as_json)
+
+
+def _counts_text(out: dict, heading: str, as_json: bool) -> str:
+    """``info``'s view of data other than kanachan's: ``out`` (format, spec, counts, columns, roles,
+    episode digest) as JSON, or as lines under ``format  HEADING``."""
     if as_json:
         return json.dumps(out, indent=2)
-    lines = [f"format       {format_name} (spec {spec.name})",
+    lines = [f"format       {heading}",
              f"episodes     {out['episodes']:>12,}",
              f"transitions  {out['transitions']:>12,}",
-             "columns      " + ", ".join(names)]
-    return "\n".join(lines + _roles_lines(roles) + _digest_lines(digest))
+             "columns      " + ", ".join(out["columns"])]
+    return "\n".join(lines + _roles_lines(out.get("roles")) + _digest_lines(out["episode_summary"]))
 
 
 def _folder_summary(folder, as_json: bool) -> str:
@@ -251,13 +256,7 @@ def _folder_summary(folder, as_json: bool) -> str:
         return "\n".join([str(summary), *_digest_lines(digest, padded_by_contract=True)])
     out = {"format": "dataset", "spec": ds.spec.name, "transitions": ds.rows, "episodes": ds.episodes,
            "columns": names, "episode_summary": digest}
-    if as_json:
-        return json.dumps(out, indent=2)
-    lines = [f"format       dataset (spec {ds.spec.name}; a folder of {len(ds):,} parts)",
-             f"episodes     {out['episodes']:>12,}",
-             f"transitions  {out['transitions']:>12,}",
-             "columns      " + ", ".join(names)]
-    return "\n".join(lines + _digest_lines(digest))
+    return _counts_text(out, f"dataset (spec {ds.spec.name}; a folder of {len(ds):,} parts)", as_json)
 
 
 def _roles_lines(roles: dict | None) -> list[str]:
