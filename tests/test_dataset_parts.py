@@ -631,3 +631,50 @@ def test_info_of_a_rewards_folder_shows_its_returns(rewards, capsys):
     text = capsys.readouterr().out
     assert f"a folder of {len(open_dataset(rewards))} parts" in text
     assert "return rank_top" in text and "return raw_points" in text
+
+
+def test_resume_refuses_a_staging_folder_another_run_is_still_writing(corpus, tmp_path):
+    from rewardlab.sources.datasets.parts import RUN_NAME
+
+    out = tmp_path / "rewards"
+    ds = open_dataset(corpus)
+    first = PartWriter(out, spec=ds.spec, base=ds, run={"k": 1})
+    try:
+        assert (out.with_name("rewards.partial") / RUN_NAME).exists()
+        with pytest.raises(FileAccessError, match="is being written by a run still going"):
+            PartWriter(out, spec=ds.spec, base=ds, run={"k": 1}, resume=True)
+        with pytest.raises(FileAccessError, match="did not finish.*--resume"):
+            PartWriter(out, spec=ds.spec, base=ds, run={"k": 1})
+    finally:
+        first.abort(keep=True)  # as after Ctrl-C: the folder stays, the lock goes
+    again = PartWriter(out, spec=ds.spec, base=ds, run={"k": 1}, resume=True)
+    assert again.resumed and again.id == first.id
+    again.abort()
+    assert not out.with_name("rewards.partial").exists()
+
+
+def test_resume_refuses_a_staging_folder_another_process_is_writing(corpus, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "rewards"
+    code = ("import sys, time\n"
+            "from rewardlab.sources.datasets import PartWriter, open_dataset\n"
+            f"ds = open_dataset({str(corpus)!r})\n"
+            f"w = PartWriter({str(out)!r}, spec=ds.spec, base=ds, run={{'k': 1}})\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        ds = open_dataset(corpus)
+        with pytest.raises(FileAccessError, match="is being written by a run still going"):
+            PartWriter(out, spec=ds.spec, base=ds, run={"k": 1}, resume=True)
+    finally:
+        proc.kill()
+        proc.wait()
+    time.sleep(0.1)
+    again = PartWriter(out, spec=open_dataset(corpus).spec, base=open_dataset(corpus), run={"k": 1}, resume=True)
+    assert again.resumed
+    again.abort()

@@ -37,6 +37,7 @@ Examples
 from __future__ import annotations
 
 import bisect
+import fcntl
 import json
 import os
 import shutil
@@ -66,6 +67,9 @@ __all__ = ["PartedDataset", "PartWriter", "open_dataset", "is_dataset_folder", "
 STAGING_SUFFIX = ".partial"
 #: In a staging folder: the run that writes it (``{"id", "run"}``), for a resumed run to check.
 RUN_NAME = "rewardlab-run.json"
+#: Staging folders this process is writing (a POSIX lock does not refuse its own process).
+_WRITING: set[str] = set()
+_WRITING_LOCK = threading.Lock()
 #: In a staging folder: a run's journals of finished parts (JSON lines), removed when the dataset is done.
 JOURNAL_GLOB = "journal-*.jsonl"
 #: Rows per part when nothing says otherwise (about 300 MB of a kanachan frame in memory).
@@ -411,6 +415,7 @@ class PartWriter:
         self._next = 0
         self.run = run
         self.resumed = False
+        self._lock_file = None  # RUN_NAME, held locked while this run writes
         if resume and run is None:
             raise ParameterError("resume", "needs the run's description (run=...) to tell its own staging "
                                  "folder from another run's", resume)
@@ -422,6 +427,7 @@ class PartWriter:
                                       + (", or run the same command again with --resume to keep its finished "
                                          "parts." if run is not None else "."))
             self.id = self._resume_id(run)
+            self._lock_run()  # after reading the record: closing any descriptor of it drops a POSIX lock
             self.resumed = True
             for partial in self.staging.glob("*.tmp"):  # parts the stopped run was writing: written again
                 partial.unlink(missing_ok=True)
@@ -434,10 +440,38 @@ class PartWriter:
             self.id = uuid.uuid4().hex
             if run is not None:
                 (self.staging / RUN_NAME).write_text(json.dumps({"id": self.id, "run": run}, sort_keys=True))
+                self._lock_run()
         self.manifest: Manifest | None = None
         # add() and flush() write in this thread, one part at a time, beside the caller's next chunk
         self._writer: ThreadPoolExecutor | None = None
         self._in_flight: Future | None = None
+
+    def _lock_run(self) -> None:
+        """Lock :data:`RUN_NAME` for as long as this run writes: a second run resuming the same staging
+        folder meanwhile is refused.  A POSIX record lock: it goes with this process however it ends, and
+        the plug-ins' forked child processes do not inherit it; this process's own runs are told apart by
+        :data:`_WRITING`."""
+        key = str(self.staging.resolve())
+        refused = FileAccessError(self.staging, f"is being written by a run still going (it holds the lock on "
+                                  f"{RUN_NAME})", hint="Wait for it to end, or stop it, then resume.")
+        with _WRITING_LOCK:
+            if key in _WRITING:
+                raise refused
+            lock_file = open(self.staging / RUN_NAME, "r+b")
+            try:
+                fcntl.lockf(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                lock_file.close()
+                raise refused from None
+            _WRITING.add(key)
+        self._lock_file, self._lock_key = lock_file, key
+
+    def _unlock_run(self) -> None:
+        if self._lock_file is not None:
+            with _WRITING_LOCK:
+                self._lock_file.close()  # closing it releases the lock
+                _WRITING.discard(self._lock_key)
+            self._lock_file = None
 
     def _resume_id(self, run: dict) -> str:
         """The dataset id of the run that left :attr:`staging`, if it was this run (same ``run``)."""
@@ -534,6 +568,7 @@ class PartWriter:
         manifest = Manifest(id=self.id, kind="parquet", spec=self.spec.to_dict(),
                             parts=tuple(self._entries[i] for i in indexes), base=base, source=self.source)
         (self.staging / MANIFEST_NAME).write_text(manifest.to_json())
+        self._unlock_run()
         for leftover in [self.staging / RUN_NAME, *self.staging.glob(JOURNAL_GLOB)]:
             leftover.unlink(missing_ok=True)  # the run's own records: the dataset is the parts and the manifest
         _promote(self.staging, self.out, overwrite=self.overwrite)
@@ -550,6 +585,7 @@ class PartWriter:
         for a resumed run (a run with a ``run`` description, stopped by Ctrl-C)."""
         self._in_flight = None
         self._stop_writer()
+        self._unlock_run()
         if keep and self.run is not None:
             return
         if self.staging.exists():
