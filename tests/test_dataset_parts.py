@@ -504,13 +504,14 @@ def test_step_values_keep_everything_up_to_the_limit_then_a_uniform_sample_whate
 def test_plot_of_a_folder_reads_it_part_by_part(rewards, tmp_path, capsys):
     from rewardlab.cli import main
 
-    for kind in ("hist", "returns", "correlation", "episodes"):
+    for kind in ("hist", "returns", "correlation", "episodes", "by-rank"):
         out = tmp_path / f"{kind}.png"
         assert main(["plot", str(rewards), "--kind", kind, "--out", str(out), "--workers", "2"]) == 0
         assert out.stat().st_size > 1000
     capsys.readouterr()
-    assert main(["plot", str(rewards), "--kind", "by-rank", "--out", str(tmp_path / "r.png"), "--workers", "2"]) == 2
-    assert "--kind by-rank reads the folder whole" in capsys.readouterr().err
+    assert main(["plot", str(rewards), "--kind", "normalization", "--out", str(tmp_path / "r.png"),
+                 "--workers", "2"]) == 2
+    assert "--kind normalization reads the folder whole" in capsys.readouterr().err
 
 
 # --- check-plugin on a folder, part by part -----------------------------------------------------------
@@ -678,3 +679,21 @@ def test_resume_refuses_a_staging_folder_another_process_is_writing(corpus, tmp_
     again = PartWriter(out, spec=open_dataset(corpus).spec, base=open_dataset(corpus), run={"k": 1}, resume=True)
     assert again.resumed
     again.abort()
+
+
+@pytest.mark.parametrize("drop_game", [False, True])
+def test_rank_table_and_reward_by_rank_of_a_folder_equal_the_whole_frames(sample, rewards, tmp_path, drop_game):
+    from rewardlab.core.spec import attach, attached
+    from rewardlab.domains.mahjong.ranking import RankTable, reward_by_rank
+    from rewardlab.domains.mahjong.ranking_parts import dataset_reward_by_rank, rank_table_of_dataset
+
+    frame = sample.drop("game") if drop_game else sample
+    frame = attach(frame, attached(sample).project(frame.columns))
+    out = tmp_path / "c"
+    with PartWriter(out, spec=attached(frame), part_rows=700) as w:  # small parts: games straddle them
+        w.add(frame)
+    got, want = rank_table_of_dataset(out, workers=2), RankTable.from_frame(frame)
+    for field in ("rank", "final_score", "row", "game", "seat"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert got.n_rows == want.n_rows
+    assert dataset_reward_by_rank(rewards, workers=2).equals(reward_by_rank(open_dataset(rewards).load()))

@@ -69,7 +69,7 @@ def register(sub) -> None:
         "(atomic write; the format follows the suffix).")
     p.add_argument("data", nargs="+", metavar="REWARDS",
                    help="Parquet file(s) with reward_* columns, or one rewards dataset folder (read part by "
-                   "part for hist, ecdf, returns, correlation, scatter and episodes)")
+                   "part for every kind but normalization)")
     p.add_argument("--out", required=True, metavar="FIG", help="output image, e.g. fig.png or fig.svg")
     p.add_argument("--kind", choices=_KINDS, default="hist",
                    help="hist (default), ecdf: step rewards; returns: episode returns (one sum per "
@@ -89,7 +89,7 @@ def register(sub) -> None:
 
 
 #: The ``plot`` kinds drawn from a dataset folder part by part (the others load it whole).
-_PART_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "episodes")
+_PART_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "episodes", "by-rank")
 
 
 def _folder(args):
@@ -392,9 +392,14 @@ def _draw(args, out) -> int:
         result = plots.plot_episode_summary(summary)
         drawn = names[:1]
     elif kind == "by-rank":
-        from rewardlab.domains.mahjong.ranking import reward_by_rank
+        if lf is None:
+            from rewardlab.domains.mahjong.ranking_parts import dataset_reward_by_rank
 
-        result = plots.plot_reward_by_rank(reward_by_rank(lf, names))
+            result = plots.plot_reward_by_rank(dataset_reward_by_rank(folder, names, **engine))
+        else:
+            from rewardlab.domains.mahjong.ranking import reward_by_rank
+
+            result = plots.plot_reward_by_rank(reward_by_rank(lf, names))
     else:
         from rewardlab.analysis.normalizers import normalized_rewards
 

@@ -63,6 +63,7 @@ __all__ = [
     "bootstrap_mean_ci",
     "bootstrap_rank_ci",
     "reward_by_rank",
+    "by_rank_table",
     "affine_equivalence",
 ]
 
@@ -574,12 +575,25 @@ def reward_by_rank(data, rewards=None, *, table: RankTable | None = None, confid
         raise ParameterError("table", f"should be built from the same frame ({df.height} rows)",
                              f"a table of {table.n_rows} rows")
     starts = np.concatenate(([0], table.row[:-1] + 1)) if table.episodes else np.zeros(0, np.int64)
+    per_episode = {n: segment_sums(df[columns.reward_column(n)].to_numpy(), starts) if table.episodes
+                   else np.zeros(0) for n in use}
+    return by_rank_table(per_episode, table.rank, confidence=confidence, n_resamples=n_resamples, seed=seed)
+
+
+def by_rank_table(per_episode: dict, rank: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 1000,
+                  seed: int | None = 0) -> pl.DataFrame:
+    """:func:`reward_by_rank`'s table from each reward's per-episode returns and each episode's final rank.
+
+    Examples
+    --------
+    >>> t = by_rank_table({"a": np.array([1.0, 0.0, 3.0])}, np.array([0, 1, 0]), n_resamples=10)
+    >>> t.filter(pl.col("rank") == 0)["mean"].item()
+    2.0
+    """
     rows = []
-    for n in use:
-        r = df[columns.reward_column(n)].to_numpy()
-        per_episode = segment_sums(r, starts) if table.episodes else np.zeros(0)
+    for n, returns in per_episode.items():
         for k in range(S.NUM_SEATS):
-            x = per_episode[table.rank == k]
+            x = returns[rank == k]
             ci = bootstrap_mean_ci(x, n_resamples=n_resamples, confidence=confidence, seed=seed)
             rows.append({"reward": n, "rank": k, "episodes": int(x.size),
                          "mean": float(x.mean()) if x.size else np.nan,
