@@ -32,13 +32,13 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.files import atomic_path, check_not_input
 from rewardlab.domains.mahjong.rules import episode_outcomes
 from rewardlab.core.spec import FrameSpec, attach, attached
-from rewardlab.core.errors import DataFormatError, ParameterError
+from rewardlab.core.errors import ParameterError
 from rewardlab.engines import check_engine
 from rewardlab.sources.dispatch import as_lazy, load, merge_options, resolve_source
 from rewardlab.sources.results import LoadResult
-from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
+from rewardlab.sources.datasets import PartedDataset, is_dataset_folder, read_part_file
 from rewardlab.sources.datasets.convert import DEFAULT_MEMORY, convert_to_parts
-from rewardlab.sources.storage import DATASET_SUFFIXES, read_part, write_dataset
+from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
 
 __all__ = ["convert", "write_dataset", "summarize", "summarize_dataset", "DatasetSummary"]
 
@@ -186,12 +186,8 @@ class DatasetSummary:
 
 def _part_counts(item: tuple) -> tuple:
     """One part's games, transitions, episodes, rounds and episode outcomes (a work item of an engine)."""
-    path, rows = item
-    part = read_part(path, columns=[S.GAME_ID, S.GAME, S.SEAT, S.ROUND, S.RESULTS, S.END_OF_GAME])
-    if part.height != rows:
-        raise DataFormatError(path, None, None, "part_mismatch",
-                              f"the part holds {part.height:,} rows, the manifest says {rows:,}",
-                              hint="Convert the data again.")
+    path, rows, _ = item
+    part = read_part_file(path, rows, columns=[S.GAME_ID, S.GAME, S.SEAT, S.ROUND, S.RESULTS, S.END_OF_GAME])
     counts = part.select(games=pl.col(S.GAME_ID).n_unique(), episodes=pl.col(S.END_OF_GAME).sum())
     pairs = part.select(S.GAME_ID, S.ROUND).unique()
     edges = []  # the first and the last game: one game's seats may lie on both sides of a part boundary
@@ -216,7 +212,7 @@ def summarize_dataset(dataset, *, engine: str = "embedded", workers: int | None 
     """
     ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
     found = check_engine(engine, address=address)
-    items = [(str(p), e.rows) for p, e in zip(ds.paths, ds.manifest.parts)]
+    items = ds.part_items()
     games = transitions = episodes = rounds = 0
     outcomes, last = [], None
     for g, t, e, r, o, edges in found.map(_part_counts, items, workers=workers, address=address):

@@ -697,3 +697,18 @@ def test_rank_table_and_reward_by_rank_of_a_folder_equal_the_whole_frames(sample
         assert np.array_equal(getattr(got, field), getattr(want, field)), field
     assert got.n_rows == want.n_rows
     assert dataset_reward_by_rank(rewards, workers=2).equals(reward_by_rank(open_dataset(rewards).load()))
+
+
+def test_work_items_refuse_a_part_whose_rows_differ_from_the_manifest(rewards, tmp_path):
+    from rewardlab.analysis.episode_parts import dataset_episode_returns
+    from rewardlab.analysis.stats_parts import dataset_reward_stats
+
+    copy = tmp_path / "r"
+    shutil.copytree(rewards, copy)
+    manifest = json.loads((copy / MANIFEST_NAME).read_text())
+    manifest["parts"][1]["rows"] += 1  # the files are intact: only the manifest lies
+    (copy / MANIFEST_NAME).write_text(json.dumps(manifest))
+    for run in (lambda: dataset_reward_stats(copy, workers=2), lambda: dataset_episode_returns(copy, workers=2)):
+        with pytest.raises(DataFormatError, match=r"part-000001\.parquet.*the part holds [0-9,]+ rows, the "
+                                                  r"manifest says"):
+            run()

@@ -37,8 +37,7 @@ from rewardlab.core.errors import DataFormatError, ParameterError, check_int
 from rewardlab.core.files import progress_enabled
 from rewardlab.core.spec import attach, attached
 from rewardlab.engines import check_engine
-from rewardlab.sources.datasets import PartedDataset
-from rewardlab.sources.storage import read_part
+from rewardlab.sources.datasets import PartedDataset, read_part_file
 
 __all__ = ["dataset_episode_returns", "dataset_trajectory_returns", "dataset_episode_summary",
            "dataset_step_values", "StepValues", "SAMPLE_LIMIT"]
@@ -51,17 +50,6 @@ def _open(dataset) -> PartedDataset:
     return dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
 
 
-def _read(path: str, rows: int, index: int, columns_: list[str] | None) -> pl.DataFrame:
-    """One part's file, checked against the manifest's row count (a work item reads files, not the folder:
-    opening a folder checks every part's footer, which per part would cost the square of the parts)."""
-    part = read_part(path, columns=columns_)
-    if part.height != rows:
-        raise DataFormatError(path, None, None, "part_mismatch",
-                              f"part {index} holds {part.height:,} rows, the manifest says {rows:,}",
-                              hint="Write the dataset again (`rewardlab apply` for a rewards dataset).")
-    return part
-
-
 def _per_part(ds: PartedDataset, fn: Callable, args: tuple, *, engine: str, workers, address, progress,
               desc: str) -> list:
     """``fn((path, rows, index, *args))`` for every part, in part order, through an engine."""
@@ -70,7 +58,7 @@ def _per_part(ds: PartedDataset, fn: Callable, args: tuple, *, engine: str, work
     found = check_engine(engine, address=address)
     if workers is not None:
         workers = check_int("workers", workers, low=1)
-    items = [(str(p), e.rows, i, *args) for i, (p, e) in enumerate(zip(ds.paths, ds.manifest.parts))]
+    items = [(*item, *args) for item in ds.part_items()]
     out = []
     with tqdm(total=len(items), unit="part", desc=desc, disable=not progress_enabled(progress),
               leave=False) as bar:
@@ -92,7 +80,7 @@ def _needed(ds: PartedDataset, names: Sequence[str], *, dones: bool) -> list[str
 
 def _part_returns(item: tuple) -> pl.DataFrame:
     path, rows, index, needed, names = item
-    return episode_return_table(_read(path, rows, index, needed), names)
+    return episode_return_table(read_part_file(path, rows, columns=needed), names)
 
 
 def dataset_episode_returns(dataset, rewards=None, *, engine: str = "embedded", workers: int | None = None,
@@ -130,7 +118,7 @@ def dataset_episode_returns(dataset, rewards=None, *, engine: str = "embedded", 
 
 def _part_trajectories(item: tuple) -> pl.DataFrame:
     path, rows, index, needed, name = item
-    return trajectory_returns(_read(path, rows, index, needed), name)
+    return trajectory_returns(read_part_file(path, rows, columns=needed), name)
 
 
 def dataset_trajectory_returns(dataset, reward: str, *, engine: str = "embedded", workers: int | None = None,
@@ -176,7 +164,7 @@ def _concat(tables: list[pl.DataFrame], ds: PartedDataset, index: str, *, start:
 
 def _part_summary(item: tuple) -> pl.DataFrame:
     path, rows, index, rewards = item
-    return episode_summary(_read(path, rows, index, None), rewards=rewards, lists=False)
+    return episode_summary(read_part_file(path, rows), rewards=rewards, lists=False)
 
 
 def dataset_episode_summary(dataset, rewards=None, *, engine: str = "embedded", workers: int | None = None,
@@ -251,7 +239,7 @@ class StepValues:
 
 def _part_values(item: tuple) -> dict:
     path, rows, index, needed, names, nonzero, limit = item
-    part = _read(path, rows, index, needed)
+    part = read_part_file(path, rows, columns=needed)
     out = {}
     for n in names:
         x = part[columns.reward_column(n)].cast(pl.Float64).to_numpy()

@@ -59,12 +59,11 @@ from rewardlab.analysis.stats import (
     DEFAULT_QUANTILES, Moments, NormalizationConstants, RewardStats, check_normalizable, values_of_lazy,
 )
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
-from rewardlab.core.errors import DataFormatError, FrameError, ParameterError, check_int
+from rewardlab.core.errors import FrameError, ParameterError, check_int
 from rewardlab.core.files import progress_enabled
 from rewardlab.core.spec import FrameSpec, attached
 from rewardlab.engines import check_engine
-from rewardlab.sources.datasets import PartedDataset
-from rewardlab.sources.storage import read_part
+from rewardlab.sources.datasets import PartedDataset, read_part_file
 
 __all__ = [
     "RewardStatsParts",
@@ -416,11 +415,7 @@ def _part_stats(item: tuple) -> dict:
     every part's footer, which per part would cost the square of the parts).
     """
     path, rows, index, names, scopes, quantiles, exact_limit = item
-    part = read_part(path)
-    if part.height != rows:
-        raise DataFormatError(path, None, None, "part_mismatch",
-                              f"the part holds {part.height:,} rows, the manifest says {rows:,}",
-                              hint="Write the rewards dataset again with `rewardlab apply`.")
+    part = read_part_file(path, rows)
     spec = attached(part)
     where = f"{index} ({Path(path).name})"
     return {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=spec, exact_limit=exact_limit)
@@ -482,8 +477,7 @@ def dataset_reward_stats(dataset, rewards=None, scopes: Sequence[str] = ("all",)
     exact_limit = check_int("exact_limit", exact_limit, low=0, rule="should be an integer >= 0")
     acc = {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=ds.spec, exact_limit=exact_limit)
            for n in names for s in scopes}
-    items = [(str(path), entry.rows, i, names, scopes, quantiles, exact_limit)
-             for i, (path, entry) in enumerate(zip(ds.paths, ds.manifest.parts))]
+    items = [(*item, names, scopes, quantiles, exact_limit) for item in ds.part_items()]
     with tqdm(total=len(items), unit="part", desc="statistics", disable=not progress_enabled(progress),
               leave=False) as bar:
         for part in found.map(_part_stats, items, workers=workers, address=address):

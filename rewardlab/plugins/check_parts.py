@@ -31,14 +31,13 @@ from pathlib import Path
 from typing import Sequence
 
 from rewardlab.contracts.checks import RewardScale
-from rewardlab.core.errors import DataFormatError, ParameterError, check_int
+from rewardlab.core.errors import ParameterError, check_int
 from rewardlab.core.files import progress_enabled
 from rewardlab.engines import check_engine
 from rewardlab.engines.embedded import available_cores
 from rewardlab.plugins.batch_modes import CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS
 from rewardlab.plugins.check import CheckReport, Difference, RunSummary, check_plugin
-from rewardlab.sources.datasets import PartedDataset
-from rewardlab.sources.storage import read_part
+from rewardlab.sources.datasets import PartedDataset, read_part_file
 
 __all__ = ["check_plugin_dataset", "merge_reports", "DEFAULT_CHECK_WORKERS"]
 
@@ -56,12 +55,7 @@ class _Item:
 
 
 def _check_part(item: _Item) -> CheckReport:
-    part = read_part(item.path)
-    if part.height != item.rows:
-        raise DataFormatError(item.path, None, None, "part_mismatch",
-                              f"part {item.index} holds {part.height:,} rows, the manifest says {item.rows:,}",
-                              hint="Convert the data again.")
-    return check_plugin(part, Path(item.plugin), **item.options)
+    return check_plugin(read_part_file(item.path, item.rows), Path(item.plugin), **item.options)
 
 
 def check_plugin_dataset(dataset, plugin, *, batch_sizes: Sequence[int] = CHECK_BATCH_SIZES, seed: int = 0,
@@ -107,8 +101,7 @@ def check_plugin_dataset(dataset, plugin, *, batch_sizes: Sequence[int] = CHECK_
                                                                                                low=1)
     options = {"batch_sizes": tuple(batch_sizes), "seed": seed, "num_workers": num_workers, "strict": strict,
                "isolate": isolate, "timeout": timeout, "progress": False}
-    items = [_Item(str(path), entry.rows, i, str(plugin), options)
-             for i, (path, entry) in enumerate(zip(ds.paths, ds.manifest.parts))]
+    items = [_Item(path, rows, index, str(plugin), options) for path, rows, index in ds.part_items()]
     offsets = [0]
     for entry in ds.manifest.parts:
         offsets.append(offsets[-1] + entry.rows)

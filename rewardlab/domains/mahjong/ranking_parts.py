@@ -20,12 +20,11 @@ import numpy as np
 from rewardlab.analysis.sums import segment_sums
 from rewardlab.analysis.tables import rewards_to_use
 from rewardlab.core import columns
-from rewardlab.core.errors import DataFormatError, FrameError
+from rewardlab.core.errors import FrameError
 from rewardlab.domains.mahjong.ranking import RankTable, by_rank_table
 from rewardlab.engines import check_engine
-from rewardlab.sources.datasets import PartedDataset
+from rewardlab.sources.datasets import PartedDataset, read_part_file
 from rewardlab.sources.kanachan import schema as S
-from rewardlab.sources.storage import read_part
 
 __all__ = ["rank_table_of_dataset", "dataset_reward_by_rank"]
 
@@ -33,11 +32,7 @@ __all__ = ["rank_table_of_dataset", "dataset_reward_by_rank"]
 def _part(item: tuple) -> tuple:
     """One part's RankTable, its episodes' returns per reward, and its first and last game ids."""
     path, rows, index, wanted, names = item
-    part = read_part(path, columns=wanted)
-    if part.height != rows:
-        raise DataFormatError(path, None, None, "part_mismatch",
-                              f"part {index} holds {part.height:,} rows, the manifest says {rows:,}",
-                              hint="Write the dataset again.")
+    part = read_part_file(path, rows, columns=wanted)
     table = RankTable.from_frame(part)
     starts = np.concatenate(([0], table.row[:-1] + 1))
     returns = {n: segment_sums(part[columns.reward_column(n)].cast(float).to_numpy(), starts) for n in names}
@@ -51,7 +46,7 @@ def _gather(ds: PartedDataset, names: list[str], *, engine: str, workers, addres
     have = set(ds.columns)
     wanted = [c for c in (S.GAME_ID, S.GAME, S.SEAT, S.RESULTS, S.END_OF_GAME) if c in have]
     wanted += [columns.reward_column(n) for n in names]
-    items = [(str(p), e.rows, i, wanted, names) for i, (p, e) in enumerate(zip(ds.paths, ds.manifest.parts))]
+    items = [(*item, wanted, names) for item in ds.part_items()]
     if not items:
         raise FrameError(f"the dataset {ds.folder} has no parts", hint="Convert the data again.")
     return found.map(_part, items, workers=workers, address=address)

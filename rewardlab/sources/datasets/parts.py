@@ -60,7 +60,7 @@ from rewardlab.sources.datasets.manifest import (
 from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part, write_dataset
 
 __all__ = ["PartedDataset", "PartWriter", "open_dataset", "is_dataset_folder", "episode_cuts", "STAGING_SUFFIX",
-           "RUN_NAME", "JOURNAL_GLOB",
+           "RUN_NAME", "JOURNAL_GLOB", "read_part_file", "check_part_rows",
            "DEFAULT_PART_ROWS", "part_rows_for", "write_part_file"]
 
 #: The suffix of the folder a dataset is written into before it gets its final name.
@@ -246,12 +246,19 @@ class PartedDataset:
                                           f"{self._base.folder} {extra.height:,}", hint=_REWRITE)
                 frame = frame.hstack(extra.select(other))
             frame = frame.select(list(dict.fromkeys([*self.spec.episode, *columns])))  # with its episode keys
-        part = self.manifest.parts[index]
-        if frame.height != part.rows:
-            raise DataFormatError(self.paths[index], None, None, "part_mismatch",
-                                  f"the part holds {frame.height:,} rows, the manifest says {part.rows:,}",
-                                  hint=_REWRITE)
+        check_part_rows(frame, self.paths[index], self.manifest.parts[index].rows)
         return attach(frame, self.spec.project(frame.columns))
+
+    def part_items(self) -> list[tuple[str, int, int]]:
+        """``(file, rows, index)`` of every part: what a work item needs to read one part on its own
+        (:func:`read_part_file`), without opening the folder again (which checks every part's footer).
+
+        Examples
+        --------
+        >>> open_dataset("corpus").part_items()[0]  # doctest: +SKIP
+        ('corpus/part-000000.parquet', 162762, 0)
+        """
+        return [(str(p), e.rows, i) for i, (p, e) in enumerate(zip(self.paths, self.manifest.parts))]
 
     def frames(self, columns=None) -> Iterator[pl.DataFrame]:
         """Each part in order (see :meth:`read`); one part is held at a time."""
@@ -341,6 +348,28 @@ class PartedDataset:
                                       hint=_REWRITE)
             if progress is not None:
                 progress(index + 1, len(self))
+
+
+def check_part_rows(frame: pl.DataFrame, path, rows: int) -> None:
+    """Refuse a part whose row count differs from its manifest's (naming the part)."""
+    if frame.height != rows:
+        raise DataFormatError(path, None, None, "part_mismatch",
+                              f"the part holds {frame.height:,} rows, the manifest says {rows:,}", hint=_REWRITE)
+
+
+def read_part_file(path, rows: int, *, columns=None) -> pl.DataFrame:
+    """One part of a dataset folder read on its own (see :meth:`PartedDataset.part_items`), or only
+    ``columns`` of it, its row count checked against the manifest's ``rows``; its spec attached.
+
+    Examples
+    --------
+    >>> path, rows, _ = open_dataset("corpus").part_items()[0]  # doctest: +SKIP
+    >>> read_part_file(path, rows, columns=["game_id"]).height == rows  # doctest: +SKIP
+    True
+    """
+    frame = read_part(path, columns=columns)
+    check_part_rows(frame, path, rows)
+    return frame
 
 
 def open_dataset(folder) -> PartedDataset:
