@@ -33,11 +33,11 @@ from rewardlab.core.files import atomic_path, check_not_input
 from rewardlab.domains.mahjong.rules import episode_outcomes
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.core.errors import ParameterError
-from rewardlab.engines import check_engine
 from rewardlab.sources.dispatch import as_lazy, load, merge_options, resolve_source
 from rewardlab.sources.results import LoadResult
 from rewardlab.sources.datasets import PartedDataset, is_dataset_folder, read_part_file
 from rewardlab.sources.datasets.convert import DEFAULT_MEMORY, convert_to_parts
+from rewardlab.sources.datasets.work import map_parts
 from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
 
 __all__ = ["convert", "write_dataset", "summarize", "summarize_dataset", "DatasetSummary"]
@@ -211,11 +211,10 @@ def summarize_dataset(dataset, *, engine: str = "embedded", workers: int | None 
     >>> summarize_dataset("corpus/").games  # doctest: +SKIP
     """
     ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
-    found = check_engine(engine, address=address)
-    items = ds.part_items()
     games = transitions = episodes = rounds = 0
     outcomes, last = [], None
-    for g, t, e, r, o, edges in found.map(_part_counts, items, workers=workers, address=address):
+    for g, t, e, r, o, edges in map_parts(ds, _part_counts, engine=engine, workers=workers, address=address,
+                                          desc="summary"):
         games, transitions, episodes, rounds = games + g, transitions + t, episodes + e, rounds + r
         outcomes.append(o)
         if not edges:

@@ -34,10 +34,9 @@ from rewardlab.analysis.returns import trajectory_returns
 from rewardlab.analysis.tables import rewards_to_use
 from rewardlab.core import columns
 from rewardlab.core.errors import DataFormatError, ParameterError, check_int
-from rewardlab.core.files import progress_enabled
 from rewardlab.core.spec import attach, attached
-from rewardlab.engines import check_engine
 from rewardlab.sources.datasets import PartedDataset, read_part_file
+from rewardlab.sources.datasets.work import map_parts
 
 __all__ = ["dataset_episode_returns", "dataset_trajectory_returns", "dataset_episode_summary",
            "dataset_step_values", "StepValues", "SAMPLE_LIMIT"]
@@ -52,20 +51,9 @@ def _open(dataset) -> PartedDataset:
 
 def _per_part(ds: PartedDataset, fn: Callable, args: tuple, *, engine: str, workers, address, progress,
               desc: str) -> list:
-    """``fn((path, rows, index, *args))`` for every part, in part order, through an engine."""
-    from tqdm.auto import tqdm
-
-    found = check_engine(engine, address=address)
-    if workers is not None:
-        workers = check_int("workers", workers, low=1)
-    items = [(*item, *args) for item in ds.part_items()]
-    out = []
-    with tqdm(total=len(items), unit="part", desc=desc, disable=not progress_enabled(progress),
-              leave=False) as bar:
-        for result in found.map(fn, items, workers=workers, address=address):
-            out.append(result)
-            bar.update(1)
-    return out
+    """``fn((path, rows, index, *args))`` for every part, in part order (:func:`map_parts`), as a list."""
+    return list(map_parts(ds, fn, args, engine=engine, workers=workers, address=address, progress=progress,
+                          desc=desc))
 
 
 def _needed(ds: PartedDataset, names: Sequence[str], *, dones: bool) -> list[str]:

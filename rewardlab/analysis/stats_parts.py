@@ -60,10 +60,9 @@ from rewardlab.analysis.stats import (
 )
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
 from rewardlab.core.errors import FrameError, ParameterError, check_int
-from rewardlab.core.files import progress_enabled
 from rewardlab.core.spec import FrameSpec, attached
-from rewardlab.engines import check_engine
 from rewardlab.sources.datasets import PartedDataset, read_part_file
+from rewardlab.sources.datasets.work import map_parts
 
 __all__ = [
     "RewardStatsParts",
@@ -463,11 +462,6 @@ def dataset_reward_stats(dataset, rewards=None, scopes: Sequence[str] = ("all",)
     >>> stats = dataset_reward_stats("rewards/", scopes=("all", "episode_return"))  # doctest: +SKIP
     >>> stats["top"]["all"].mean  # doctest: +SKIP
     """
-    from tqdm.auto import tqdm
-
-    found = check_engine(engine, address=address)
-    if workers is not None:
-        workers = check_int("workers", workers, low=1)
     ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
     names = rewards_to_use(list(ds.columns), [rewards] if isinstance(rewards, str) else rewards)
     if isinstance(scopes, str):
@@ -477,11 +471,8 @@ def dataset_reward_stats(dataset, rewards=None, scopes: Sequence[str] = ("all",)
     exact_limit = check_int("exact_limit", exact_limit, low=0, rule="should be an integer >= 0")
     acc = {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=ds.spec, exact_limit=exact_limit)
            for n in names for s in scopes}
-    items = [(*item, names, scopes, quantiles, exact_limit) for item in ds.part_items()]
-    with tqdm(total=len(items), unit="part", desc="statistics", disable=not progress_enabled(progress),
-              leave=False) as bar:
-        for part in found.map(_part_stats, items, workers=workers, address=address):
-            for key, value in part.items():
-                acc[key].merge(value)
-            bar.update(1)
+    for part in map_parts(ds, _part_stats, (names, scopes, quantiles, exact_limit), engine=engine, workers=workers,
+                          address=address, progress=progress, desc="statistics"):
+        for key, value in part.items():
+            acc[key].merge(value)
     return {n: {s: acc[(n, s)].result() for s in scopes} for n in names}

@@ -32,12 +32,11 @@ from typing import Sequence
 
 from rewardlab.contracts.checks import RewardScale
 from rewardlab.core.errors import ParameterError, check_int
-from rewardlab.core.files import progress_enabled
-from rewardlab.engines import check_engine
 from rewardlab.engines.embedded import available_cores
 from rewardlab.plugins.batch_modes import CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS
 from rewardlab.plugins.check import CheckReport, Difference, RunSummary, check_plugin
 from rewardlab.sources.datasets import PartedDataset, read_part_file
+from rewardlab.sources.datasets.work import map_parts
 
 __all__ = ["check_plugin_dataset", "merge_reports", "DEFAULT_CHECK_WORKERS"]
 
@@ -45,17 +44,9 @@ __all__ = ["check_plugin_dataset", "merge_reports", "DEFAULT_CHECK_WORKERS"]
 DEFAULT_CHECK_WORKERS = 4
 
 
-@dataclasses.dataclass(frozen=True)
-class _Item:
-    path: str  # the part's file (not the folder: opening it per part would read every footer each time)
-    rows: int
-    index: int
-    plugin: str
-    options: dict
-
-
-def _check_part(item: _Item) -> CheckReport:
-    return check_plugin(read_part_file(item.path, item.rows), Path(item.plugin), **item.options)
+def _check_part(item: tuple) -> CheckReport:
+    path, rows, _, plugin, options = item
+    return check_plugin(read_part_file(path, rows), Path(plugin), **options)
 
 
 def check_plugin_dataset(dataset, plugin, *, batch_sizes: Sequence[int] = CHECK_BATCH_SIZES, seed: int = 0,
@@ -90,35 +81,27 @@ def check_plugin_dataset(dataset, plugin, *, batch_sizes: Sequence[int] = CHECK_
     >>> check_plugin_dataset("corpus/", "rank_top.py", workers=2).ok  # doctest: +SKIP
     True
     """
-    from tqdm.auto import tqdm
-
     ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
     if not isinstance(plugin, (str, Path)):
         raise ParameterError("plugin", "should be a plug-in file (a path) for a dataset folder: each part is "
                              "checked in its own process", type(plugin).__name__)
-    found = check_engine(engine, address=address)
     workers = min(available_cores(), DEFAULT_CHECK_WORKERS) if workers is None else check_int("workers", workers,
                                                                                                low=1)
     options = {"batch_sizes": tuple(batch_sizes), "seed": seed, "num_workers": num_workers, "strict": strict,
                "isolate": isolate, "timeout": timeout, "progress": False}
-    items = [_Item(path, rows, index, str(plugin), options) for path, rows, index in ds.part_items()]
     offsets = [0]
     for entry in ds.manifest.parts:
         offsets.append(offsets[-1] + entry.rows)
     reports: list[tuple[int, int, CheckReport]] = []
-    results = found.map(_check_part, items, workers=workers, address=address)
-    with tqdm(total=len(items), unit="part", desc=f"check_plugin {Path(plugin).stem}",
-              disable=not progress_enabled(progress), leave=False) as bar:
-        try:
-            for index, report in enumerate(results):
-                reports.append((index, offsets[index], report))
-                bar.update(1)
-                if not report.ok:
-                    break  # the first failing part decides; the rest need not be read
-        finally:
-            close = getattr(results, "close", None)
-            if close is not None:
-                close()
+    results = map_parts(ds, _check_part, (str(plugin), options), engine=engine, workers=workers, address=address,
+                        progress=progress, desc=f"check_plugin {Path(plugin).stem}")
+    try:
+        for index, report in enumerate(results):
+            reports.append((index, offsets[index], report))
+            if not report.ok:
+                break  # the first failing part decides; the rest need not be read
+    finally:
+        results.close()
     if not reports:
         raise ParameterError("dataset", "should hold at least one part to check a plug-in on", str(ds.folder))
     return merge_reports(reports, total_parts=len(ds), paths=[str(p) for p in ds.paths])

@@ -22,8 +22,8 @@ from rewardlab.analysis.tables import rewards_to_use
 from rewardlab.core import columns
 from rewardlab.core.errors import FrameError
 from rewardlab.domains.mahjong.ranking import RankTable, by_rank_table
-from rewardlab.engines import check_engine
 from rewardlab.sources.datasets import PartedDataset, read_part_file
+from rewardlab.sources.datasets.work import map_parts
 from rewardlab.sources.kanachan import schema as S
 
 __all__ = ["rank_table_of_dataset", "dataset_reward_by_rank"]
@@ -42,14 +42,13 @@ def _part(item: tuple) -> tuple:
 
 
 def _gather(ds: PartedDataset, names: list[str], *, engine: str, workers, address):
-    found = check_engine(engine, address=address)
     have = set(ds.columns)
     wanted = [c for c in (S.GAME_ID, S.GAME, S.SEAT, S.RESULTS, S.END_OF_GAME) if c in have]
     wanted += [columns.reward_column(n) for n in names]
-    items = [(*item, wanted, names) for item in ds.part_items()]
-    if not items:
+    if not len(ds):
         raise FrameError(f"the dataset {ds.folder} has no parts", hint="Convert the data again.")
-    return found.map(_part, items, workers=workers, address=address)
+    return map_parts(ds, _part, (wanted, names), engine=engine, workers=workers, address=address,
+                     desc="rank table")
 
 
 def _combine(results, *, has_game: bool) -> tuple[RankTable, dict]:
