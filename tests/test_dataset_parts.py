@@ -712,3 +712,12 @@ def test_work_items_refuse_a_part_whose_rows_differ_from_the_manifest(rewards, t
         with pytest.raises(DataFormatError, match=r"part-000001\.parquet.*the part holds [0-9,]+ rows, the "
                                                   r"manifest says"):
             run()
+
+
+def test_apply_to_a_folder_reports_progress_in_transitions(corpus, tmp_path):
+    calls = []
+    apply_to_dataset(corpus, PLUGINS[:1], tmp_path / "r", workers=2, progress=lambda f, m: calls.append((f, m)))
+    rows = open_dataset(corpus).rows
+    assert calls and calls[-1][0] == 1.0
+    assert calls[-1][1].endswith(f"{rows:,} of {rows:,} transitions")
+    assert [f for f, _ in calls] == sorted(f for f, _ in calls)

@@ -339,7 +339,8 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     address : str or None
         The Ray cluster to join (``engine="ray"``; None: a local Ray).
     progress : bool or None
-        A progress bar over parts.
+        A progress bar over the transitions (advanced as work items finish
+        their parts); a callable gets ``progress(fraction, message)``.
     resume : bool
         Keep the parts a killed or stopped run of the same command finished
         (in ``OUT.partial``; see the module's text); ``episodes`` and
@@ -408,9 +409,9 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     groups = _groups([i for i in range(len(ds)) if i not in finished], workers or available_cores(), batch_mode)
     tasks = [_Task(str(ds.folder), g, tuple((str(p), n) for _, n, p in items), settings, str(writer.staging),
                    writer.id, tuple(keep), timeout, isolate) for g in groups if g]
-    bar = progress_bar(progress, len(ds), f"apply_plugins ({batch_mode}, {len(ds)} parts)")
+    bar = progress_bar(progress, ds.rows, f"apply_plugins ({batch_mode}, {len(ds)} parts)")
     if bar is not None and finished:
-        bar.update(len(finished))
+        bar.update(sum(entry.rows for entry, _, _ in finished.values()))
     with writer:
         try:
             for done in found.map(_run_task, tasks, workers=workers, address=address):
@@ -422,7 +423,7 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
                     scales[i].merge(scale)
                     dtypes[i] = dtypes[i] or dtype
                 if bar is not None:
-                    bar.update(len(done.entries))
+                    bar.update(sum(entry.rows for entry in done.entries.values()))
         finally:
             if bar is not None:
                 bar.close()
