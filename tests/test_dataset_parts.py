@@ -550,6 +550,8 @@ def test_check_plugin_on_a_folder_stops_at_the_first_failing_part_and_names_it(c
 
     assert main(["check-plugin", str(plugin), "--data", "data/sample.tsv.gz", "--workers", "2"]) == 2
     assert "`--workers` applies to a dataset folder" in capsys.readouterr().err
+    assert main(["check-plugin", str(plugin), "--data", str(corpus), "--workers", "0"]) == 2
+    assert "`--workers` should be an integer in [1," in capsys.readouterr().err
 
 
 def test_merge_reports_sums_counts_and_names_the_part_of_each_first_occurrence(corpus):

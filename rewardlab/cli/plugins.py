@@ -243,6 +243,10 @@ def _check(args) -> int:
         from rewardlab.plugins.check_parts import check_plugin_dataset
 
         check_engine(args.engine, address=args.ray_address, argument="--engine", address_argument="--ray-address")
+        if args.workers is not None:
+            from rewardlab.engines.embedded import check_workers
+
+            check_workers(args.workers, argument="--workers")
         report = check_plugin_dataset(args.data[0], Path(args.plugin), batch_sizes=args.batch_sizes, seed=args.seed,
                                       num_workers=args.num_workers, strict=not args.fast, isolate=True,
                                       timeout=args.timeout, engine=args.engine, workers=args.workers,
