@@ -723,3 +723,37 @@ def test_apply_to_a_folder_reports_progress_in_transitions(corpus, tmp_path):
     assert calls and calls[-1][0] == 1.0
     assert calls[-1][1].endswith(f"{rows:,} of {rows:,} transitions")
     assert [f for f, _ in calls] == sorted(f for f, _ in calls)
+
+
+def test_the_part_by_part_analyses_refuse_a_dataset_with_no_parts_by_name(sample, tmp_path):
+    from rewardlab.analysis.episode_parts import dataset_episode_summary
+    from rewardlab.core.errors import FrameError
+    from rewardlab.domains.mahjong.ranking_parts import rank_table_of_dataset
+    from rewardlab.plugins.check_parts import check_plugin_dataset
+
+    out = tmp_path / "empty"
+    with PartWriter(out, spec=rewardlab.core.spec.attached(sample)):
+        pass
+    assert len(open_dataset(out)) == 0
+    with pytest.raises(DataFormatError, match=r"empty: the dataset has no parts \[rule: empty_dataset\]"):
+        dataset_episode_summary(out)
+    with pytest.raises(FrameError, match="has no parts"):
+        rank_table_of_dataset(out)
+    with pytest.raises(ParameterError, match="`dataset` should hold at least one part to check a plug-in on"):
+        check_plugin_dataset(out, PLUGINS[0])
+    with pytest.raises(ParameterError, match="`plugin` should be a plug-in file"):
+        check_plugin_dataset(out, object())
+
+
+def test_part_writer_resume_needs_the_runs_description_and_a_readable_record(corpus, tmp_path):
+    from rewardlab.sources.datasets.parts import RUN_NAME
+
+    ds = open_dataset(corpus)
+    out = tmp_path / "r"
+    with pytest.raises(ParameterError, match="`resume` needs the run's description"):
+        PartWriter(out, spec=ds.spec, base=ds, resume=True)
+    first = PartWriter(out, spec=ds.spec, base=ds, run={"k": 1})
+    first.abort(keep=True)
+    (tmp_path / "r.partial" / RUN_NAME).write_text("{not json")
+    with pytest.raises(FileAccessError, match="holds no readable record of the run that left it"):
+        PartWriter(out, spec=ds.spec, base=ds, run={"k": 1}, resume=True)

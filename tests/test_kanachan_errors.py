@@ -160,7 +160,8 @@ def test_skip_mode_across_blocks_keeps_every_line(monkeypatch, tmp_path):
 
 def test_a_folder_of_text_files_is_refused_with_what_to_do(tmp_path):
     write(tmp_path / "a.tsv", _lines())
-    with pytest.raises(DataFormatError, match=r"is a folder, not an annotation file \[rule: not_a_file\].*Name the files"):
+    with pytest.raises(DataFormatError, match=r"is a folder, not an annotation file \[rule: not_a_file\] "
+                                              r"Name the files: FOLDER/\*\.tsv\.gz on the command line"):
         rewardlab.load_kanachan(tmp_path)
 
 

@@ -63,8 +63,9 @@ def iter_blocks(path: Path, bar, offset: int = 0, *, chunk_bytes: int = CHUNK_BY
                               hint="Check the path.") from None
     if path.is_dir():
         raise DataFormatError(path, None, None, "not_a_file", "is a folder, not an annotation file",
-                              hint="Name the files (e.g. sorted(Path(folder).glob('*.tsv.gz'))); only "
-                              "folders of converted datasets are read whole.")
+                              hint="Name the files: FOLDER/*.tsv.gz on the command line, "
+                              "sorted(Path(folder).glob('*.tsv.gz')) in Python; only folders of converted "
+                              "datasets are read whole.")
     check_input(path)  # a FIFO or device (opening it could block) or an unreadable file
     if compression_of(path) is None:
         yield from mapped_blocks(path, bar, offset, chunk_bytes)
