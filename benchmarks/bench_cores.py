@@ -36,9 +36,9 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from benchmarks._data import best_time
 from benchmarks.bench_parse import raw_read
 from benchmarks.bench_scale import PLUGINS, parse_size
 from benchmarks.scale_corpus import ROOT, read_sample, tile_corpus
@@ -67,15 +67,6 @@ def _amdahl_serial(t1: float, tw: float, w: int) -> float:
     return float("nan") if w <= 1 else max(0.0, (w * tw / t1 - 1) / (w - 1))
 
 
-def _best(fn, repeat: int = 2) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def parse_scaling(report, work: Path, workers: list[int], lines_wanted: int) -> None:
     from rewardlab.sources.kanachan.reader import read_kanachan
 
@@ -91,11 +82,11 @@ def parse_scaling(report, work: Path, workers: list[int], lines_wanted: int) -> 
     print(f"   parse input: {lines:,} lines, {plain.stat().st_size / 1e9:.2f} GB plain, "
           f"{gz.stat().st_size / 1e9:.2f} GB gzipped", flush=True)
     for label, path in (("plain", plain), ("gz", gz)):
-        raw = _best(lambda p=path: raw_read(p))
+        raw = best_time(lambda p=path: raw_read(p), repeat=2)
         report(f"{label}: Polars raw read as strings (all cores)", lines / raw, "lines/s")
         times = {}
         for w in workers:
-            times[w] = _best(lambda p=path, w=w: read_kanachan(p, progress=False, workers=w))
+            times[w] = best_time(lambda p=path, w=w: read_kanachan(p, progress=False, workers=w), repeat=2)
             report(f"{label}: read_kanachan, {w} workers", lines / times[w], "lines/s",
                    f"speed-up {times[1] / times[w]:.2f}x" if 1 in times else "")
         top = max(workers)

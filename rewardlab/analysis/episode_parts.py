@@ -23,7 +23,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import polars as pl
@@ -47,13 +47,6 @@ SAMPLE_LIMIT = 10_000_000
 
 def _open(dataset) -> PartedDataset:
     return dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
-
-
-def _per_part(ds: PartedDataset, fn: Callable, args: tuple, *, engine: str, workers, address, progress,
-              desc: str) -> list:
-    """``fn((path, rows, index, *args))`` for every part, in part order (:func:`map_parts`), as a list."""
-    return list(map_parts(ds, fn, args, engine=engine, workers=workers, address=address, progress=progress,
-                          desc=desc))
 
 
 def _needed(ds: PartedDataset, names: Sequence[str], *, dones: bool) -> list[str]:
@@ -99,8 +92,8 @@ def dataset_episode_returns(dataset, rewards=None, *, engine: str = "embedded", 
     """
     ds = _open(dataset)
     names = rewards_to_use(list(ds.columns), [rewards] if isinstance(rewards, str) else rewards)
-    tables = _per_part(ds, _part_returns, (_needed(ds, names, dones=False), names), engine=engine,
-                       workers=workers, address=address, progress=progress, desc="episode returns")
+    tables = list(map_parts(ds, _part_returns, (_needed(ds, names, dones=False), names), engine=engine,
+                            workers=workers, address=address, progress=progress, desc="episode returns"))
     return _concat(tables, ds, "episode")
 
 
@@ -125,8 +118,8 @@ def dataset_trajectory_returns(dataset, reward: str, *, engine: str = "embedded"
     if not isinstance(reward, str):
         raise ParameterError("reward", "should be a reward name such as 'top'", reward)
     (name,) = rewards_to_use(list(ds.columns), [reward])
-    tables = _per_part(ds, _part_trajectories, (_needed(ds, [name], dones=True), name), engine=engine,
-                       workers=workers, address=address, progress=progress, desc="trajectory returns")
+    tables = list(map_parts(ds, _part_trajectories, (_needed(ds, [name], dones=True), name), engine=engine,
+                            workers=workers, address=address, progress=progress, desc="trajectory returns"))
     index = "trajectory" if tables and "trajectory" in tables[0].columns else "episode"
     return _concat(tables, ds, index, start="start")
 
@@ -167,8 +160,8 @@ def dataset_episode_summary(dataset, rewards=None, *, engine: str = "embedded", 
     ds = _open(dataset)
     if rewards is not None:
         rewards = rewards_to_use(list(ds.columns), [rewards] if isinstance(rewards, str) else rewards)
-    tables = _per_part(ds, _part_summary, (rewards,), engine=engine, workers=workers, address=address,
-                       progress=progress, desc="episode summary")
+    tables = list(map_parts(ds, _part_summary, (rewards,), engine=engine, workers=workers, address=address,
+                            progress=progress, desc="episode summary"))
     return _concat(tables, ds, "episode", start="start")
 
 
@@ -268,8 +261,9 @@ def dataset_step_values(dataset, rewards=None, *, nonzero: bool = True, limit: i
     ds = _open(dataset)
     names = rewards_to_use(list(ds.columns), [rewards] if isinstance(rewards, str) else rewards)
     limit = check_int("limit", limit, low=1)
-    parts = _per_part(ds, _part_values, ([columns.reward_column(n) for n in names], names, bool(nonzero), limit),
-                      engine=engine, workers=workers, address=address, progress=progress, desc="step rewards")
+    needed = [columns.reward_column(n) for n in names]
+    parts = map_parts(ds, _part_values, (needed, names, bool(nonzero), limit), engine=engine, workers=workers,
+                      address=address, progress=progress, desc="step rewards")
     out = {n: StepValues(limit=limit) for n in names}
     for part in parts:
         for n in names:
