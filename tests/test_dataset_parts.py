@@ -127,9 +127,9 @@ def test_convert_refuses_an_existing_output_and_leaves_nothing_on_failure(corpus
 
 def test_a_part_write_failing_in_the_writer_thread_fails_the_convert_and_leaves_nothing(tmp_path, monkeypatch):
     # parts are written one behind in a thread: a full disk on part 1 must still stop the run with its error
-    from rewardlab.sources.datasets import parts
+    from rewardlab.sources.datasets import writer
 
-    real = parts.write_dataset
+    real = writer.write_dataset
 
     def full_disk(frame, path, **kw):
         if ".parquet." in path.name and path.name.startswith("part-000001."):
@@ -137,7 +137,7 @@ def test_a_part_write_failing_in_the_writer_thread_fails_the_convert_and_leaves_
             raise OSError(28, "No space left on device")
         return real(frame, path, **kw)
 
-    monkeypatch.setattr(parts, "write_dataset", full_disk)
+    monkeypatch.setattr(writer, "write_dataset", full_disk)
     out = tmp_path / "full"
     with pytest.raises(FileAccessError, match=r"part-0*1\.parquet: part 1 could not be written \(No space left"):
         convert_to_parts("data/sample.tsv.gz", out, memory="4M", progress=False)
@@ -382,7 +382,7 @@ def test_apply_killed_midway_resumes_from_its_finished_parts(corpus, tmp_path):
     import time
 
     from rewardlab.cli import main
-    from rewardlab.sources.datasets.parts import RUN_NAME
+    from rewardlab.sources.datasets.writer import RUN_NAME
 
     plugin = _slow_plugin(tmp_path)
     out = tmp_path / "rewards"
@@ -637,7 +637,7 @@ def test_info_of_a_rewards_folder_shows_its_returns(rewards, capsys):
 
 
 def test_resume_refuses_a_staging_folder_another_run_is_still_writing(corpus, tmp_path):
-    from rewardlab.sources.datasets.parts import RUN_NAME
+    from rewardlab.sources.datasets.writer import RUN_NAME
 
     out = tmp_path / "rewards"
     ds = open_dataset(corpus)
@@ -746,7 +746,7 @@ def test_the_part_by_part_analyses_refuse_a_dataset_with_no_parts_by_name(sample
 
 
 def test_part_writer_resume_needs_the_runs_description_and_a_readable_record(corpus, tmp_path):
-    from rewardlab.sources.datasets.parts import RUN_NAME
+    from rewardlab.sources.datasets.writer import RUN_NAME
 
     ds = open_dataset(corpus)
     out = tmp_path / "r"

@@ -65,7 +65,8 @@ from rewardlab.plugins.execution import (
 from rewardlab.plugins.runner import Locator, resolve
 from rewardlab.plugins.shards import stream_shards
 from rewardlab.sources.datasets.manifest import Manifest, PartEntry, file_crc32
-from rewardlab.sources.datasets.parts import JOURNAL_GLOB, PartedDataset, PartWriter, write_part_file
+from rewardlab.sources.datasets.parts import PartedDataset
+from rewardlab.sources.datasets.writer import JOURNAL_GLOB, PartWriter, write_part_file
 
 __all__ = ["apply_to_dataset", "CARRY_MODES"]
 

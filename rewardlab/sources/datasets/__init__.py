@@ -27,9 +27,9 @@ from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.datasets.manifest import MANIFEST_NAME, Manifest, PartEntry, read_manifest
 from rewardlab.sources.datasets.parts import (
-    DEFAULT_PART_ROWS, PartedDataset, PartWriter, episode_cuts, is_dataset_folder, open_dataset, part_rows_for,
-    read_part_file,
+    DEFAULT_PART_ROWS, PartedDataset, episode_cuts, is_dataset_folder, open_dataset, part_rows_for, read_part_file,
 )
+from rewardlab.sources.datasets.writer import PartWriter
 from rewardlab.sources.storage import DATASET_SUFFIXES, has_rewardlab_metadata, read_dataset, scan_dataset
 
 __all__ = ["SOURCE", "load_dataset", "scan_dataset_source", "PartedDataset", "PartWriter", "open_dataset",

@@ -33,7 +33,8 @@ from rewardlab.core.files import check_not_input, progress_enabled
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.engines import check_engine
 from rewardlab.sources.datasets.manifest import Manifest
-from rewardlab.sources.datasets.parts import PartWriter, part_rows_for
+from rewardlab.sources.datasets.parts import part_rows_for
+from rewardlab.sources.datasets.writer import PartWriter
 from rewardlab.sources.dispatch import load, resolve_source
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult, write_skipped_lines
 

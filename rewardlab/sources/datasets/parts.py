@@ -1,4 +1,4 @@
-"""Dataset folders of episode-aligned parts: open and check one (:class:`PartedDataset`), write one (:class:`PartWriter`).
+"""Dataset folders of episode-aligned parts: open and check one (:class:`PartedDataset`), read its parts.
 
 A part is one Parquet file of whole episodes, written by
 :func:`rewardlab.sources.storage.write_dataset` (the spec in its footer, the
@@ -6,7 +6,7 @@ array columns as FixedSizeBinary), read back with
 :func:`rewardlab.sources.storage.read_part`.  The folder's manifest
 (:mod:`rewardlab.sources.datasets.manifest`) lists the parts in order.  A
 dataset is read part by part, so memory holds one part at a time whatever
-the dataset's size.
+the dataset's size.  Writing one: :mod:`rewardlab.sources.datasets.writer`.
 
 Opening a folder checks what is cheap (every part listed is there, has the
 size the manifest says and, in its footer, this dataset's id and its own
@@ -15,15 +15,11 @@ foreign or duplicated part is named before any work starts.
 :meth:`PartedDataset.verify` also reads every part (CRC-32 and page
 checksums).
 
-Writing goes to a staging folder beside the output (``OUT.partial``), which
-is renamed onto ``OUT`` once the manifest is written: a run that fails is
-cleaned up, and one that is killed leaves only the staging folder, which the
-next run refuses by name (a run does not resume yet).
-
 Examples
 --------
 >>> import tempfile, pathlib, polars as pl
 >>> from rewardlab.core.spec import FrameSpec, attach
+>>> from rewardlab.sources.datasets.writer import PartWriter
 >>> spec = FrameSpec(name="toy", episode=("e",))
 >>> frame = attach(pl.DataFrame({"e": [0, 0, 1, 2, 2, 2], "x": [1.0, 2, 3, 4, 5, 6]}), spec)
 >>> with tempfile.TemporaryDirectory() as d:
@@ -37,45 +33,26 @@ Examples
 from __future__ import annotations
 
 import bisect
-import fcntl
 import json
 import os
-import shutil
-import threading
-import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import polars as pl
 
-from rewardlab.core.errors import (
-    ColumnNotFoundError, DataFormatError, FileAccessError, OutputExistsError, ParameterError, check_int,
-)
+from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, check_int
 from rewardlab.core.spec import FrameSpec, attach, attached
-from rewardlab.sources.datasets.manifest import (
-    MANIFEST_NAME, PART_KEY, Manifest, PartEntry, file_crc32, has_manifest, part_name, read_manifest,
-)
-from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part, write_dataset
+from rewardlab.sources.datasets.manifest import MANIFEST_NAME, PART_KEY, file_crc32, has_manifest, read_manifest
+from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part
 
-__all__ = ["PartedDataset", "PartWriter", "open_dataset", "is_dataset_folder", "episode_cuts", "STAGING_SUFFIX",
-           "RUN_NAME", "JOURNAL_GLOB", "read_part_file", "check_part_rows",
-           "DEFAULT_PART_ROWS", "part_rows_for", "write_part_file"]
+__all__ = ["PartedDataset", "open_dataset", "is_dataset_folder", "episode_cuts", "count_episodes", "read_part_file",
+           "check_part_rows", "DEFAULT_PART_ROWS", "part_rows_for", "REWRITE_HINT"]
 
 #: The suffix of the folder a dataset is written into before it gets its final name.
-STAGING_SUFFIX = ".partial"
-#: In a staging folder: the run that writes it (``{"id", "run"}``), for a resumed run to check.
-RUN_NAME = "rewardlab-run.json"
-#: Staging folders this process is writing (a POSIX lock does not refuse its own process).
-_WRITING: set[str] = set()
-_WRITING_LOCK = threading.Lock()
-#: In a staging folder: a run's journals of finished parts (JSON lines), removed when the dataset is done.
-JOURNAL_GLOB = "journal-*.jsonl"
-#: Rows per part when nothing says otherwise (about 300 MB of a kanachan frame in memory).
 DEFAULT_PART_ROWS = 262_144
 
-_REWRITE = "Write the dataset again (`rewardlab convert`, or `rewardlab apply` for a rewards dataset)."
+REWRITE_HINT = "Write the dataset again (`rewardlab convert`, or `rewardlab apply` for a rewards dataset)."
 
 
 def part_rows_for(memory_bytes: int, *, bytes_per_row: int = 1100) -> int:
@@ -129,7 +106,7 @@ def episode_cuts(frame: pl.DataFrame, spec: FrameSpec, rows: int) -> list[int]:
     return cuts
 
 
-def _episodes(frame: pl.DataFrame, spec: FrameSpec) -> int:
+def count_episodes(frame: pl.DataFrame, spec: FrameSpec) -> int:
     return int(frame.select(spec.episode_end(frame.columns)).to_series().sum()) if frame.height else 0
 
 
@@ -168,7 +145,7 @@ class PartedDataset:
             self.spec = FrameSpec.from_dict(self.manifest.spec)
         except Exception as exc:  # noqa: BLE001 - any failure to rebuild it is a damaged manifest
             raise DataFormatError(self.folder / MANIFEST_NAME, None, None, "bad_manifest",
-                                  f"the manifest's spec cannot be read ({exc})", hint=_REWRITE) from None
+                                  f"the manifest's spec cannot be read ({exc})", hint=REWRITE_HINT) from None
         self.paths = [self.folder / p.name for p in self.manifest.parts]
         self._check_parts()
         self._base: PartedDataset | None = None
@@ -243,7 +220,7 @@ class PartedDataset:
                 if extra.height != frame.height:
                     raise DataFormatError(self.paths[index], None, None, "base_mismatch",
                                           f"the part has {frame.height:,} rows, part {index} of its base "
-                                          f"{self._base.folder} {extra.height:,}", hint=_REWRITE)
+                                          f"{self._base.folder} {extra.height:,}", hint=REWRITE_HINT)
                 frame = frame.hstack(extra.select(other))
             frame = frame.select(list(dict.fromkeys([*self.spec.episode, *columns])))  # with its episode keys
         check_part_rows(frame, self.paths[index], self.manifest.parts[index].rows)
@@ -283,11 +260,11 @@ class PartedDataset:
             except FileNotFoundError:
                 raise DataFormatError(path, None, None, "missing_part",
                                       f"part {index} of {len(self.paths)} listed in the manifest is missing",
-                                      hint=_REWRITE) from None
+                                      hint=REWRITE_HINT) from None
             if size != entry.bytes:
                 raise DataFormatError(path, None, None, "part_size",
                                       f"the part has {size:,} bytes, the manifest says {entry.bytes:,} "
-                                      "(truncated, or replaced by another file)", hint=_REWRITE)
+                                      "(truncated, or replaced by another file)", hint=REWRITE_HINT)
             raw = file_metadata(path).get(PART_KEY.encode())
             try:
                 found = json.loads(raw) if raw is not None else None
@@ -297,11 +274,11 @@ class PartedDataset:
                 raise DataFormatError(path, None, None, "foreign_part",
                                       "the part belongs to another dataset (its footer names "
                                       f"{found.get('dataset') if isinstance(found, dict) else 'none'}, the "
-                                      f"manifest {self.manifest.id})", hint=_REWRITE)
+                                      f"manifest {self.manifest.id})", hint=REWRITE_HINT)
             if found.get("index") != index:
                 raise DataFormatError(path, None, None, "duplicated_part",
                                       f"the file is part {found.get('index')} of this dataset, copied over "
-                                      f"part {index}", hint=_REWRITE)
+                                      f"part {index}", hint=REWRITE_HINT)
         strays = sorted(p.name for p in self.folder.iterdir()
                         if p.suffix in DATASET_SUFFIXES and p.name not in listed)
         if strays:
@@ -339,13 +316,13 @@ class PartedDataset:
             if crc != entry.crc32:
                 raise DataFormatError(path, None, None, "part_checksum",
                                       f"the part's CRC-32 is {crc}, the manifest says {entry.crc32}: its bytes "
-                                      "changed since it was written", hint=_REWRITE)
+                                      "changed since it was written", hint=REWRITE_HINT)
             frame = self.read(index)
-            got = _episodes(frame, attached(frame) or self.spec)
+            got = count_episodes(frame, attached(frame) or self.spec)
             if got != entry.episodes:
                 raise DataFormatError(path, None, None, "part_mismatch",
                                       f"the part holds {got:,} episodes, the manifest says {entry.episodes:,}",
-                                      hint=_REWRITE)
+                                      hint=REWRITE_HINT)
             if progress is not None:
                 progress(index + 1, len(self))
 
@@ -354,7 +331,7 @@ def check_part_rows(frame: pl.DataFrame, path, rows: int) -> None:
     """Refuse a part whose row count differs from its manifest's (naming the part)."""
     if frame.height != rows:
         raise DataFormatError(path, None, None, "part_mismatch",
-                              f"the part holds {frame.height:,} rows, the manifest says {rows:,}", hint=_REWRITE)
+                              f"the part holds {frame.height:,} rows, the manifest says {rows:,}", hint=REWRITE_HINT)
 
 
 def read_part_file(path, rows: int, *, columns=None) -> pl.DataFrame:
@@ -381,311 +358,3 @@ def open_dataset(folder) -> PartedDataset:
     >>> ds = rewardlab.open_dataset("corpus")  # doctest: +SKIP
     """
     return PartedDataset(folder)
-
-
-class PartWriter:
-    """Write a dataset folder part by part, in bounded memory; promote it onto its name when done.
-
-    Use it as a context manager: on a clean exit the manifest is written
-    and the staging folder renamed onto ``out``; on an exception the staging
-    folder is removed and nothing is left under ``out``.
-
-    Parameters
-    ----------
-    out : path
-        The dataset folder to write.
-    spec : FrameSpec
-        The frames' spec (stored in every part and in the manifest).
-    part_rows : int
-        :meth:`add` closes a part at the first episode end at or after this
-        many rows.
-    overwrite : bool
-        Replace an existing dataset folder at ``out`` (only a dataset
-        folder: anything else there is refused).
-    base : PartedDataset, optional
-        For a rewards dataset: its input (parts are written with
-        :meth:`write_part` at the input's indexes).
-    source : dict, optional
-        What it was made from, for the manifest.
-    run : dict, optional
-        What identifies the run (JSON: input id, plug-in hashes, options),
-        recorded in the staging folder as :data:`RUN_NAME`.  A run with one
-        that is stopped by Ctrl-C keeps its staging folder.
-    resume : bool
-        Reuse a staging folder left by the same ``run`` (killed or stopped):
-        :attr:`id` is that run's and :attr:`resumed` is True; the caller
-        registers the parts it finished (see :data:`JOURNAL_GLOB`) and
-        writes the rest.  Without a staging folder it starts afresh.
-
-    Examples
-    --------
-    >>> with PartWriter("corpus", spec=spec, part_rows=100_000) as w:  # doctest: +SKIP
-    ...     for chunk in chunks:
-    ...         w.add(chunk)
-    """
-
-    def __init__(self, out, *, spec: FrameSpec, part_rows: int = DEFAULT_PART_ROWS, overwrite: bool = False,
-                 base: PartedDataset | None = None, source: dict | None = None, run: dict | None = None,
-                 resume: bool = False):
-        if not isinstance(spec, FrameSpec):
-            raise ParameterError("spec", "should be a rewardlab.FrameSpec", type(spec).__name__)
-        self.part_rows = check_int("part_rows", part_rows, low=1, rule="should be an integer >= 1")
-        self.out = Path(out)
-        self.spec = spec
-        self.overwrite = bool(overwrite)
-        self.base = base
-        self.source = dict(source or {})
-        _check_target(self.out, overwrite=self.overwrite)
-        self.staging = self.out.with_name(self.out.name + STAGING_SUFFIX)
-        self._lock = threading.Lock()
-        self._entries: dict[int, PartEntry] = {}
-        self._pending: list[pl.DataFrame] = []
-        self._pending_rows = 0
-        self._next = 0
-        self.run = run
-        self.resumed = False
-        self._lock_file = None  # RUN_NAME, held locked while this run writes
-        if resume and run is None:
-            raise ParameterError("resume", "needs the run's description (run=...) to tell its own staging "
-                                 "folder from another run's", resume)
-        if self.staging.exists():
-            if not resume:
-                raise FileAccessError(self.staging, "is left from a run of this output that did not finish "
-                                      "(killed, or still running)",
-                                      hint="If no such run is still going, remove it and run again"
-                                      + (", or run the same command again with --resume to keep its finished "
-                                         "parts." if run is not None else "."))
-            self.id = self._resume_id(run)
-            self._lock_run()  # after reading the record: closing any descriptor of it drops a POSIX lock
-            self.resumed = True
-            for partial in self.staging.glob("*.tmp"):  # parts the stopped run was writing: written again
-                partial.unlink(missing_ok=True)
-        else:
-            try:
-                self.staging.mkdir()
-            except OSError as exc:
-                raise FileAccessError(self.staging, f"cannot be created ({exc.strerror or exc})",
-                                      hint="Check the folder's permissions and free space.") from None
-            self.id = uuid.uuid4().hex
-            if run is not None:
-                (self.staging / RUN_NAME).write_text(json.dumps({"id": self.id, "run": run}, sort_keys=True))
-                self._lock_run()
-        self.manifest: Manifest | None = None
-        # add() and flush() write in this thread, one part at a time, beside the caller's next chunk
-        self._writer: ThreadPoolExecutor | None = None
-        self._in_flight: Future | None = None
-
-    def _lock_run(self) -> None:
-        """Lock :data:`RUN_NAME` for as long as this run writes: a second run resuming the same staging
-        folder meanwhile is refused.  A POSIX record lock: it goes with this process however it ends, and
-        the plug-ins' forked child processes do not inherit it; this process's own runs are told apart by
-        :data:`_WRITING`."""
-        key = str(self.staging.resolve())
-        refused = FileAccessError(self.staging, f"is being written by a run still going (it holds the lock on "
-                                  f"{RUN_NAME})", hint="Wait for it to end, or stop it, then resume.")
-        with _WRITING_LOCK:
-            if key in _WRITING:
-                raise refused
-            lock_file = open(self.staging / RUN_NAME, "r+b")
-            try:
-                fcntl.lockf(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                lock_file.close()
-                raise refused from None
-            _WRITING.add(key)
-        self._lock_file, self._lock_key = lock_file, key
-
-    def _unlock_run(self) -> None:
-        if self._lock_file is not None:
-            with _WRITING_LOCK:
-                self._lock_file.close()  # closing it releases the lock
-                _WRITING.discard(self._lock_key)
-            self._lock_file = None
-
-    def _resume_id(self, run: dict) -> str:
-        """The dataset id of the run that left :attr:`staging`, if it was this run (same ``run``)."""
-        try:
-            left = json.loads((self.staging / RUN_NAME).read_text())
-            same = left["run"] == json.loads(json.dumps(run, sort_keys=True))
-            dataset_id = str(left["id"])
-        except (OSError, ValueError, KeyError, TypeError):
-            raise FileAccessError(self.staging, "holds no readable record of the run that left it, so its parts "
-                                  "cannot be trusted", hint="Remove it and run again without --resume.") from None
-        if not same:
-            differ = sorted(k for k in set(run) | set(left["run"]) if left["run"].get(k) != run.get(k))
-            raise FileAccessError(self.staging, "was left by another run (its " + ", ".join(differ)
-                                  + " differ from this one's)", hint="Run the command that left it, with the same "
-                                  "plug-in files, input and options, or remove it and run again without --resume.")
-        return dataset_id
-
-    # --- writing ------------------------------------------------------------------------------------
-
-    def add(self, frame: pl.DataFrame) -> list[int]:
-        """Add rows (whole episodes, in dataset order); returns the indexes of the parts closed by it."""
-        if frame.height == 0:
-            return []
-        self._pending.append(frame)
-        self._pending_rows += frame.height
-        if self._pending_rows < self.part_rows:
-            return []
-        whole = pl.concat(self._pending, how="vertical", rechunk=False) if len(self._pending) > 1 else frame
-        cuts = episode_cuts(whole, self.spec, self.part_rows)
-        written, start = [], 0
-        for stop in cuts:
-            if stop - start < self.part_rows and stop == whole.height:
-                break  # the tail waits for more rows
-            written.append(self._write_behind(self._next, whole.slice(start, stop - start)))
-            self._next += 1
-            start = stop
-        rest = whole.slice(start)
-        self._pending = [rest] if rest.height else []
-        self._pending_rows = rest.height
-        return written
-
-    def flush(self) -> list[int]:
-        """Write what :meth:`add` holds back as a part (call it where a unit of work ends)."""
-        if not self._pending_rows:
-            return []
-        whole = pl.concat(self._pending, how="vertical", rechunk=False)
-        self._pending, self._pending_rows = [], 0
-        index = self._write_behind(self._next, whole)
-        self._next += 1
-        return [index]
-
-    def _write_behind(self, index: int, frame: pl.DataFrame) -> int:
-        """Write part ``index`` in the writer thread once the part before it is written (its error raised
-        here): one part in flight, so memory holds at most one part more than a synchronous write."""
-        self.wait()
-        if self._writer is None:
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rewardlab-part-writer")
-        self._in_flight = self._writer.submit(self.write_part, index, frame)
-        return index
-
-    def wait(self) -> None:
-        """Wait for the part being written in the background; raise its error."""
-        future, self._in_flight = self._in_flight, None
-        if future is not None:
-            future.result()
-
-    def write_part(self, index: int, frame: pl.DataFrame) -> int:
-        """Write ``frame`` as part ``index`` (atomically, in the staging folder); thread-safe."""
-        self.register(index, write_part_file(self.staging, index, attach(frame, attached(frame) or self.spec),
-                                             dataset_id=self.id))
-        return index
-
-    def register(self, index: int, entry: PartEntry) -> None:
-        """Record part ``index``, written into :attr:`staging` elsewhere (a worker: :func:`write_part_file`)."""
-        with self._lock:
-            self._entries[index] = entry
-
-    def close(self) -> Manifest:
-        """Write the remaining rows, the manifest, and rename the staging folder onto ``out``."""
-        self.flush()
-        self.wait()
-        self._stop_writer()
-        indexes = sorted(self._entries)
-        if indexes != list(range(len(indexes))):
-            missing = sorted(set(range(max(indexes) + 1)) - set(indexes)) if indexes else []
-            raise FileAccessError(self.staging, f"parts {missing[:5]} were never written", hint=_REWRITE)
-        if self.base is not None and len(indexes) != len(self.base):
-            raise FileAccessError(self.staging, f"{len(indexes)} parts written for an input of {len(self.base)}",
-                                  hint=_REWRITE)
-        base = None
-        if self.base is not None:
-            base = {"path": os.path.relpath(self.base.folder.resolve(), self.out.resolve()),
-                    "id": self.base.manifest.id}
-        manifest = Manifest(id=self.id, kind="parquet", spec=self.spec.to_dict(),
-                            parts=tuple(self._entries[i] for i in indexes), base=base, source=self.source)
-        (self.staging / MANIFEST_NAME).write_text(manifest.to_json())
-        self._unlock_run()
-        for leftover in [self.staging / RUN_NAME, *self.staging.glob(JOURNAL_GLOB)]:
-            leftover.unlink(missing_ok=True)  # the run's own records: the dataset is the parts and the manifest
-        _promote(self.staging, self.out, overwrite=self.overwrite)
-        self.manifest = manifest
-        return manifest
-
-    def _stop_writer(self) -> None:
-        if self._writer is not None:
-            self._writer.shutdown(wait=True)
-            self._writer = None
-
-    def abort(self, *, keep: bool = False) -> None:
-        """Remove the staging folder (after the part being written, if any, is finished); ``keep`` leaves it
-        for a resumed run (a run with a ``run`` description, stopped by Ctrl-C)."""
-        self._in_flight = None
-        self._stop_writer()
-        self._unlock_run()
-        if keep and self.run is not None:
-            return
-        if self.staging.exists():
-            shutil.rmtree(self.staging, ignore_errors=True)
-
-    def __enter__(self) -> "PartWriter":
-        return self
-
-    def __exit__(self, kind, exc, tb) -> bool:
-        if kind is None:
-            try:
-                self.close()
-            except BaseException:
-                self.abort()
-                raise
-        else:
-            self.abort(keep=issubclass(kind, KeyboardInterrupt))
-        return False
-
-
-def write_part_file(staging: Path, index: int, frame: pl.DataFrame, *, dataset_id: str) -> PartEntry:
-    """Write ``frame`` (with its spec attached) as part ``index`` of dataset ``dataset_id`` into ``staging``.
-
-    Atomic (a temporary name, then a rename), so a retried or killed worker
-    leaves the part whole or absent.  Returns the manifest's entry for it.
-    """
-    name = part_name(index)
-    tmp = Path(staging) / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    spec = attached(frame)
-    try:
-        write_dataset(frame, tmp, kind="parquet", spec=spec,
-                      metadata={PART_KEY: json.dumps({"dataset": dataset_id, "index": index})})
-        entry = PartEntry(name=name, rows=frame.height, episodes=_episodes(frame, spec),
-                          bytes=tmp.stat().st_size, crc32=file_crc32(tmp))
-        os.replace(tmp, Path(staging) / name)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, FileAccessError):
-            raise
-        raise FileAccessError(Path(staging) / name, f"part {index} could not be written "
-                              f"({exc.strerror or exc})", hint="Check the free space and permissions of the "
-                              "output's folder; nothing is left under the output's name, so run again once "
-                              "fixed.") from exc
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return entry
-
-
-def _check_target(out: Path, *, overwrite: bool) -> None:
-    """Refuse an output that exists (unless a dataset folder and ``overwrite``), or whose folder is missing."""
-    if out.suffix in DATASET_SUFFIXES:
-        raise ParameterError("out", "should be a folder name for a dataset of parts (no .parquet / .arrow "
-                             "suffix: that names a single-file dataset)", str(out))
-    if not out.parent.is_dir():
-        raise FileAccessError(out, f"the folder {out.parent} does not exist", hint="Create it first.")
-    if out.exists() or out.is_symlink():
-        if not overwrite:
-            raise OutputExistsError(out)
-        if not is_dataset_folder(out):
-            raise FileAccessError(out, "exists and is not a dataset folder, so it is not replaced even with "
-                                  "overwrite", hint="Choose another name, or remove it yourself.")
-
-
-def _promote(staging: Path, out: Path, *, overwrite: bool) -> None:
-    """Rename the finished staging folder onto ``out`` (an old dataset folder there is replaced only with overwrite)."""
-    if out.exists():
-        _check_target(out, overwrite=overwrite)
-        old = out.with_name(f"{out.name}.old-{os.getpid()}")
-        os.rename(out, old)
-        os.rename(staging, out)
-        shutil.rmtree(old, ignore_errors=True)
-        return
-    os.rename(staging, out)
