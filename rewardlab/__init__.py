@@ -50,6 +50,7 @@ _EXPORTS = {
         "CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin", "split_shards",
     ),
     "rewardlab.analysis.scopes": ("SCOPES", "scope_values"),
+    "rewardlab.analysis.limits": ("DisplayLimits", "display_limits", "series_limits", "normalization_limits"),
     "rewardlab.analysis.stats": (
         "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
         "normalization_constants", "reward_moments", "reward_stats",

@@ -30,7 +30,7 @@ import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.files import atomic_path, check_not_input
-from rewardlab.domains.mahjong.rules import episode_outcomes
+from rewardlab.domains.mahjong.rules import episode_outcomes, place_label
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.core.errors import ParameterError
 from rewardlab.sources.dispatch import as_lazy, load, merge_options, resolve_source
@@ -171,14 +171,14 @@ class DatasetSummary:
 
     def __str__(self) -> str:
         total = max(1, sum(self.rank_counts))
-        ranks = ", ".join(f"{k + 1}: {c} ({c / total:.1%})" for k, c in enumerate(self.rank_counts))
+        ranks = ", ".join(f"{place_label(k)}: {c} ({c / total:.1%})" for k, c in enumerate(self.rank_counts))
         q = self.final_score_quantiles
         lines = [
             f"games        {self.games:>12,}",
             f"episodes     {self.episodes:>12,}  (players x games)",
             f"transitions  {self.transitions:>12,}",
             f"rounds       {self.rounds:>12,}",
-            f"final ranks  {ranks}",
+            f"final places {ranks}",
             "final scores " + "  ".join(f"{k} {v:,.0f}" for k, v in q.items()),
         ]
         return "\n".join(lines)

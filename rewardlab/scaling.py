@@ -17,6 +17,16 @@ and only after a round trip: the file is applied in **every** batch mode and
 compared bit for bit with :meth:`StepsScaling.evaluate`, and check-plugin
 passes on whole episodes (:func:`scaling_roundtrip`).
 
+A near-constant reward has a tiny std, and dividing by it turns its rare
+other values into huge rewards (Acrobot's -1 a step with std 0.0123 makes
+the terminal 0 a reward of +81).  :func:`scaling_blowup` finds the scaled
+rewards beyond :data:`BLOWUP_LIMIT` (SB3's default clip of normalized
+rewards); :func:`export_scaling_plugin` raises a
+:class:`ScalingBlowUpWarning` with the numbers (the largest ``|scaled|``, the
+raw value it comes from, the constants) and keeps the text in
+:attr:`ScalingExport.warnings`, which its ``str`` (what ``rewardlab export
+scaling`` prints) ends with.
+
 Safety as in :mod:`rewardlab.export`: every literal is checked (finite
 floats; the key an identifier), user text appears only in sanitized ``#``
 comments, and the file defines only ``get_reward`` and ``_RL_*`` names.
@@ -50,8 +60,9 @@ from rewardlab.analysis.scopes import RETURN_SCOPES
 from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.core import columns
 from rewardlab.core.rows import spread_episodes
-from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripError, check_int
+from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripError, ScalingBlowUpWarning, check_int
 from rewardlab.core.spec import FrameSpec, attached
+from rewardlab.contracts.advice import warn_outside
 from rewardlab.domains.mahjong.families.base import REWARD_LIMIT
 from rewardlab.export import plugin_target, sanitize_comment, write_text
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
@@ -60,7 +71,8 @@ from rewardlab.sources.registry import spec_of
 from rewardlab.sources.steps.reader import RECORDED
 
 __all__ = ["RECORDED_KEY", "StepsScaling", "ScalingRoundTrip", "ScalingExport", "scaling_roundtrip",
-           "export_scaling_plugin", "scaling_keys", "check_scaling_key", "CHECK_ROWS"]
+           "export_scaling_plugin", "scaling_keys", "check_scaling_key", "CHECK_ROWS", "BLOWUP_LIMIT",
+           "ScalingBlowUp", "ScalingBlowUpWarning", "scaling_blowup"]
 
 #: The root IN key under which step-table sources hand the recorded reward to steps plug-ins: the
 #: candidate column ``reward_recorded`` itself (an extra column of the spec; see
@@ -69,6 +81,61 @@ RECORDED_KEY = RECORDED
 #: Rows of whole episodes check-plugin runs on in :func:`scaling_roundtrip` (all rows when fewer).
 CHECK_ROWS = 20_000
 _SCALE_LIMIT = 1e-300  # a smaller std makes (x - shift) / scale overflow for ordinary rewards
+#: ``|scaled reward|`` beyond which scaling is said to blow a value up: SB3's default clip of normalized
+#: rewards (``VecNormalize(clip_reward=10.0)``), and 10 standard deviations from the mean.
+BLOWUP_LIMIT = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalingBlowUp:
+    """Scaled rewards of the data beyond ``±limit`` (see :func:`scaling_blowup`).
+
+    Attributes
+    ----------
+    key : str
+        The column scaled.
+    largest : float
+        The scaled reward of largest magnitude.
+    raw : float
+        The raw value it comes from.
+    row : int
+        Its row in the data.
+    count, rows : int
+        Steps whose ``|scaled|`` exceeds ``limit``, of ``rows``.
+    shift, scale : float
+        The constants (``(raw - shift) / scale``).
+    limit : float
+    reward, scope : str
+        Where the constants come from.
+
+    Examples
+    --------
+    >>> b = ScalingBlowUp("reward_recorded", 81.3, 0.0, 9, 1, 500, -0.99985, 0.0123, 10.0, "recorded", "all")
+    >>> str(b).startswith("scaling blows up rare values: reward_recorded 0 becomes 81.3")
+    True
+    """
+
+    key: str
+    largest: float
+    raw: float
+    row: int
+    count: int
+    rows: int
+    shift: float
+    scale: float
+    limit: float
+    reward: str
+    scope: str
+
+    def __str__(self) -> str:
+        share = self.count / self.rows if self.rows else 0.0
+        return (f"scaling blows up rare values: {self.key} {self.raw:.6g} becomes {self.largest:.6g} "
+                f"= ({self.raw:.6g} - {self.shift:.6g}) / {self.scale:.6g} (row {self.row:,}); "
+                f"{self.count:,} of {self.rows:,} steps ({share:.3%}) scale beyond ±{self.limit:g} "
+                f"(constants: shift {self.shift!r}, scale {self.scale!r}, of reward {self.reward!r} over scope "
+                f"{self.scope!r}). A reward that is nearly constant has a tiny std, so its rare other values "
+                "become huge rewards; measure the constants where the reward varies (e.g. scope "
+                "'episode_return' with center=False / --no-center) or leave this reward unscaled")
 
 _BODY = '''
 def get_reward(data, contiguous):
@@ -367,9 +434,54 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
                             checked_rows=sample.height, checked_episodes=picked, episodes=episodes)
 
 
-def _check_reward_range(scaling: StepsScaling, data: pl.DataFrame, spec: FrameSpec | None) -> None:
-    """Refuse constants that take a reward of ``data`` past ``±REWARD_LIMIT`` (as every export does)."""
-    reward, _ = scaling.evaluate(data, spec=spec)
+def scaling_blowup(scaling: StepsScaling, data: pl.DataFrame, *, spec: FrameSpec | None = None,
+                   limit: float = BLOWUP_LIMIT, reward: np.ndarray | None = None) -> ScalingBlowUp | None:
+    """The data's scaled rewards beyond ``±limit``, or None when every one is within.
+
+    Parameters
+    ----------
+    scaling : StepsScaling
+    data : polars.DataFrame
+        A steps frame holding the scaling's key column.
+    spec : FrameSpec, optional
+        ``data``'s spec, when it carries none.
+    limit : float
+        Default :data:`BLOWUP_LIMIT`.
+    reward : float array ``[N]``, optional
+        ``scaling.evaluate(data)``'s rewards, when already computed.
+
+    Returns
+    -------
+    ScalingBlowUp or None
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"e": [0] * 4, "reward_recorded": [-1.0, -1.0, -1.0, 0.0]})
+    >>> c = NormalizationConstants("recorded", "all", -0.99, 0.0123, 4, None, 4, "x")
+    >>> b = scaling_blowup(StepsScaling(c), f, spec=FrameSpec(name="s", episode=("e",), columns=("reward_recorded",)))
+    >>> b.raw, round(b.largest, 2), b.count
+    (0.0, 80.49, 1)
+    """
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0 or not math.isfinite(limit):
+        raise ParameterError("limit", "should be a finite number > 0", limit)
+    if reward is None:
+        reward, _ = scaling.evaluate(data, spec=spec)
+    magnitude = np.abs(reward)
+    beyond = magnitude > limit
+    count = int(np.count_nonzero(beyond))
+    if not count:
+        return None
+    row = int(np.argmax(np.where(np.isfinite(magnitude), magnitude, -1.0)))
+    raw = float(data[scaling.key].cast(pl.Float64)[row])
+    c = scaling.constants
+    return ScalingBlowUp(key=scaling.key, largest=float(reward[row]), raw=raw, row=row, count=count,
+                         rows=int(reward.shape[0]), shift=scaling.shift, scale=scaling.scale, limit=float(limit),
+                         reward=str(c.reward), scope=str(c.scope))
+
+
+def _check_reward_range(reward: np.ndarray, scaling: StepsScaling) -> None:
+    """Refuse constants that take a reward of the data (``reward``: scaled) past ``±REWARD_LIMIT`` (as every
+    export does)."""
     far = ~(np.abs(reward) <= REWARD_LIMIT)
     if far.any():
         row = int(np.argmax(far))
@@ -380,11 +492,20 @@ def _check_reward_range(scaling: StepsScaling, data: pl.DataFrame, spec: FrameSp
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ScalingExport:
-    """What :func:`export_scaling_plugin` wrote: the path, the file's text and the round trip (None unchecked)."""
+    """What :func:`export_scaling_plugin` wrote: the path, the file's text and the round trip (None unchecked).
+
+    ``blowup`` is the data's scaled rewards beyond :data:`BLOWUP_LIMIT`
+    (:func:`scaling_blowup`, measured with the round trip; None: none, or
+    ``check=False``), and ``warnings`` the
+    texts of the warnings raised (a :class:`ScalingBlowUpWarning`'s):
+    ``str`` ends with them, one ``warning: ...`` line each.
+    """
 
     path: Path
     text: str
     roundtrip: ScalingRoundTrip | None
+    blowup: ScalingBlowUp | None = None
+    warnings: tuple = ()
 
     @property
     def header(self) -> str:
@@ -393,7 +514,7 @@ class ScalingExport:
 
     def __str__(self) -> str:
         check = str(self.roundtrip) if self.roundtrip is not None else "round trip: not checked (check=False)"
-        return f"wrote {self.path}\n{self.header}\n{check}"
+        return f"wrote {self.path}\n{self.header}\n{check}" + "".join(f"\nwarning: {w}" for w in self.warnings)
 
 
 def _check_constants_match(scaling: StepsScaling, data) -> None:
@@ -460,6 +581,13 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
     OutputExistsError, RoundTripError, ExportWriteError
         Nothing is written (ExportWriteError: the write itself failed).
 
+    Warns
+    -----
+    ScalingBlowUpWarning
+        Some scaled reward of ``data`` lies beyond ``±BLOWUP_LIMIT``
+        (:func:`scaling_blowup`: the numbers); raised before the file is
+        written, attributed to the caller's line.
+
     Examples
     --------
     >>> c = rewardlab.normalization_constants(frame, "recorded")  # doctest: +SKIP
@@ -473,18 +601,24 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
     if isinstance(data, pl.DataFrame) and (spec is not None or attached(data) is not None):
         check_scaling_key(data, scaling.key, spec=spec)  # before the column is read (without a spec: evaluate's)
     text = scaling.render(created=created, source=source)
-    roundtrip = None
+    roundtrip = blowup = None
     if check:
         if data is None:
             raise ParameterError("data", "should be the steps frame to check the file on (or pass check=False)",
                                  None)
         _check_constants_match(scaling, data)
-        _check_reward_range(scaling, data, spec)
+        reward, _ = scaling.evaluate(data, spec=spec)
+        _check_reward_range(reward, scaling)
+        blowup = scaling_blowup(scaling, data, spec=spec, reward=reward)
         with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
             trial = Path(tmp) / "exported.py"
             trial.write_text(text, encoding="utf-8")
             roundtrip = scaling_roundtrip(scaling, trial, data, spec=spec, check_rows=check_rows)
         if not roundtrip.ok:
             raise RoundTripError(str(path), roundtrip)
+    found = ()
+    if blowup is not None:
+        found = (str(blowup),)
+        warn_outside(ScalingBlowUpWarning(str(blowup)))  # before the write: an error filter writes nothing
     write_text(target, text, overwrite=overwrite, shown=str(path))
-    return ScalingExport(path=target, text=text, roundtrip=roundtrip)
+    return ScalingExport(path=target, text=text, roundtrip=roundtrip, blowup=blowup, warnings=found)

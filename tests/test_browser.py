@@ -1,9 +1,10 @@
 """JupyterLab in a real browser: run the tuning notebook, tune a rank, hover and click the plot, pin, save
-and restore the state, export, check the file.
+and restore the state, export, check the file; every widget's figures with their toolbars clear of the plot.
 
 Starts JupyterLab from this venv on a free localhost port (token auth, its
 own config / runtime / settings folders) over a temporary copy of
-``notebooks/02_tuning_ranking.ipynb``, drives Debian's chromium through
+``notebooks/02_tuning_ranking.ipynb`` (with one more cell that shows the
+other widgets on the small MountainCar recording), drives Debian's chromium through
 Playwright's sync API, and always shuts the server down.  Screenshots go to
 ``test-output/`` (gitignored).
 
@@ -47,6 +48,28 @@ CHANGED_RANK = 3
 PLACES = ("1st", "2nd", "3rd", "4th")
 PLOT_CANVAS = ".rewardlab-tuner .rewardlab-plot .jupyter-matplotlib-canvas-div canvas"
 EPISODE_CANVAS = ".rewardlab-tuner .rewardlab-episode-plot .jupyter-matplotlib-canvas-div canvas"
+# the other widgets, shown by a cell added after the tuner's (a small step table: a few seconds)
+OTHER_WIDGETS_CELL = """\
+import rewardlab
+from rewardlab.sessions import EpsilonScheduleSession, locate
+from rewardlab.widgets import ComparisonBoard, EpsilonScheduleTuner, NormalizationPanel
+
+steps = rewardlab.load(locate("data/gym/mountaincar_scripted.parquet"))
+board = ComparisonBoard(steps, sorted(locate("data/plugins/steps").glob("*.py")))
+display(board, NormalizationPanel(board.session.frame, reward="recorded", scope="episode_return"),
+        EpsilonScheduleTuner(EpsilonScheduleSession(n_steps=1_000_000, threshold=0.1)))
+"""
+WIDGETS = (".rewardlab-tuner", ".rewardlab-comparison", ".rewardlab-normalization", ".rewardlab-epsilon")
+# per ipympl figure under a widget: the client rectangles [left, top, right, bottom] of its picture canvas,
+# its toolbar and the canvas widget that holds both (the toolbar is position: absolute inside it)
+FIGURE_BOXES = """(root) => [...root.querySelectorAll('.jupyter-matplotlib-figure')].map(f => {
+  const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  const canvas = f.querySelector('.jupyter-matplotlib-canvas-div canvas');
+  const toolbar = f.querySelector('.jupyter-matplotlib-toolbar');
+  return {canvas: canvas ? box(canvas) : null, toolbar: toolbar ? box(toolbar) : null,
+          widget: box(f.parentElement), buttons: toolbar ? toolbar.querySelectorAll('button').length : 0,
+          visibility: toolbar ? getComputedStyle(toolbar).visibility : null};
+}).filter(b => b.canvas && b.canvas[2] - b.canvas[0] > 10 && b.canvas[3] - b.canvas[1] > 10)"""
 
 
 def _find_chromium() -> str | None:
@@ -187,6 +210,7 @@ def lab(tmp_path, sample_path):
     if sample_path != ROOT / "data" / "sample.tsv.gz":  # no bundled sample: point the notebook at the fixture's
         params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
         params.source += f"\nDATA = {str(sample_path)!r}\n"
+    nb.cells.append(nbformat.v4.new_code_cell(OTHER_WIDGETS_CELL))
     nbformat.write(nb, root / "notebooks" / NOTEBOOK.name)
     OUTPUT.mkdir(exist_ok=True)
     server = LabServer(root, tmp_path / "state", OUTPUT / "jupyterlab.log")
@@ -290,6 +314,7 @@ def _drive(page, lab: LabServer, expected: dict[str, str]) -> str:
     assert tuner.locator(".rewardlab-plot .jupyter-matplotlib-toolbar button").count() >= 5
     tuner.scroll_into_view_if_needed()
     page.screenshot(path=str(OUTPUT / "browser-1-tuner.png"))
+    _check_toolbars(page)
 
     before_stats = stats.inner_text()
     before_pixels = _plot_pixels(page)
@@ -331,8 +356,9 @@ def _drive(page, lab: LabServer, expected: dict[str, str]) -> str:
         " return t && t.innerText.includes('final_scores'); }", timeout=60_000)
     place = hover.split(" place")[0].strip()
     assert place in PLACES, hover
-    text = episode.text_content()  # the summary row: "rank" then the place's index
-    assert re.search(rf'"rank"\s*"{PLACES.index(place)}"', text), text[:600]
+    text = episode.text_content()  # the summary row: "place" then the place ("rank" then its index before)
+    assert (re.search(rf'"place"\s*"{place}"', text)
+            or re.search(rf'"rank"\s*"{PLACES.index(place)}"', text)), text[:600]
     tuner.locator(".rewardlab-episode").scroll_into_view_if_needed()
     page.wait_for_function(DRAWN, arg=EPISODE_CANVAS, timeout=60_000)  # its plot drawn, not blank
     page.screenshot(path=str(OUTPUT / "browser-4-episode.png"))
@@ -375,6 +401,36 @@ DRAWN = ("(selector) => { const c = document.querySelector(selector); if (!c || 
          " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
          " for (let i = 0; i < d.length; i += 4) { if (d[i] < 200 || d[i + 1] < 200 || d[i + 2] < 200) return true; }"
          " return false; }")
+
+
+def _overlap(a, b) -> float:
+    """Area shared by two rectangles [left, top, right, bottom]."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _check_toolbars(page) -> None:
+    """Each widget, screenshot; in each of its figures the toolbar covers no pixel of the picture.
+
+    The picture's canvas holds every title and legend matplotlib draws, so a toolbar outside it covers none
+    (ipympl once put it over the right panel's title, "mean episode return by final ran").  The toolbar
+    must still lie inside its canvas widget (which clips what sticks out) with its buttons shown.
+    """
+    for name in WIDGETS:
+        widget = page.locator(f".jp-OutputArea-output {name}").first
+        widget.wait_for(timeout=KERNEL_RUN_S * 1000)
+        widget.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)  # a canvas scrolled into view may be sized and drawn again
+        page.wait_for_function(DRAWN, arg=f"{name} .jupyter-matplotlib-canvas-div canvas", timeout=60_000)
+        page.screenshot(path=str(OUTPUT / f"browser-widget-{name.split('-')[-1]}.png"))
+        figures = widget.evaluate(FIGURE_BOXES)
+        assert figures, f"{name}: no figure shown"
+        for i, f in enumerate(figures):
+            where = f"{name}, figure {i + 1} of {len(figures)}: {f}"
+            assert f["toolbar"] is not None and f["buttons"] >= 5 and f["visibility"] == "visible", where
+            toolbar, canvas, holder = f["toolbar"], f["canvas"], f["widget"]
+            assert toolbar[2] > toolbar[0] and toolbar[3] > toolbar[1], where
+            assert _overlap(toolbar, canvas) == 0.0, "the toolbar covers part of the figure: " + where
+            assert _overlap(toolbar, holder) == _overlap(toolbar, toolbar), "the toolbar sticks out: " + where
 
 
 def _plot_pixels(page) -> str:

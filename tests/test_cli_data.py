@@ -38,7 +38,7 @@ def test_convert_and_info(tmp_path, capsys, sample_path):
     assert info["episodes"] == 4 * info["games"]
     assert main(["info", str(sample_path)]) == 0
     text = capsys.readouterr().out
-    assert "episodes" in text and "final ranks" in text
+    assert "episodes" in text and "final places 1st: " in text
 
 
 def test_convert_reports_the_bad_line(tmp_path, capsys):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -285,11 +286,13 @@ def test_map_arguments_checked_before_any_work(monkeypatch):
 def test_missing_ray_says_what_to_install(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
-    assert raydata.missing() == "Ray is not installed; pip install 'rewardlab[ray]' (Ray Data ray[data]==2.60.0)"
-    with pytest.raises(ParameterError, match=r"`engine` names an engine that cannot run here: Ray is not "
-                                             r"installed; pip install 'rewardlab\[ray\]'"):
+    from rewardlab.core.extras import extra_hint, install_command
+
+    assert raydata.missing() == f"Ray (ray[data]==2.60.0) is not installed. {extra_hint('ray')}"
+    with pytest.raises(ParameterError, match=r"`engine` names an engine that cannot run here: Ray .* is not "
+                                             r"installed\. .*" + re.escape(install_command("ray"))):
         check_engine("ray")
-    with pytest.raises(EngineError, match=r"pip install 'rewardlab\[ray\]'"):
+    with pytest.raises(EngineError, match=re.escape(install_command("ray"))):
         map_items_ray(square, [1])
     assert check_engine("embedded").name == "embedded"
 

@@ -343,5 +343,6 @@ def test_gymnasium_is_optional_until_record_runs():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ("rewardlab.record needs Gymnasium. Install the gym extra: "
-                                  "pip install 'rewardlab[gym]' (Gymnasium, pinned).")
+    from rewardlab.core.extras import missing_extra
+
+    assert out.stdout.strip() == str(missing_extra("rewardlab.record", "Gymnasium", "gym"))

@@ -395,8 +395,9 @@ def test_a_missing_h5py_names_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ("Reading a Minari dataset's HDF5 storage needs h5py. Install the minari extra: "
-                                  "pip install 'rewardlab[minari]' (h5py, pinned).")
+    from rewardlab.core.extras import missing_extra
+
+    assert out.stdout.strip() == str(missing_extra("Reading a Minari dataset's HDF5 storage", "h5py", "minari"))
 
 
 # --------------------------------------------------------------------------

@@ -176,7 +176,6 @@ def get_reward(data, contiguous):
 '''
 
 
-@pytest.mark.filterwarnings("ignore::rewardlab.core.errors.RewardScaleWarning")
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
 def test_a_goal_plugin_sees_the_real_final_observation(tmp_path, folder):
     # CartPole ends an episode when the observation after the step is out of bounds: a plug-in

@@ -469,7 +469,6 @@ def get_reward(data, contiguous):
 '''
 
 
-@pytest.mark.filterwarnings("ignore::rewardlab.core.errors.RewardScaleWarning")
 def test_a_plugin_runs_through_the_steps_contract(tmp_path):
     frame = rewardlab.load(OLD / "data", format="rllib", options=TRUNCATE)
     path = tmp_path / "shaping.py"

@@ -173,8 +173,9 @@ def test_an_undetectable_file_names_the_path_and_the_formats(tmp_path):
     path = tmp_path / "notes.xyz"
     path.write_text("hello\n")
     with pytest.raises(ParameterError, match=r"`format` could not be detected for .*notes\.xyz: no registered "
-                       r"source claims it by content or suffix; pass format= one of 'dataset', 'kanachan'"
-                       r".*Registered formats: dataset \(\.parquet, .*kanachan \(\.tsv"):
+                       r"source claims it by content or suffix \(it is text whose first line reads 'hello'\); "
+                       r"tried 'dataset', 'kanachan'.*--format NAME on the command line, format=\"NAME\" in Python"
+                       r".*Registered formats: dataset \(\.arrow, .*kanachan \(\.tsv"):
         rewardlab.load(path)
     with pytest.raises(DataFormatError, match=r"nope\.xyz: no such file"):
         rewardlab.load(tmp_path / "nope.xyz")
@@ -351,9 +352,11 @@ def test_a_plain_parquet_table_loads_with_a_declared_spec_and_is_checked(tmp_pat
                           "terminated": [False, True, True]})
     table.write_parquet(tmp_path / "steps.parquet")  # no rewardlab metadata, a step table's names: "steps"
     assert attached(rewardlab.load(tmp_path / "steps.parquet")).contract == "steps"
-    table.rename({"episode": "run"}).write_parquet(tmp_path / "runs.parquet")  # other names: kanachan by default
-    with pytest.raises(DataFormatError, match=r"runs\.parquet: the Parquet file lacks columns \['game_id'"):
+    table.rename({"episode": "run"}).write_parquet(tmp_path / "runs.parquet")  # other names: still a step table
+    with pytest.raises(DataFormatError, match=r"runs\.parquet: no episode column: .*\[rule: missing_column\]"):
         rewardlab.load(tmp_path / "runs.parquet")
+    assert rewardlab.load(tmp_path / "runs.parquet", episode="run").rename({"run": "episode"}).drop(
+        "reward_recorded", strict=False).equals(rewardlab.load(tmp_path / "steps.parquet"))
     frame = rewardlab.load(tmp_path / "steps.parquet", spec=spec)
     assert attached(frame) == spec and frame.equals(table)
     table.with_columns(episode=pl.Series([0, 1, 0])).write_parquet(tmp_path / "bad.parquet")

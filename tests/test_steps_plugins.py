@@ -133,7 +133,6 @@ def test_the_recorded_reward_plugin_returns_the_tables_own_reward(dtype):
     assert rewardlab.step_difference(out, "recorded", "recorded_reward").fraction_different == 0.0
 
 
-@pytest.mark.filterwarnings("ignore::rewardlab.core.errors.RewardScaleWarning")  # MountainCar's -1 a step
 @pytest.mark.parametrize("layout", ["recording", "steps_source"])
 def test_the_recorded_reward_plugin_on_a_real_recording_equals_its_baseline(tmp_path, layout):
     frame = rewardlab.load(ROOT / "data" / "gym" / "mountaincar_scripted.parquet")  # rewardlab.record's table
@@ -158,7 +157,6 @@ def _example_tool():
     return module
 
 
-@pytest.mark.filterwarnings("ignore::rewardlab.core.errors.RewardScaleWarning")  # its constants fit another table
 def test_the_shipped_scaling_plugin_is_the_export_of_its_example_table():
     tool = _example_tool()
     table = tool.example_table()

@@ -6,7 +6,7 @@ import contextlib
 import json
 import math
 
-from rewardlab.cli.options import add_engine_options, add_format, refuse_engine_options
+from rewardlab.cli.options import add_engine_options, add_input_options, format_options, refuse_engine_options
 
 _SCOPES = ("all", "nonzero", "boundary", "episode_end", "episode_return", "trajectory_return",
            "end_of_round", "end_of_game")
@@ -38,7 +38,7 @@ def register(sub) -> None:
                    help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys; "
                    "quantile_method and quantile_rank_error say how the quantiles were computed)")
     add_engine_options(p, work="read")
-    add_format(p)
+    add_input_options(p)
     p.set_defaults(func=_stats)
 
     p = sub.add_parser(
@@ -59,7 +59,7 @@ def register(sub) -> None:
                    help="print JSON: {source, episodes, rewards, pairs: [{a, b, pearson, spearman, epic, "
                    "most_disagreeing: [...]}]}")
     add_engine_options(p, work="read")
-    add_format(p)
+    add_input_options(p)
     p.set_defaults(func=_compare)
 
     p = sub.add_parser(
@@ -80,11 +80,12 @@ def register(sub) -> None:
                    "lengths, by how episodes ended. Every figure is titled with what it shows")
     p.add_argument("--reward", action="append", metavar="NAME",
                    help="a reward name (repeatable; default: every reward_* column)")
-    p.add_argument("--facet", action="store_true", help="hist / ecdf: one panel per reward")
+    p.add_argument("--facet", action="store_true", help="hist / ecdf / returns: one panel per reward")
     p.add_argument("--dpi", type=int, default=120,
                    help=f"resolution of raster output, {MIN_DPI} .. {MAX_DPI} (default 120)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     add_engine_options(p, work="read")
+    add_input_options(p)
     p.set_defaults(func=_plot)
 
 
@@ -96,7 +97,7 @@ def _folder(args):
     """The dataset folder named alone (no --format), opened (its parts checked), or None."""
     from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 
-    if len(args.data) == 1 and getattr(args, "format", None) is None and is_dataset_folder(args.data[0]):
+    if len(args.data) == 1 and args.format is None and not args.option and is_dataset_folder(args.data[0]):
         return PartedDataset(args.data[0])
     return None
 
@@ -117,10 +118,10 @@ def _data(args):
     from rewardlab.analysis.stats import lazy_table  # it checks every input before any open
 
     paths = args.data if len(args.data) > 1 else args.data[0]
-    if getattr(args, "format", None) is not None:  # stats --format NAME: through the source registry
+    if args.format is not None or args.option:  # --format NAME / --option: through the source registry
         from rewardlab.sources.dispatch import scan
 
-        return scan(args.data, format=args.format), ", ".join(args.data)
+        return scan(args.data, format=args.format, options=format_options(args) or None), ", ".join(args.data)
     return lazy_table(paths)
 
 
@@ -330,6 +331,7 @@ def _draw(args, out) -> int:
     from rewardlab import plots
     from rewardlab.core.files import atomic_path
     from rewardlab.core.errors import ParameterError
+    from rewardlab.analysis.limits import display_limits, normalization_limits, series_limits
     from rewardlab.analysis.tables import column_names, rewards_to_use
 
     folder = _folder(args)
@@ -361,7 +363,12 @@ def _draw(args, out) -> int:
                 sampled = f" (a uniform sample of {v.limit:,} of {v.total:,} steps)"
         else:
             frame = lf.select([pl.col(f"reward_{n}").alias(n) for n in names]).collect()
-        result = plots.plot_reward_distribution(frame, kind=kind, layout="facet" if args.facet else "overlay")
+        layout = "facet" if args.facet else "overlay"
+        limits = None
+        if kind == "hist":  # the bulk shown, what lies outside counted on the axis (one outlier flattens none)
+            series = {n: frame[n] for n in names}
+            limits = series_limits(series, nonzero=True) if args.facet else display_limits(series, nonzero=True)
+        result = plots.plot_reward_distribution(frame, kind=kind, layout=layout, limits=limits)
     elif kind in ("returns", "correlation", "scatter"):
         from rewardlab.analysis.compare import compare_rewards, episode_return_table
 
@@ -372,7 +379,10 @@ def _draw(args, out) -> int:
         else:
             table = episode_return_table(lf, names)
         if kind == "returns":
-            result = plots.plot_return_distribution(table)
+            series = {n: table[n] for n in names}
+            result = plots.plot_return_distribution(
+                table, layout="facet" if args.facet else "overlay",
+                limits=series_limits(series) if args.facet else display_limits(series))
         elif kind == "correlation":
             result = plots.plot_correlation_heatmap(compare_rewards(table).matrix("spearman"))
         else:
@@ -403,7 +413,8 @@ def _draw(args, out) -> int:
     else:
         from rewardlab.analysis.normalizers import normalized_rewards
 
-        result = plots.plot_normalization(normalized_rewards(lf, names[0]), clip_reward=10.0)
+        replays = normalized_rewards(lf, names[0])
+        result = plots.plot_normalization(replays, clip_reward=10.0, limits=normalization_limits(replays))
         drawn = names[:1]
     axes = result if not hasattr(result, "figure") else [result]
     fig = axes[0].figure

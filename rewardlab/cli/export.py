@@ -2,7 +2,12 @@
 
 ``rewardlab export ranking (--preset NAME | --vector V1,V2,V3,V4)
 [--points-offset N --points-divisor N] [--mean M --std S | --wiki-normalization |
---normalize-from DATASET] [--measure-on DATASET] --out FILE.py [--overwrite]``
+--normalize-from DATA] [--measure-on DATA] [--format NAME] [--option NAME=VALUE ...]
+--out FILE.py [--overwrite]``
+
+``--normalize-from`` and ``--measure-on`` read data of any format (MJAI logs,
+annotation files, a dataset; ``--format`` / ``--option`` as for every command
+that reads data), so MJAI logs need no conversion first.
 
 ``--normalize-from`` sets mean and std to the population mean and standard
 deviation of the exported (raw) reward over the dataset's end-of-game steps
@@ -27,9 +32,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
-from rewardlab.cli.options import add_format
-from rewardlab.core.errors import ParameterError
+from rewardlab.cli.options import add_input_options, format_options
+from rewardlab.core.errors import ParameterError, ScalingBlowUpWarning
 
 
 def register(sub) -> None:
@@ -69,7 +75,7 @@ def register(sub) -> None:
                        "when that fails.")
     c.add_argument("--data", nargs="+", required=True, metavar="DATA",
                    help="the step table(s) the constants are measured and the file checked on")
-    add_format(c)
+    add_input_options(c)
     c.add_argument("--reward", default="recorded", help="the reward whose constants to use (default: recorded)")
     c.add_argument("--scope", default="all", help="the scope of the constants (default: all; a return scope "
                    "needs --no-center)")
@@ -133,9 +139,10 @@ class _WikiNormalization(argparse.Action):
 
 def _add_common(p, *, seed: bool) -> None:
     norm = p.add_mutually_exclusive_group()
-    norm.add_argument("--normalize-from", metavar="DATASET",
-                      help="mean and population std of the raw reward over the dataset's end-of-game "
-                      "steps (end-of-round and end-of-game for round-delta)")
+    norm.add_argument("--normalize-from", metavar="DATA",
+                      help="mean and population std of the raw reward over the data's end-of-game "
+                      "steps (end-of-round and end-of-game for round-delta); files or a folder of any format "
+                      "that gives kanachan's frame (MJAI logs, annotation files, a dataset; see --format)")
     norm.add_argument("--mean", type=float, help="typed mean (with --std)")
     if seed:
         norm.add_argument("--wiki-normalization", action=_WikiNormalization, nargs=0, dest="wiki_normalization",
@@ -143,10 +150,11 @@ def _add_common(p, *, seed: bool) -> None:
                           "and sample std (see the note it prints)")
         norm.add_argument("--seed-normalization", action=_WikiNormalization, nargs=0, dest="wiki_normalization",
                           default=False, help=argparse.SUPPRESS)  # deprecated name, kept working
-        p.add_argument("--measure-on", metavar="DATASET",
-                       help="measure the wiki normalization and the written rewards on this dataset "
-                       "(default: the --normalize-from dataset)")
+        p.add_argument("--measure-on", metavar="DATA",
+                       help="measure the wiki normalization and the written rewards on this data "
+                       "(default: the --normalize-from data; see --format)")
     p.add_argument("--std", type=float, help="typed std (with --mean)")
+    add_input_options(p)  # of the data --normalize-from / --measure-on read
     p.add_argument("--out", required=True, metavar="FILE.py", help="the plug-in file to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing file")
     p.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
@@ -208,12 +216,30 @@ def _refuse_existing(args, inputs=()) -> None:
         raise ParameterError("--out", exc.rule, exc.value, hint=exc.hint) from None
 
 
-def _prepare(path):
+def _refuse_unread_format(args) -> None:
+    """``--format`` / ``--option`` name how data is read: refused when no data is read."""
+    if args.normalize_from is None and getattr(args, "measure_on", None) is None:
+        for flag, value in (("--format", args.format), ("--option", args.option or None)):
+            if value is not None:
+                raise ParameterError(flag, "applies to the data --normalize-from (or --measure-on) reads, "
+                                     "and none is given", value,
+                                     hint="Pass --normalize-from DATA, or leave the option out.")
+
+
+def _prepare(path, args):
+    """The prepared frame of ``path``, read with ``--format`` and ``--option`` (detected when not given)."""
     if path is None:
         return None
-    from rewardlab.domains.mahjong.families import prepare_frame
+    import dataclasses
 
-    return prepare_frame(path)
+    from rewardlab.domains.mahjong.families import prepare_frame
+    from rewardlab.sources.dispatch import scan
+
+    options = format_options(args)
+    if args.format is None and not options:
+        return prepare_frame(path)
+    prepared = prepare_frame(scan(path, format=args.format, progress=False, options=options or None))
+    return dataclasses.replace(prepared, source=str(path))  # named by its path, as prepare_frame(path) does
 
 
 def _report(family, path, prepared, dataset: str | None) -> None:
@@ -256,11 +282,12 @@ def _export_ranking(args) -> int:
             family = RankingPoints(RankingPointsParams(vector=family.params.vector, offset=args.points_offset,
                                                        divisor=args.points_divisor))
     measure_path = args.measure_on or args.normalize_from
+    _refuse_unread_format(args)
     _refuse_existing(args)
-    prepared = _prepare(measure_path)
+    prepared = _prepare(measure_path, args)
     norm_prepared = prepared if args.normalize_from else None
     if args.normalize_from and args.measure_on and args.measure_on != args.normalize_from:
-        norm_prepared = _prepare(args.normalize_from)
+        norm_prepared = _prepare(args.normalize_from, args)
     family = _normalize(family, args, norm_prepared)
     path = export_plugin(family, args.out, overwrite=args.overwrite, source=args.note)
     _report(family, path, prepared, measure_path)
@@ -287,8 +314,9 @@ def _export_other(args) -> int:
     changes = {k: v for k, v in (("offset", args.offset), ("divisor", args.divisor)) if v is not None}
     if changes:
         family = family.with_params(**changes)
+    _refuse_unread_format(args)
     _refuse_existing(args)
-    prepared = _prepare(args.normalize_from)
+    prepared = _prepare(args.normalize_from, args)
     family = _normalize(family, args, prepared)
     path = export_plugin(family, args.out, overwrite=args.overwrite, source=args.note)
     _report(family, path, prepared, args.normalize_from)
@@ -303,12 +331,15 @@ def _export_scaling(args) -> int:
     from rewardlab.sources.dispatch import load
 
     _refuse_existing(args, args.data)  # before any work
-    frame = load(args.data if len(args.data) > 1 else args.data[0], format=args.format, progress=False)
+    frame = load(args.data if len(args.data) > 1 else args.data[0], format=args.format, progress=False,
+                 options=format_options(args) or None)
     check_scaling_key(frame, args.key, name="--key")  # before any constant is measured
     constants = normalization_constants(frame, args.reward, scope=args.scope)
     constants = dataclasses.replace(constants, source=", ".join(args.data))  # measured on these files
-    result = export_scaling_plugin(constants, args.out, data=frame, key=args.key, center=not args.no_center,
-                                   overwrite=args.overwrite, source=args.note)
+    with warnings.catch_warnings():  # a blow-up is printed with the result (once, in its words), not warned
+        warnings.simplefilter("ignore", ScalingBlowUpWarning)
+        result = export_scaling_plugin(constants, args.out, data=frame, key=args.key, center=not args.no_center,
+                                       overwrite=args.overwrite, source=args.note)
     print(result)
     return 0
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from rewardlab.core.extras import install_command
+
 
 def add_format(p) -> None:
     """Add ``--format NAME`` (choices: the registered formats; default: detected)."""
@@ -15,12 +17,20 @@ def add_format(p) -> None:
                    "`rewardlab info --formats` lists them)")
 
 
+def add_input_options(p) -> None:
+    """Add ``--format NAME`` and ``--option NAME=VALUE``: how a command's data is read (every command that
+    reads data takes both; :func:`format_options` reads the options back)."""
+    add_format(p)
+    add_format_options(p)
+
+
 def add_engine_options(p, *, work: str) -> None:
     """Add ``--engine``, ``--workers`` and ``--ray-address``, for a dataset folder's parts; ``work`` says
     what is done with them ("worked on", "read")."""
     p.add_argument("--engine", default="embedded", metavar="NAME",
                    help=f"dataset folder: where the parts are {work}: embedded (this machine, default) or "
-                   "ray (Ray Data; pip install 'rewardlab[ray]')")
+                   "ray (Ray Data, rewardlab's optional 'ray' extra: "
+                   + install_command("ray").replace("%", "%%") + ")")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="dataset folder: work items at once (default: the cores available)")
     p.add_argument("--ray-address", default=None, metavar="ADDR",

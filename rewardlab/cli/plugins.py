@@ -35,25 +35,27 @@ def register(sub) -> None:
     sizes = ", ".join(f"{m} {s}" for m, s in DEFAULT_BATCH_SIZES.items() if s)
     p = sub.add_parser(
         "apply", help="run reward plug-ins over a dataset and write their rewards",
-        description="Call each plug-in's get_reward on the dataset's transitions the way kanachan "
-        "does, check the contract after every call, and write the keys (game_id, seat, step), the "
-        "context every analysis needs (game, end_of_round, end_of_game, results) and the "
+        description="Call each plug-in's get_reward on the data's transitions the way its contract's trainer "
+        "does (kanachan's for kanachan data, the steps contract for step tables), check the contract after every "
+        "call, and write the data's episode keys and step, the context every analysis needs (kanachan data: game, "
+        "end_of_round, end_of_game, results; a step table: its flags) and the "
         "reward_<name> and done_<name> columns to a Parquet file (atomic write). A plug-in named like "
         "a column of the data (a step table's reward_recorded, a plug-in applied before) is refused "
         "unless --replace. Plug-ins are code: only the files named with --plugin run.")
-    p.add_argument("dataset", nargs="+", help="annotation files or a converted .parquet dataset")
+    p.add_argument("dataset", nargs="+", metavar="DATA",
+                   help="data file(s) of any format rewardlab reads (see --format), or one dataset folder")
     p.add_argument("--plugin", action="append", required=True, metavar="FILE",
                    help="a reward plug-in file (repeat for several)")
     p.add_argument("--batch-mode", choices=BATCH_MODES, default="episodes",
-                   help="how transitions are cut into calls: episodes = kanachan's episode replay "
-                   "buffer, sequential = its DataLoader with num_workers=0, dataloader = its "
-                   "DataLoader with --num-workers workers, fragments = episode pieces, shuffled = "
-                   "a shuffling loader (default: episodes)")
+                   help="how transitions are cut into calls: episodes = one whole episode per call "
+                   "(kanachan: its episode replay buffer), sequential = rows in order as a DataLoader with "
+                   "num_workers=0, dataloader = as a DataLoader with --num-workers workers, fragments = episode "
+                   "pieces, shuffled = a shuffling loader (default: episodes)")
     p.add_argument("--batch-size", type=int, default=None, metavar="N",
                    help=f"rows per call, fragment length for fragments (default: {sizes})")
     p.add_argument("--contiguous", action="store_true",
-                   help="pass contiguous=True in episodes mode (kanachan's contiguous_training_data; "
-                   "its default, and rewardlab's, is False)")
+                   help="pass contiguous=True in episodes mode (kanachan: its contiguous_training_data; "
+                   "the default is False)")
     p.add_argument("--num-workers", type=int, default=DEFAULT_NUM_WORKERS, metavar="N",
                    help=f"DataLoader workers of --batch-mode dataloader (default {DEFAULT_NUM_WORKERS}, "
                    "what kanachan's cql/train.py uses on CUDA)")
@@ -83,19 +85,19 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "check-plugin", help="check a plug-in's contract and batch invariance",
-        description="Run a plug-in in every batch mode (kanachan's episode replay buffer with "
-        "contiguous_training_data False and True, its DataLoader with 0 and --num-workers workers, "
-        "episode fragments, shuffled batches) with two batch sizes, and on whole episodes in "
-        "kanachan's simulation convention; check the contract after every call, and compare the "
-        "rewards and dones of all runs. The plug-in is loaded and run in a child process: one that "
+        description="Run a plug-in in every batch mode (whole episodes with contiguous False and True, "
+        "rows in order as a DataLoader with 0 and --num-workers workers, episode fragments, shuffled batches) "
+        "with two batch sizes, and, for kanachan data, on whole episodes in kanachan's simulation convention; "
+        "check the data's contract (kanachan's, or the steps contract of a step table) after every call, and "
+        "compare the rewards and dones of all runs. The plug-in is loaded and run in a child process: one that "
         "exits, crashes its process or runs past --timeout fails the check. Prints a report; exit "
         "status 0 when every check passes, 1 otherwise (2 when the check could not run, 130 on "
         "Ctrl-C).")
     p.add_argument("plugin", metavar="FILE", help="the reward plug-in file")
-    p.add_argument("--data", action="append", required=True, metavar="DATASET",
-                   help="annotation file or converted .parquet / .arrow dataset "
-                   "(repeat --data for several files), or one dataset folder: checked part by part, "
-                   "each part on its own, stopping at the first part that fails")
+    p.add_argument("--data", action="append", required=True, metavar="DATA",
+                   help="data file or dataset folder: a file of any format rewardlab reads (see --format; "
+                   "repeat --data for several files), or one dataset folder (rewardlab convert ... --out "
+                   "FOLDER): checked part by part, each part on its own, stopping at the first part that fails")
     p.add_argument("--batch-sizes", type=int, nargs="+", default=list(CHECK_BATCH_SIZES),
                    metavar="N", help="batch sizes tried in the modes other than episodes "
                    f"(default: {' '.join(map(str, CHECK_BATCH_SIZES))})")
@@ -133,7 +135,8 @@ def _load(paths: list[str], format: str | None, options: dict | None = None):
 
 
 def _forward(caught) -> None:
-    """Print the reward-scale warnings a run recorded as ``warning: ...``; pass the others on."""
+    """Print the reward-scale warnings a run recorded as ``warning: ...`` (the contracts that ask for mean 0 /
+    std 1 give them: kanachan's); pass the others on."""
     from rewardlab.core.errors import RewardScaleWarning
 
     for w in caught:

@@ -8,6 +8,8 @@
   on its TensorDict (offline and simulation conventions).
 * :mod:`rewardlab.contracts.steps`: the same entry point on a generic step
   table's TensorDict, in TorchRL's key layout.
+* :mod:`rewardlab.contracts.advice`: whether a contract asks for rewards near
+  mean 0 / std 1 (kanachan's does), and warnings that point at the user's line.
 
 Examples
 --------

@@ -96,6 +96,15 @@ class Contract:
         Who calls the entry point, for messages ("kanachan").
     mode_settings : dict or None
         What each batch mode reproduces, in words, for messages.
+    asks_unit_scale : bool
+        True when the contract asks for rewards near mean 0 / std 1
+        (kanachan's wiki advice for its trainer): only then do reports and
+        runs warn about the reward scale
+        (:func:`rewardlab.contracts.advice.scale_advice`).
+    scale_advice : str
+        Who asks for that scale, in words (for the warning).
+    trainer : str
+        What receives the plug-in's rewards, in words ("kanachan's trainer").
 
     Examples
     --------
@@ -112,6 +121,9 @@ class Contract:
     done_key: tuple[str, str] = DONE_KEY
     description: str = ""
     caller: str = "rewardlab's runner"
+    asks_unit_scale: bool = False
+    scale_advice: str = ""
+    trainer: str = "the trainer"
     #: What each batch mode reproduces, in words, for messages (``{contiguous}`` and
     #: ``{num_workers}`` are filled in); None: the batch modes' own (kanachan's) wording.
     mode_settings: dict[str, str] | None = {

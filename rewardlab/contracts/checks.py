@@ -5,8 +5,9 @@ contiguous)`` returns, ``data["next", "reward"]`` exists, is a CPU tensor of
 shape ``[B]`` or ``[B, 1]`` and dtype float16/32/64; ``data["next", "done"]``
 is still a CPU bool tensor of shape ``[B]``; every other field (the IN
 fields) is unchanged.  rewardlab adds what kanachan only trusts: rewards are
-finite, every episode's last step is still ``done``, and the rewards are near
-mean 0 / std 1.
+finite, every episode's last step is still ``done``, and it measures the
+rewards' scale (kanachan's wiki advises mean 0 / std 1; whether a contract
+asks for it is :func:`rewardlab.contracts.advice.scale_advice`'s question).
 
 Each check returns ``None`` or a :class:`Violation` with a rule name, a
 message that echoes the offending value and the batch-relative row of the
@@ -384,7 +385,9 @@ def changed_in_place(key, before: torch.Tensor, after: torch.Tensor) -> Violatio
 class RewardScale:
     """Mean and standard deviation of a plug-in's rewards over a whole run.
 
-    The contract asks for rewards near mean 0 / std 1.  Rewards that arrive
+    kanachan's contract asks for rewards near mean 0 / std 1 (its wiki's
+    advice; :func:`rewardlab.contracts.advice.scale_advice` says whether a
+    contract asks, :attr:`far` whether a scale is far from it).  Rewards that arrive
     only at the end of a round or game are zero on most transitions, so the
     scale is measured over the transitions that *carry* a reward: those with a
     nonzero reward or that end a trajectory (``done``).  The plain mean and

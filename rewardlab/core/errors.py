@@ -39,6 +39,7 @@ __all__ = [
     "PluginRunCancelled",
     "SkippedLinesWarning",
     "RewardScaleWarning",
+    "ScalingBlowUpWarning",
     "check_finite",
     "check_in_range",
     "check_positive",
@@ -99,11 +100,23 @@ class SkippedLinesWarning(RewardlabWarning):
 
 
 class RewardScaleWarning(RewardlabWarning):
-    """Rewards are far from mean 0 / std 1, which the plug-in contract asks for.
+    """Rewards are far from mean 0 / std 1, which the plug-in contract asks for (kanachan's: see
+    :func:`rewardlab.contracts.advice.scale_advice`).
 
     Examples
     --------
     >>> issubclass(RewardScaleWarning, UserWarning)
+    True
+    """
+
+
+class ScalingBlowUpWarning(RewardlabWarning):
+    """Scaling turns some of the data's rewards into values far beyond ``±rewardlab.scaling.BLOWUP_LIMIT``
+    (a tiny std: a near-constant reward's rare values).
+
+    Examples
+    --------
+    >>> issubclass(ScalingBlowUpWarning, RewardlabWarning)
     True
     """
 

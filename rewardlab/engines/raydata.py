@@ -63,17 +63,18 @@ import warnings
 from typing import Callable, Iterable, Iterator
 
 from rewardlab.core.errors import EngineError, ParameterError, check_int
+from rewardlab.core.extras import extra_hint, pip_command
 from rewardlab.engines.embedded import MAX_WORKERS, available_cores
 from rewardlab.engines.registry import Engine, register_engine
 
-__all__ = ["map_items_ray", "missing", "connect", "EngineError", "TASK_RETRIES", "ENGINE", "INSTALL_HINT"]
+__all__ = ["map_items_ray", "missing", "connect", "EngineError", "TASK_RETRIES", "ENGINE", "EXTRA"]
 
 #: How many more times Ray runs an item whose worker process died (system failures only;
 #: an exception raised by ``fn`` is never retried).
 TASK_RETRIES = 3
 
-#: What to install for this engine.
-INSTALL_HINT = "pip install 'rewardlab[ray]'"
+#: The extra that installs Ray Data (:func:`rewardlab.core.extras.install_command` gives the command).
+EXTRA = "ray"
 
 
 
@@ -83,11 +84,11 @@ def missing() -> str | None:
     Examples
     --------
     >>> reason = missing()
-    >>> reason is None or reason.startswith("Ray is not installed; pip install 'rewardlab[ray]'")
+    >>> reason is None or reason.startswith("Ray (ray[data]==2.60.0) is not installed. Install rewardlab's")
     True
     """
     if importlib.util.find_spec("ray") is None:
-        return f"Ray is not installed; {INSTALL_HINT} (Ray Data {_RAY_PIN})"
+        return f"Ray ({_RAY_PIN}) is not installed. {extra_hint(EXTRA)}"
     return None
 
 
@@ -186,7 +187,7 @@ def connect(address: str | None) -> bool:
             ray.init(address=address, **options)
     except Exception as exc:  # noqa: BLE001 -- Ray raises ConnectionError, ValueError, RuntimeError, ...
         if "ray[client]" in str(exc):
-            hint = "A ray:// address goes through Ray Client: pip install 'ray[client]==2.60.0'"
+            hint = f"A ray:// address goes through Ray Client: {pip_command()} install 'ray[client]==2.60.0'"
         elif address is not None:
             hint = ("Check the address (`ray status` on the head node prints it; Ray Client listens on port 10001) "
                     "and that this machine reaches it")

@@ -8,7 +8,6 @@ Examples
 
 from __future__ import annotations
 
-import warnings
 from typing import Iterable
 
 import numpy as np
@@ -17,6 +16,7 @@ import polars as pl
 from rewardlab.plugins import isolation
 from rewardlab.core import columns
 from rewardlab.plugins.batch_modes import BATCH_MODES, DEFAULT_NUM_WORKERS, check_run_options, mode_setting
+from rewardlab.contracts.advice import scale_advice, warn_outside
 from rewardlab.contracts.checks import RewardScale, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
@@ -220,8 +220,8 @@ def apply_plugins(
     added = []
     for outcome in outcomes:
         scale = reward_scale(outcome.rewards, outcome.dones)
-        if n and scale.far:
-            warnings.warn(RewardScaleWarning(_scale_message(outcome.plugin, scale)), stacklevel=2)
+        if n and scale_advice(chosen, scale):  # only where the contract asks for mean 0 / std 1
+            warn_outside(RewardScaleWarning(_scale_message(outcome.plugin, scale)))
         dtype = REWARD_DTYPES[outcome.reward_dtype or "float64"]
         added.append(pl.Series(columns.reward_column(outcome.plugin.name), outcome.rewards,
                                  dtype=pl.Float64).cast(dtype))

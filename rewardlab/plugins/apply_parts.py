@@ -43,12 +43,12 @@ import hashlib
 import json
 import math
 import threading
-import warnings
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from rewardlab.contracts.advice import scale_advice, warn_outside
 from rewardlab.contracts.checks import RewardScale
 from rewardlab.contracts.registry import contract_for, get_contract
 from rewardlab.core import columns
@@ -431,7 +431,7 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     manifest = writer.manifest
     for (_, name, path), scale in zip(items, scales):
         result = scale.result()
-        if ds.rows and result.far:
-            warnings.warn(RewardScaleWarning(scale_message(name, path, result)), stacklevel=2)
+        if ds.rows and scale_advice(chosen, result):  # only where the contract asks for mean 0 / std 1
+            warn_outside(RewardScaleWarning(scale_message(name, path, result)))
     return manifest
 

@@ -18,6 +18,7 @@ import polars as pl
 from rewardlab.plugins import isolation
 from rewardlab.plugins.batch_modes import BATCH_MODES, CHECK_BATCH_SIZES, DEFAULT_NUM_WORKERS, check_batch_size, \
     check_num_workers, mode_setting
+from rewardlab.contracts.advice import scale_advice
 from rewardlab.contracts.checks import RewardScale, compare_outputs, float16_precision, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
@@ -188,6 +189,16 @@ class CheckReport:
     parts : tuple of int or None
         ``(checked, total)`` for a dataset folder checked part by part
         (:mod:`rewardlab.plugins.check_parts`); None for one frame.
+    contract : str or None
+        The contract the plug-in ran under (``"kanachan"``, ``"steps"``).
+    data : str or None
+        The name of the data's spec (``"kanachan"``, ``"gymnasium"``, ``"steps"``).
+    trainer : str
+        What receives the rewards, in the contract's words (``"kanachan's trainer"``).
+    scale_asked : bool
+        True when the contract asks for rewards near mean 0 / std 1 (kanachan's
+        wiki advice): only then is a scale far from it a warning; otherwise the
+        scale is reported as a fact.
 
     Examples
     --------
@@ -211,6 +222,15 @@ class CheckReport:
     num_workers: int = DEFAULT_NUM_WORKERS
     final_states: tuple | None = None
     parts: tuple | None = None
+    contract: str | None = None
+    data: str | None = None
+    trainer: str = "kanachan's trainer"
+    scale_asked: bool = True
+
+    @property
+    def scale_warning(self) -> bool:
+        """True when the contract asks for mean 0 / std 1 and the rewards are far from it."""
+        return self.scale_asked and self.scale is not None and bool(self.scale.count_all) and self.scale.far
 
     @property
     def reward_dtype(self) -> str | None:
@@ -224,8 +244,9 @@ class CheckReport:
         """True when every run finished without an exception, the check saw transitions, no
         contract rule was broken, and every difference is allowed.
 
-        Warnings (reward scale, simulation convention, trainer names, float16
-        precision) are reported but do not fail the check.
+        Warnings (reward scale where the contract asks for one, simulation
+        convention, trainer names, float16 precision) are reported but do not
+        fail the check.
         """
         return (self.stopped is None and self.transitions > 0
                 and all(r.error is None for r in self.runs) and not self.problems
@@ -234,8 +255,10 @@ class CheckReport:
 
     def __str__(self) -> str:
         p = self.plugin
+        under = "" if self.contract is None else (
+            f" ({'' if self.data is None else repr(self.data) + ' data, '}{self.contract} contract)")
         lines = [f"check-plugin {p.name!r} ({p.path})",
-                 f"  data: {self.transitions:,} transitions, {self.episodes:,} episodes"
+                 f"  data: {self.transitions:,} transitions, {self.episodes:,} episodes{under}"
                  + ("" if self.final_states is None else
                     f"; final states kept for {self.final_states[0]:,} of them"
                     + ("" if self.final_states[0] == self.final_states[1] else
@@ -248,8 +271,8 @@ class CheckReport:
                  + f" (the shuffled runs use seed {self.seed})",
                  f"  reads `contiguous`: {'yes' if p.reads_contiguous else 'no'}"]
         if self.reward_dtype is not None:
-            lines.append(f"  reward dtype: {self.reward_dtype} (kept as returned: what kanachan's "
-                         "trainer receives)")
+            lines.append(f"  reward dtype: {self.reward_dtype} (kept as returned: what {self.trainer} "
+                         "receives)")
         lines.append("")
         failed = [r for r in self.runs if r.error]
         if self.stopped:
@@ -305,8 +328,11 @@ class CheckReport:
                 lines.append("simulation convention: ok (same rewards and dones as in the offline "
                              "convention)")
         if self.scale is not None and self.scale.count_all:
-            verdict = "WARNING far from mean 0 / std 1" if self.scale.far else "ok"
-            lines.append(f"reward scale: {verdict}: {self.scale}")
+            if self.scale_asked:  # kanachan's wiki advice: rewards near mean 0 / std 1
+                verdict = "WARNING far from mean 0 / std 1" if self.scale.far else "ok"
+                lines.append(f"reward scale: {verdict}: {self.scale}")
+            else:  # the contract asks for no scale: a fact, not a verdict
+                lines.append(f"reward scale: {self.scale}")
         for w in self.warnings:
             lines.append(f"warning: {w}")
         lines.append("")
@@ -348,8 +374,9 @@ def check_plugin(
 ) -> CheckReport:
     """Check a plug-in's contract in every batch mode, and that its rewards do not depend on batching.
 
-    The plug-in runs in ``episodes`` twice (kanachan's replay buffer with
-    ``contiguous_training_data`` False, its default, and True), once per batch
+    The plug-in runs in ``episodes`` twice (whole episodes with ``contiguous``
+    False, the default, and True: kanachan's replay buffer with
+    ``contiguous_training_data`` False and True), once per batch
     size in ``sequential``, ``dataloader`` (``num_workers`` workers),
     ``fragments`` and ``shuffled``, and (kanachan contract) once on whole
     episodes in kanachan's *simulation* convention; every call is checked as in
@@ -513,10 +540,12 @@ def check_plugin(
         runs=runs,
         problems=_merge_problems(outcomes, runs), differences=differences, scale=scale, seed=seed,
         convention_differences=convention_differences,
-        warnings=tuple(_warnings(report_plugin, outcomes, runs)) + padding,
+        warnings=tuple(_warnings(report_plugin, outcomes, runs, chosen)) + padding,
         hints=tuple(_hints(report_plugin)) if any(not d.allowed for d in differences) else (),
         stopped=stopped, num_workers=num_workers,
-        final_states=None if lacking is None else (episodes - lacking, episodes))
+        final_states=None if lacking is None else (episodes - lacking, episodes),
+        contract=chosen.name, data=frame_spec.name if frame_spec is not None else None,
+        trainer=chosen.trainer, scale_asked=chosen.asks_unit_scale)
 
 
 def _padding_probes(contract: Contract, arrays: list):
@@ -607,15 +636,18 @@ def _differences(done: list, plugin: Plugin, locator: Locator):
             allowed=allowed)
 
 
-def _warnings(plugin: Plugin, outcomes: list[RunOutcome], runs: tuple):
+def _warnings(plugin: Plugin, outcomes: list[RunOutcome], runs: tuple, contract: Contract):
     provided = [n for n in plugin.trainer_names if n in TRAINER_NAMES]
     missing = [n for n in plugin.trainer_names if n in UNAVAILABLE]
     if provided:
         statements = sorted({TRAINER_NAMES[n] for n in provided})
-        yield (f"the file uses {', '.join(provided)} without defining or importing "
-               f"{'it' if len(provided) == 1 else 'them'}: it runs in kanachan's trainer, which "
-               "exec-s plug-ins into its own module where these names exist, but it is not "
-               f"self-contained; add {'; '.join(statements)} at its top")
+        it = 'it' if len(provided) == 1 else 'them'
+        where = ("it runs in kanachan's trainer, which exec-s plug-ins into its own module where these names "
+                 "exist, but it is not self-contained" if contract.name == "kanachan" else
+                 f"rewardlab lends every plug-in kanachan's trainer names, but {contract.trainer} need not "
+                 f"provide {it}")
+        yield (f"the file uses {', '.join(provided)} without defining or importing {it}: {where}; "
+               f"add {'; '.join(statements)} at its top")
     if missing:
         yield (f"the file uses {', '.join(missing)}, which kanachan's trainer has from "
                f"{'; '.join(UNAVAILABLE[n] for n in missing)}; rewardlab cannot provide "
@@ -625,7 +657,7 @@ def _warnings(plugin: Plugin, outcomes: list[RunOutcome], runs: tuple):
     if varying:
         yield ("the reward dtype changes from call to call in " + ", ".join(varying) + " ("
                + ", ".join(sorted({d for r in runs for d in r.reward_dtypes}))
-               + "): kanachan keeps each batch's dtype as returned")
+               + f"): {contract.trainer} receives each batch's dtype as returned")
     for outcome, run in zip(outcomes, runs):
         if outcome.error is None and "float16" in outcome.reward_dtypes:
             lost = float16_precision(outcome.rewards)

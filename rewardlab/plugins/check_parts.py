@@ -13,7 +13,8 @@ The merged report reads like one check of the whole data: transitions and
 episodes summed, each run's calls summed, contract problems by rule (counts
 summed, the first occurrence named with its part), differences by run (the
 first differing row counted in the whole dataset, its part named), the
-reward scale over every part.  The check stops at the first part that
+reward scale over every part (a warning only where the contract asks for
+mean 0 / std 1: kanachan's).  The check stops at the first part that
 fails (the report says how many parts were checked): a corpus need not be
 read to the end to learn that a plug-in is wrong.
 
@@ -165,6 +166,7 @@ def merge_reports(reports: Sequence[tuple[int, int, CheckReport]], *, total_part
         final_states=None if any(f is None for f in finals) else (sum(f[0] for f in finals),
                                                                    sum(f[1] for f in finals)),
         parts=(len(reports), total_parts),
+        contract=first.contract, data=first.data, trainer=first.trainer, scale_asked=first.scale_asked,
     )
 
 

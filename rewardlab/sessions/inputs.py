@@ -49,38 +49,62 @@ __all__ = [
 # --------------------------------------------------------------------------
 
 
-def locate(relative: str | Path, *, start: str | Path | None = None) -> Path:
-    """Find ``relative`` (e.g. ``"data/sample.tsv.gz"``) in ``start`` or one of its parents.
+def locate(path: str | Path, *, start: str | Path | None = None) -> Path:
+    """The file or folder a notebook's parameter names: your own absolute path, or a repository file.
 
-    Notebooks run with the kernel's working directory wherever the notebook
-    is (JupyterLab: ``notebooks/``), so a repository file is looked for in
-    the working directory and its parents, then next to the installed
-    ``rewardlab`` package (an editable install: the repository).
+    An absolute path (or one starting with ``~``) is the user's own data and
+    is returned as it is when something exists there.  A relative path
+    (e.g. ``"data/sample.tsv.gz"``) is looked for in ``start`` and its
+    parents, then next to the installed ``rewardlab`` package (an editable
+    install: the repository): notebooks run with the kernel's working
+    directory wherever the notebook is (JupyterLab: ``notebooks/``).
 
     Parameters
     ----------
-    relative : str or Path
-        A relative path.
+    path : str or Path
+        An absolute path, or a path relative to ``start`` or one of its
+        parents or to the repository.
     start : str or Path, optional
-        Where to start looking (default: the current working directory).
+        Where to start looking for a relative path (default: the current
+        working directory).
 
     Returns
     -------
     Path
-        The absolute path found.
+        The absolute path found (an absolute ``path`` as given, ``~`` expanded).
 
     Raises
     ------
     ParameterError
-        Nothing of that name exists in any of those folders.
+        ``path`` is empty or not a path; an absolute path where nothing
+        exists (naming the first part that is missing); a relative path found
+        in none of those folders.
 
     Examples
     --------
+    >>> import tempfile
+    >>> mine = Path(tempfile.mkdtemp()) / "my_data.parquet"
+    >>> _ = mine.write_bytes(b"")
+    >>> locate(str(mine)) == mine
+    True
+    >>> locate(mine.parent / "typo.parquet")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    rewardlab.core.errors.ParameterError: `path` should name an existing file or folder; nothing is there (its folder '...' exists). Received '.../typo.parquet'. Absolute paths are used as they are: check the spelling.
     >>> locate("data/sample.tsv.gz").name  # doctest: +SKIP
     'sample.tsv.gz'
     """
-    if not isinstance(relative, (str, Path)) or Path(relative).is_absolute():
-        raise ParameterError("relative", "should be a relative path such as 'data/sample.tsv.gz'", relative)
+    if not isinstance(path, (str, Path)):
+        raise ParameterError("path", "should be a str or Path naming a file or folder, such as "
+                             "'/home/me/games.parquet' or 'data/sample.tsv.gz'", path)
+    if not str(path).strip():
+        raise ParameterError("path", "should name a file or folder; it is empty", str(path),
+                             hint="Type an absolute path such as '/home/me/games.parquet'.")
+    given = Path(path).expanduser()
+    if given.is_absolute():
+        if given.exists():
+            return given
+        raise ParameterError("path", f"should name an existing file or folder; {_missing_part(given)}", str(path),
+                             hint="Absolute paths are used as they are: check the spelling.")
     here = Path.cwd() if start is None else Path(start)
     package_root = Path(__file__).resolve().parents[1]
     searched = []
@@ -89,12 +113,32 @@ def locate(relative: str | Path, *, start: str | Path | None = None) -> Path:
             if folder in searched:
                 continue
             searched.append(folder)
-            candidate = folder / relative
+            candidate = folder / given
             if candidate.exists():
                 return candidate
-    raise ParameterError("relative", f"should exist under {here} or one of its parents (or next to the "
-                         "rewardlab package)", str(relative),
-                         hint="Pass an absolute path to your own data instead.")
+    raise ParameterError("path", f"should exist under {here} or one of its parents (or next to the "
+                         "rewardlab package)", str(path),
+                         hint="To use your own data, pass its absolute path, e.g. "
+                         "locate('/home/me/games.parquet').")
+
+
+def _missing_part(path: Path) -> str:
+    """Why nothing exists at the absolute ``path``: the first missing folder, or a file where a folder should be.
+
+    Examples
+    --------
+    >>> _missing_part(Path("/no-such-folder-here/data.parquet"))
+    "the folder '/no-such-folder-here' does not exist"
+    """
+    missing = path
+    while missing.parent != missing and not missing.parent.exists():
+        missing = missing.parent
+    folder = missing.parent  # exists (or is the root)
+    if not folder.is_dir():
+        return f"{str(folder)!r} is a file, not a folder"
+    if missing != path:
+        return f"the folder {str(missing)!r} does not exist"
+    return f"nothing is there (its folder {str(folder)!r} exists)"
 
 
 # --------------------------------------------------------------------------

@@ -24,12 +24,54 @@ from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.episodes import episode_at_row, open_episode
 from rewardlab.sessions.inputs import load_frame, parse_number, source_paths
-from rewardlab.sessions.state import fingerprint_columns, spec_columns
+from rewardlab.sessions.fingerprints import fingerprint_columns
+from rewardlab.sessions.state import spec_columns
 from rewardlab.sources.registry import spec_of
-from rewardlab.analysis.scopes import RETURN_SCOPES, SCOPES
+from rewardlab.analysis.scopes import RETURN_SCOPES, SCOPE_ALIASES, SCOPES, declared_spec
 from rewardlab.analysis.stats import normalization_constants, reward_stats
 
-__all__ = ["NormalizationResults", "NormalizationSession"]
+__all__ = ["NormalizationResults", "NormalizationSession", "data_scopes", "offered_scope"]
+
+
+def data_scopes(frame, spec: FrameSpec | None = None) -> tuple[str, ...]:
+    """The scopes of :data:`~rewardlab.analysis.scopes.SCOPES` the data has, in that order.
+
+    ``boundary`` only where the spec names boundary flags (sub-episodes: a
+    mahjong round); kanachan's words ``end_of_round`` / ``end_of_game`` only
+    where the spec's flags are those columns (kanachan and MJAI data), so a
+    step table is offered the generic scopes alone.  The scopes left out
+    select the same steps as one offered (:func:`offered_scope`).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> data_scopes(pl.DataFrame({"e": [0], "reward_a": [1.0]}), FrameSpec(name="s", episode=("e",)))
+    ('all', 'nonzero', 'episode_end', 'episode_return', 'trajectory_return')
+    >>> spec = FrameSpec(name="k", episode=("g",), terminated="end_of_game", boundaries=("end_of_round",))
+    >>> data_scopes(pl.DataFrame({"g": [0], "reward_a": [1.0]}), spec)[-2:]
+    ('end_of_round', 'end_of_game')
+    """
+    full, _ = declared_spec(frame, spec)
+    flags = {"boundary": bool(full.boundaries), "end_of_round": "end_of_round" in full.boundaries,
+             "end_of_game": full.terminated == "end_of_game"}
+    return tuple(scope for scope in SCOPES if flags.get(scope, True))
+
+
+def offered_scope(scope: str, scopes) -> str:
+    """``scope`` as one of ``scopes`` (:func:`data_scopes`): a kanachan word becomes the generic scope,
+    ``boundary`` without boundary flags ``episode_end`` (the same steps).
+
+    Examples
+    --------
+    >>> offered_scope("end_of_game", ("all", "episode_end")), offered_scope("all", ("all",))
+    ('episode_end', 'all')
+    """
+    scope = check_choice("scope", scope, SCOPES)
+    if scope not in scopes:
+        scope = SCOPE_ALIASES.get(scope, scope)
+    if scope == "boundary" and scope not in scopes:
+        scope = "episode_end"
+    return scope
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -81,8 +123,11 @@ class NormalizationSession(Session):
         end-of-round / end-of-game scopes work.
     reward : str, optional
         The reward name (default: the first reward column).
-    scope : str
-        One of :data:`rewardlab.analysis.scopes.SCOPES`.
+    scope : str, optional
+        One of :attr:`scopes` (default ``end_of_game`` on kanachan data,
+        ``episode_end`` otherwise); kanachan's words on other data, and
+        ``boundary`` on data without sub-episodes, are taken as the generic
+        scope selecting the same steps.
     gamma, epsilon, clip_reward : float
         The running normalizers' parameters (Gymnasium's and SB3's defaults).
     spec : FrameSpec, optional
@@ -94,11 +139,17 @@ class NormalizationSession(Session):
     >>> s = NormalizationSession(frame, reward="rank_top", scope="end_of_game")  # doctest: +SKIP
     >>> s.results.constants.std  # doctest: +SKIP
     >>> s.scope = "all"  # doctest: +SKIP
+
+    Attributes
+    ----------
+    scopes : tuple of str
+        The scopes the data has (:func:`data_scopes`): what the panel offers.
     """
 
     reward = Param("The reward name (a reward_<name> column of the frame).")
-    scope = Param("Which values the constants come from: all, nonzero, end_of_round, end_of_game, "
-                   "episode_return (whole episodes), trajectory_return (cut at the plug-in's done).")
+    scope = Param("Which values the constants come from: all, nonzero, boundary (sub-episode ends, where the "
+                  "data has them), episode_end, episode_return (whole episodes), trajectory_return (cut at the "
+                  "plug-in's done); end_of_round / end_of_game on kanachan data.")
     gamma = Param("Discount of the running normalizers' returns, in [0, 1].")
     epsilon = Param("Added to the running variance, > 0.")
     clip_reward = Param("SB3's clipping bound of the normalized reward, > 0.")
@@ -106,13 +157,16 @@ class NormalizationSession(Session):
     _numeric = {"gamma": "float", "epsilon": "float", "clip_reward": "float"}
     state_kind = "normalization"
 
-    def __init__(self, data, *, reward: str | None = None, scope: str = "end_of_game", gamma: float = 0.99,
+    def __init__(self, data, *, reward: str | None = None, scope: str | None = None, gamma: float = 0.99,
                  epsilon: float = 1e-8, clip_reward: float = 10.0, spec: FrameSpec | None = None):
         super().__init__()
         frame, source = load_frame(data)
         self.data_path, self.data_paths = source, source_paths(data)
         self.frame = frame
         self.spec = spec_of(frame, spec)
+        self.scopes = data_scopes(frame, spec)
+        if scope is None:
+            scope = "end_of_game" if "end_of_game" in self.scopes else "episode_end"
         names = columns.reward_names(frame)
         if not names:
             raise FrameError("the frame has no reward_<name> columns",
@@ -131,7 +185,7 @@ class NormalizationSession(Session):
 
     def _validate(self, params: dict, changes: dict) -> dict:
         check_choice("reward", params["reward"], self.rewards)
-        check_choice("scope", params["scope"], SCOPES)
+        params["scope"] = offered_scope(params["scope"], self.scopes)
         params["gamma"] = check_in_range("gamma", params["gamma"], 0.0, 1.0)
         params["epsilon"] = check_positive("epsilon", params["epsilon"])
         params["clip_reward"] = check_positive("clip_reward", params["clip_reward"])

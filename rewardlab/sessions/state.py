@@ -10,8 +10,18 @@ overwrite unless asked; a malformed file is refused naming the file and the
 field: not JSON, NaN or Infinity, a number beyond 64 bits, nesting deeper than
 :data:`MAX_DEPTH`, a file over :data:`MAX_STATE_BYTES`, a field of the wrong
 type); :func:`pin_label_rule` is the rule pinned labels follow;
-:func:`fingerprint_columns` hashes the columns a session reads.
+:func:`spec_columns` names the columns a session's fingerprint reads
+(:mod:`rewardlab.sessions.fingerprints` hashes them).
 The session methods that use them are in :mod:`rewardlab.sessions.base`.
+
+Where state files go: a path is the user's, relative to the working
+directory (a notebook's kernel runs in the notebook's folder).  The widgets'
+Save state / Restore box starts at :func:`default_state_path`,
+``rewardlab-state/<kind>.state.json`` (:data:`STATE_FOLDER`), a folder that
+the repository's ``.gitignore`` lists at any depth, so saved states never
+show up as changes to commit; :func:`write_state` creates a missing folder of
+that name (only that one: any other missing folder is refused, as for every
+output).
 
 Examples
 --------
@@ -24,10 +34,10 @@ True
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import numbers
+import os
 from pathlib import Path
 from types import MappingProxyType
 
@@ -39,12 +49,15 @@ from rewardlab._version import __version__
 from rewardlab.core.errors import DataFormatError, FileAccessError, ParameterError
 from rewardlab.export import export_target
 
-__all__ = ["STATE_FORMAT", "MAX_STATE_BYTES", "MAX_DEPTH", "Pinned", "SavedState", "frozen", "jsonable",
-           "fingerprint_columns", "spec_columns", "write_state", "read_state", "state_error", "pin_label_rule",
-           "shown_value"]
+__all__ = ["STATE_FORMAT", "STATE_FOLDER", "default_state_path", "make_state_folder", "MAX_STATE_BYTES", "MAX_DEPTH",
+           "Pinned", "SavedState", "frozen", "jsonable", "spec_columns", "write_state",
+           "read_state", "state_error", "pin_label_rule", "shown_value"]
 
 #: The state file format this rewardlab writes and reads (the file's ``format`` field).
 STATE_FORMAT = 1
+#: The folder saved states go to by default, under the working directory (``.gitignore`` lists it); created by
+#: :func:`write_state` on the first save.
+STATE_FOLDER = "rewardlab-state"
 #: The largest state file :func:`read_state` reads (bytes); a saved session is a few kilobytes.
 MAX_STATE_BYTES = 32 * 2**20
 #: How deeply a state file may nest arrays and objects (a saved session nests about 6 levels).
@@ -283,8 +296,47 @@ class SavedState:
                 "options": jsonable(self.options)}
 
 
+def default_state_path(kind: str | None) -> Path:
+    """Where a session of ``kind`` saves its state unless told otherwise: ``rewardlab-state/<kind>.state.json``.
+
+    Relative to the working directory (in a notebook, the notebook's folder);
+    :data:`STATE_FOLDER` is listed in ``.gitignore``.
+
+    Examples
+    --------
+    >>> default_state_path("ranking").as_posix()
+    'rewardlab-state/ranking.state.json'
+    >>> default_state_path(None).name
+    'tuner.state.json'
+    """
+    if kind is not None and (not isinstance(kind, str) or not kind or "/" in kind or kind.startswith(".")):
+        raise ParameterError("kind", "should be a session kind such as 'ranking' (a plain name)", kind)
+    return Path(STATE_FOLDER) / f"{kind or 'tuner'}.state.json"
+
+
+def make_state_folder(path) -> None:
+    """Create ``path``'s folder when it is a missing :data:`STATE_FOLDER` in an existing folder; else nothing.
+
+    Any other missing folder is left to :func:`~rewardlab.export.export_target`
+    to refuse, naming it.
+    """
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        return
+    folder = Path(os.path.expanduser(str(path).strip())).parent
+    if folder.name == STATE_FOLDER and not folder.exists() and folder.parent.is_dir():
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError:  # not writable: export_target says so, naming the path
+            pass
+
+
 def write_state(state: SavedState, path, *, overwrite: bool = False) -> Path:
     """Write ``state`` as a small JSON file (atomic; an existing file is replaced only with ``overwrite``).
+
+    ``path`` is relative to the working directory; a missing
+    :data:`STATE_FOLDER` (``rewardlab-state/``, where the widgets save by
+    default, :func:`default_state_path`) is created, any other missing folder
+    refused.
 
     Raises
     ------
@@ -295,9 +347,12 @@ def write_state(state: SavedState, path, *, overwrite: bool = False) -> Path:
     --------
     >>> write_state(state, "tuner.state.json")  # doctest: +SKIP
     PosixPath('tuner.state.json')
+    >>> write_state(state, default_state_path("ranking"))  # doctest: +SKIP
+    PosixPath('rewardlab-state/ranking.state.json')
     """
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)
+    make_state_folder(path)
     target = export_target(path, overwrite=overwrite)
     text = json.dumps(state.to_json(), indent=1, allow_nan=False) + "\n"
     with atomic_open(target, "w", overwrite=overwrite, compress=None) as f:
@@ -488,40 +543,9 @@ def read_state(path, *, kinds=None) -> SavedState:
                       options=frozen(options))
 
 
-def fingerprint_columns(frame: pl.DataFrame, names) -> str:
-    """``blake2b-128:`` + hex digest of the named columns (names, types and values), in order.
-
-    Numeric and boolean columns are hashed from their memory (one pass, no
-    copy for contiguous data), other columns from their text.  Cheap next to
-    what a session computes from the same columns.
-
-    Examples
-    --------
-    >>> f = pl.DataFrame({"a": [1, 2], "b": ["x", None]})
-    >>> fingerprint_columns(f, ["a", "b"]) == fingerprint_columns(f, ["a", "b"])
-    True
-    >>> fingerprint_columns(f, ["a"]) == fingerprint_columns(f.with_columns(a=pl.lit(3)), ["a"])
-    False
-    """
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(np.int64(frame.height).tobytes())
-    for name in names:
-        series = frame[name]
-        digest.update(f"{name}\x00{series.dtype}\x00".encode())
-        if series.dtype.is_numeric() or series.dtype == pl.Boolean:
-            values = series.to_numpy()
-            if series.null_count():
-                digest.update(series.is_null().to_numpy().tobytes())
-                values = series.fill_null(0).to_numpy()
-            digest.update(np.ascontiguousarray(values).tobytes())
-        else:
-            text = series.cast(pl.String).fill_null("\x01null").str.join("\x00").item()
-            digest.update(text.encode("utf-8"))
-    return "blake2b-128:" + digest.hexdigest()
-
-
-def spec_columns(spec, frame: pl.DataFrame) -> list[str]:
-    """The columns of ``frame`` a spec reads to find episodes (keys, step, agent, flags, boundaries).
+def spec_columns(spec, frame) -> list[str]:
+    """The columns of ``frame`` (a frame, or its column names) a spec reads to find episodes (keys, step,
+    agent, flags, boundaries).
 
     Examples
     --------
@@ -529,5 +553,6 @@ def spec_columns(spec, frame: pl.DataFrame) -> list[str]:
     >>> spec_columns(FrameSpec(name="s", episode=("e",), terminated="t"), pl.DataFrame({"e": [0], "t": [True]}))
     ['e', 't']
     """
+    have = set(frame.columns if isinstance(frame, pl.DataFrame) else frame)
     names = [*spec.episode, spec.step, spec.agent, spec.terminated, spec.truncated, *spec.boundaries]
-    return [n for n in dict.fromkeys(names) if n is not None and n in frame.columns]
+    return [n for n in dict.fromkeys(names) if n is not None and n in have]

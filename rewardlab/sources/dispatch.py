@@ -2,7 +2,11 @@
 
 The format is detected from the files (their content or dataset metadata
 first, then their suffix; :func:`rewardlab.sources.registry.detect_source`)
-unless ``format=`` names it.  Format options go in ``options`` (a dict) and
+unless ``format=`` names it.  A folder is detected from the files inside it
+(the format that claims them by content wins; a README or a summary beside
+the data is passed over), and a pattern (``"runs/*.parquet"``, ``**`` for
+any depth) names the files it matches, sorted, read as one table
+(:func:`expand_paths`).  Format options go in ``options`` (a dict) and
 are checked against what the source declares, so a misspelt option is an
 error naming it, never silently ignored.  The frame returned carries its
 spec (:func:`rewardlab.core.spec.attached`) and was checked against it
@@ -21,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
 import polars as pl
@@ -31,13 +36,43 @@ from rewardlab.core.errors import FrameError, ParameterError
 from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 from rewardlab.sources.registry import Source, detect_source, get_source
 
-__all__ = ["load", "scan", "resolve_source", "as_lazy", "merge_options"]
+__all__ = ["load", "scan", "resolve_source", "as_lazy", "merge_options", "expand_paths"]
+
+#: Characters that make a path a pattern (when no file has that very name).
+_PATTERN = ("*", "?", "[")
 
 
+def expand_paths(paths) -> list[Path]:
+    """``paths`` as a list, each pattern (``*``, ``?``, ``[...]``; ``**`` for any depth) replaced by the files
+    and folders it matches, sorted.  A path that exists under its own name is kept as it is.
+
+    A pattern matching nothing is a :class:`~rewardlab.core.errors.ParameterError` naming it.
+
+    Examples
+    --------
+    >>> [p.name for p in expand_paths("data/mjai/tonpusen_*.json")]
+    ['tonpusen_196.json', 'tonpusen_245.json']
+    >>> expand_paths(["data/sample.tsv.gz"])
+    [PosixPath('data/sample.tsv.gz')]
+    """
+    out: list[Path] = []
+    for p in as_paths(paths):
+        text = str(p)
+        if not any(c in text for c in _PATTERN) or p.exists():
+            out.append(p)
+            continue
+        found = sorted(glob.glob(text, recursive=True))
+        if not found:
+            raise ParameterError("paths", "should match at least one file; no file matches this pattern", text,
+                                 hint="Check the pattern (quote it on the command line so that rewardlab, not "
+                                 "the shell, expands it; ** matches any depth of folders).")
+        out += [Path(q) for q in found]
+    return out
 
 
 def resolve_source(paths, *, format: str | None = None) -> tuple[list[Path], Source]:
-    """The paths as a list and the source that reads them (``format`` or detected).
+    """The paths as a list (patterns expanded: :func:`expand_paths`) and the source that reads them
+    (``format`` or detected).
 
     Detection checks each path first (a missing file, a FIFO: a
     :class:`~rewardlab.core.errors.DataFormatError` naming it).
@@ -47,7 +82,7 @@ def resolve_source(paths, *, format: str | None = None) -> tuple[list[Path], Sou
     >>> resolve_source("data/sample.tsv.gz")[1].name  # doctest: +SKIP
     'kanachan'
     """
-    files = as_paths(paths)
+    files = expand_paths(paths)
     if format is not None:
         if not isinstance(format, str):
             raise ParameterError("format", "should be a format name (a string)", format)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import polars as pl
 
 from rewardlab.core.spec import DECLARE_HINT, FrameSpec, attached
@@ -32,6 +33,7 @@ from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 __all__ = [
     "Source", "register_source", "unregister_source", "get_source", "registered_sources", "detect_source",
     "register_spec", "known_specs", "spec_of", "REWARDS_ONLY", "BUILTIN_SOURCES", "format_names",
+    "claim", "format_remedy", "looks_like", "describe_file",
 ]
 
 #: The sources rewardlab ships: format name -> the module that registers it when imported.
@@ -85,7 +87,9 @@ class Source:
         (episode, step, flags, states, ...), for ``rewardlab info`` to show;
         None for formats whose columns are fixed.
     stream : callable or None
-        ``stream(paths, *, chunk_bytes, on_error, progress)`` yielding
+        ``stream(paths, *, chunk_bytes, on_error, progress)`` (and, when it
+        declares them, ``workers``: the cores to use, ``spool_in``: a folder
+        for what it reads ahead) yielding
         :class:`rewardlab.LoadResult` objects whose frames each hold whole
         episodes, in input order, each built from about ``chunk_bytes`` of
         input: what :func:`rewardlab.convert` uses to write a dataset of parts
@@ -103,6 +107,10 @@ class Source:
         :meth:`FrameSpec.validate <rewardlab.core.spec.FrameSpec.validate>`
         (and names the file and line where one is broken): :func:`rewardlab.load`
         then checks only the columns instead of checking the frame again.
+    sniff_folder : callable or None
+        ``sniff_folder(path) -> bool``: True when the existing folder
+        ``path`` as a whole is this format (a dataset folder's manifest);
+        tried before the files inside are looked at.
 
     ``load``, ``scan`` and ``read`` declare their options as keyword
     parameters: :meth:`check_options` refuses any other name (no ``**kwargs``
@@ -130,14 +138,32 @@ class Source:
     stream: Callable | None = None
     per_file: bool = False
     validates: bool = False
+    sniff_folder: Callable | None = None
+
+    @property
+    def what(self) -> str:
+        """What the format's files are, in a few words (its description up to the first parenthesis).
+
+        Examples
+        --------
+        >>> from rewardlab.core.spec import FrameSpec
+        >>> Source("toy", FrameSpec(name="toy", episode=("e",)), print, description="toy logs (one a line)").what
+        'toy logs'
+        """
+        return self.description.split(" (")[0].split(";")[0].strip() or f"{self.name} files"
 
     def claims(self, path: Path) -> bool:
         """True when ``path`` is this format, by content first, then by suffix."""
         return self.sniffs(path) or self.suffix_match(path) > 0
 
     def sniffs(self, path: Path) -> bool:
-        """True when :attr:`sniff` recognizes the existing file ``path``."""
-        return self.sniff is not None and path.is_file() and bool(self.sniff(path))
+        """True when :attr:`sniff` recognizes the existing file ``path`` (a file it cannot read: False)."""
+        if self.sniff is None or not path.is_file():
+            return False
+        try:
+            return bool(self.sniff(path))
+        except OSError:  # unreadable: not recognized (the reader names it, when a format is chosen)
+            return False
 
     def suffix_match(self, path: Path) -> int:
         """The length of the longest of :attr:`suffixes` ``path`` ends with (0: none)."""
@@ -258,60 +284,217 @@ def get_source(name: str) -> Source:
     return _SOURCES[name]
 
 
-def _claim(path: Path) -> Source | None:
-    """The source of one file: a source whose sniff recognizes its content, else the longest suffix
-    match (the latest registered on a tie, so a source of your own wins over a built-in one)."""
+#: Python's own loader of a built-in format, named beside ``rewardlab.load(..., format=NAME)`` in remedies.
+_LOADERS = {"kanachan": "load_kanachan", "mjai": "load_mjai", "rllib": "load_rllib", "minari": "load_minari",
+            "steps": "load_steps"}
+
+
+def format_remedy(*names: str) -> str:
+    """How to name a format on each front: ``--format NAME`` on the command line, ``format="NAME"`` in Python.
+
+    With no name, how to name one at all.
+
+    Examples
+    --------
+    >>> format_remedy("mjai")
+    'pass --format mjai on the command line, format="mjai" in Python (rewardlab.load(PATH, format="mjai"), or rewardlab.load_mjai(PATH))'
+    >>> format_remedy("mjai", "steps")
+    'pass --format mjai or --format steps on the command line, format="mjai" or format="steps" in Python'
+    >>> format_remedy()
+    'pass --format NAME on the command line, format="NAME" in Python (`rewardlab info --formats` lists the formats)'
+    """
+    if not names:
+        return ('pass --format NAME on the command line, format="NAME" in Python '
+                "(`rewardlab info --formats` lists the formats)")
+    cli = " or ".join(f"--format {n}" for n in names)
+    python = " or ".join(f'format="{n}"' for n in names)
+    text = f"pass {cli} on the command line, {python} in Python"
+    if len(names) == 1:
+        loader = _LOADERS.get(names[0])
+        text += f' (rewardlab.load(PATH, format="{names[0]}")' + (f", or rewardlab.{loader}(PATH))" if loader else ")")
+    return text
+
+
+def claim(path) -> tuple[Source | None, str]:
+    """The source of one file and how it was recognized: ``(source, "content")`` for the first source
+    (in :func:`registered_sources` order) whose sniff recognizes it, else ``(source, "suffix")`` for
+    the longest suffix match (the latest registered on a tie, so a source of your own wins over a
+    built-in one), else ``(None, "")``.
+
+    Examples
+    --------
+    >>> source, how = claim("data/sample.tsv.gz")
+    >>> source.name, how
+    ('kanachan', 'content')
+    >>> claim("data/mjai/README.md")
+    (None, '')
+    """
+    path = Path(path)
     sources = list(registered_sources().values())
     for s in sources:
         if s.sniffs(path):
-            return s
+            return s, "content"
     best, length = None, 0
     for s in sources:
         n = s.suffix_match(path)
         if n and n >= length:
             best, length = s, n
-    return best
+    return (best, "suffix") if best is not None else (None, "")
+
+
+def _claim(path: Path) -> Source | None:
+    return claim(path)[0]
+
+
+def looks_like(path, *, besides: tuple[str, ...] = ()) -> str | None:
+    """``"this looks like WHAT (format NAME, recognized by its content)"`` and how to load it, for the
+    file a format other than those in ``besides`` claims; None when none does.
+
+    What a reader says when the file it was given is another format's.
+
+    Examples
+    --------
+    >>> print(looks_like("data/mjai/hanchan_15.json"))
+    this looks like MJAI game logs (format 'mjai', recognized by its content): pass --format mjai on the command line, format="mjai" in Python (rewardlab.load(PATH, format="mjai"), or rewardlab.load_mjai(PATH))
+    >>> looks_like("data/sample.tsv.gz", besides=("kanachan",)) is None
+    True
+    """
+    source, how = claim(path)
+    if source is None or source.name in besides:
+        return None
+    return f"this looks like {source.what} (format {source.name!r}, recognized by its {how}): " + format_remedy(
+        source.name)
+
+
+def describe_file(path) -> str:
+    """What a file no format claims looks like, in a few words: empty, binary (its first bytes), or text
+    (its first line).
+
+    Examples
+    --------
+    >>> describe_file("data/mjai/README.md")
+    "text whose first line reads '# MJAI game logs (riichienv)'"
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as exc:
+        return f"a file that cannot be read ({exc.strerror or exc})"
+    if not head:
+        return "an empty file"
+    if b"\0" in head or head[:2] in (b"\x1f\x8b", b"BZ") or head[:4] == b"PAR1":
+        return "binary data, first bytes " + head[:8].hex(" ")
+    first = next((line for line in head.splitlines() if line.strip()), b"").decode("utf-8", "replace").strip()
+    return f"text whose first line reads {first[:80] + ('...' if len(first) > 80 else '')!r}"
+
+
+#: The most files of a folder whose content detection looks at (an even spread over the sorted files,
+#: the first and the last among them): a folder of 10^5 game logs is detected in a fraction of a second.
+FOLDER_FILES_LOOKED_AT = 256
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """The files under ``folder`` (recursively, sorted), less hidden ones and those in hidden folders."""
+    try:
+        return sorted(q for q in folder.rglob("*") if q.is_file()
+                      and not any(part.startswith(".") for part in q.relative_to(folder).parts))
+    except OSError:
+        return []
+
+
+def _named(files: list[Path], folder: Path, most: int = 4) -> str:
+    """Up to ``most`` files, relative to ``folder``, and how many more."""
+    names = [str(q.relative_to(folder)) for q in files[:most]]
+    return ", ".join(names) + (f" and {len(files) - most} more" if len(files) > most else "")
 
 
 def _claim_folder(path: Path) -> Source | None:
-    """A folder is the format of the first file in it (sorted) that a source claims."""
-    try:
-        inside = sorted(q for q in path.iterdir() if q.is_file())
-    except OSError:
-        return None
-    return next((c for c in map(_claim, inside) if c is not None), None)
+    """A folder's format: a source whose ``sniff_folder`` recognizes it; else the one format that claims
+    files inside it by content (files nobody claims, a README, a summary, are passed over); else the one
+    that claims files by suffix.  Past :data:`FOLDER_FILES_LOOKED_AT` files, an even spread of them is
+    looked at.  Files of several formats (by content, or by suffix when none claims
+    any by content) are refused, naming them and what to pass."""
+    sources = list(registered_sources().values())
+    for s in sources:
+        if s.sniff_folder is not None and s.sniff_folder(path):
+            return s
+    by_content: dict[str, list[Path]] = {}
+    by_suffix: dict[str, list[Path]] = {}
+    files = _folder_files(path)
+    if len(files) > FOLDER_FILES_LOOKED_AT:  # a corpus of many files: an even spread of them decides
+        files = [files[i] for i in np.linspace(0, len(files) - 1, FOLDER_FILES_LOOKED_AT).round().astype(int)]
+    for q in files:
+        source, how = claim(q)
+        if source is not None:
+            (by_content if how == "content" else by_suffix).setdefault(source.name, []).append(q)
+    for how, found in (("content", by_content), ("suffix", by_suffix)):
+        if len(found) == 1:
+            return get_source(next(iter(found)))
+        if len(found) > 1:
+            raise ParameterError(
+                "format", f"could not be detected for the folder {path}: it holds files of several formats "
+                f"(by {how}): " + "; ".join(f"{name} ({_named(files, path)})" for name, files in found.items()),
+                str(path), hint="Name the format: " + format_remedy(*found) + "; or name the files of one format "
+                f"(a list, or a pattern such as '{path}/*{_common_suffix(next(iter(found.values())))}').")
+    return None
+
+
+def _common_suffix(files: list[Path]) -> str:
+    suffixes = {"".join(q.suffixes[-2:]) if q.suffix in (".gz", ".bz2") else q.suffix for q in files}
+    return suffixes.pop() if len(suffixes) == 1 else ""
+
+
+def _undetected(path: Path) -> ParameterError:
+    """The error for a path no format claims: what it looks like, the formats tried and what to pass."""
+    names = registered_sources()
+    if path.is_dir():
+        files = _folder_files(path)
+        looks = (f"a folder of {len(files)} file{'s' if len(files) != 1 else ''} no format claims "
+                 f"({_named(files, path)})" if files else "an empty folder")
+    else:
+        looks = describe_file(path)
+    tried = "; ".join(f"{s.name} ({' or '.join(x for x in (', '.join(s.suffixes), 'by content' if s.sniff else '') if x)})"
+                      for s in names.values())
+    return ParameterError(
+        "format", f"could not be detected for {path}: no registered source claims it by content or suffix "
+        f"(it is {looks}); tried {', '.join(map(repr, names))}", str(path),
+        hint="Name the format: " + format_remedy() + ". Registered formats: " + tried
+        + ". A new format is one register_source() call (rewardlab.sources.registry).")
 
 
 def detect_source(paths) -> Source:
     """The source that claims every path: by content (or metadata) first, then by suffix.
 
-    A folder is the format of the files in it.  Raises
-    :class:`~rewardlab.core.errors.ParameterError` naming the path no source
-    claims and the registered formats, or the formats when paths disagree.
+    A folder is the format of the files in it (:func:`claim` on each file:
+    the one format claiming files by content wins, files nobody claims are
+    passed over).  Raises :class:`~rewardlab.core.errors.ParameterError`
+    naming the path no source claims, what it looks like, the formats tried
+    and what to pass (``--format NAME``, ``format="NAME"``), or the formats
+    when paths disagree.
 
     Examples
     --------
     >>> detect_source("data/sample.tsv.gz").name
     'kanachan'
+    >>> detect_source("data/mjai").name  # logs beside a README and a games.meta
+    'mjai'
     """
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     if not paths:
         raise ParameterError("paths", "should name at least one file", paths)
     found: Source | None = None
+    first: Path | None = None
     for p in paths:
-        claim = _claim_folder(p) if p.is_dir() else _claim(p)
-        if claim is None:
-            names = registered_sources()
-            raise ParameterError(
-                "format", f"could not be detected for {p}: no registered source claims it by content "
-                "or suffix; pass format= one of " + ", ".join(map(repr, names)), None,
-                hint="Registered formats: " + "; ".join(
-                    f"{s.name} ({', '.join(s.suffixes) or 'by content'})" for s in names.values())
-                + ". A new format is one register_source() call (rewardlab.sources.registry).")
-        if found is not None and claim is not found:
-            raise ParameterError("paths", f"should all be one format; {p} is {claim.name!r}, the first "
-                                 f"is {found.name!r}", [str(x) for x in paths])
-        found = claim
+        claim_ = _claim_folder(p) if p.is_dir() else _claim(p)
+        if claim_ is None:
+            raise _undetected(p)
+        if found is not None and claim_ is not found:
+            raise ParameterError("paths", f"should all be one format; {p} is {claim_.name!r} ({claim_.what}), "
+                                 f"the first, {first}, is {found.name!r} ({found.what})", [str(x) for x in paths],
+                                 hint="Load them separately, or, if they are all one format, name it: "
+                                 + format_remedy(found.name, claim_.name) + ".")
+        found, first = claim_, first or p
     return found
 
 

@@ -54,12 +54,14 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.files import check_input
 from rewardlab.core.spec import DECLARE_HINT, SPEC_KEY, FrameSpec, attach, attached
 from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, FrameError, ParameterError, SpecError
+from rewardlab.sources.registry import format_remedy, looks_like
 
 __all__ = [
     "write_table",
     "verify_table",
     "read_part",
     "file_metadata",
+    "file_columns",
     "DATASET_SUFFIXES",
     "LAYOUT",
     "PARQUET_COMPRESSION",
@@ -101,10 +103,11 @@ ARRAY_COLUMNS: dict[str, tuple[str, int]] = {
 }
 
 _HINT = "Create datasets with `rewardlab convert` (or rewardlab.dataset.write_dataset)."
-_NOT_OURS_HINT = ("Without rewardlab's metadata a Parquet file is read as a kanachan frame. If it is a table of "
-                  "steps with columns of your own, name the format and its columns: --format steps --option "
-                  "episode=COLUMN (library: format=\"steps\", episode=...); `rewardlab info --formats` lists the "
-                  "formats.")
+_NOT_OURS_HINT = ("Only files with rewardlab's metadata (written by `rewardlab convert`) and plain files holding "
+                  "every column of a kanachan frame are datasets. A table of steps with columns of your own is the "
+                  "steps format: name it and its columns, --format steps --option episode=COLUMN on the command "
+                  "line, format=\"steps\", episode=\"COLUMN\" in Python (rewardlab.load_steps); the steps format "
+                  "reads Parquet, CSV and JSON lines.")
 _DAMAGED_HINT = ("Its bytes are not what was written: convert the source files again (or restore "
                  "the file from a copy) and remove the damaged one.")
 _EMPTY_HINT = ("The file is empty (a write that did not finish?): convert the source files again "
@@ -151,7 +154,7 @@ def dataset_files(paths) -> tuple[list[Path], str]:
     for p in paths:
         if p.suffix not in DATASET_SUFFIXES and p.exists() and not p.is_dir():
             raise ParameterError("paths", "should be .parquet or .arrow datasets, or folders of them",
-                                 str(p))
+                                 str(p), hint=_looks_hint(p))
         check_input(p, folder=True)
         if p.is_dir():
             try:
@@ -425,26 +428,46 @@ def row_group_ends(path: str | Path) -> list[int]:
     return ends
 
 
-def file_metadata(path: str | Path) -> dict[bytes, bytes]:
-    """A Parquet or Arrow IPC file's key-value metadata (its footer only); {} for other files."""
+def _footer_schema(path: str | Path):
+    """A Parquet or Arrow IPC file's pyarrow schema (its footer only), by its magic bytes; None for other files
+    and footers that cannot be read."""
     try:
         with open(path, "rb") as f:
             magic = f.read(6)
     except OSError:
-        return {}
+        return None
     try:
         if magic[:4] == b"PAR1":
             import pyarrow.parquet as pq
 
-            return dict(pq.read_schema(path).metadata or {})
+            return pq.read_schema(path)
         if magic == b"ARROW1":
             import pyarrow as pa
 
             with pa.memory_map(str(path)) as source:
-                return dict(pa.ipc.open_file(source).schema.metadata or {})
+                return pa.ipc.open_file(source).schema
     except (OSError, ValueError):  # pyarrow's errors: not a readable footer
-        return {}
-    return {}
+        return None
+    return None
+
+
+def file_metadata(path: str | Path) -> dict[bytes, bytes]:
+    """A Parquet or Arrow IPC file's key-value metadata (its footer only); {} for other files."""
+    schema = _footer_schema(path)
+    return {} if schema is None else dict(schema.metadata or {})
+
+
+def file_columns(path: str | Path) -> tuple[str, ...] | None:
+    """A Parquet or Arrow IPC file's column names (its footer only); None for other files.
+
+    Examples
+    --------
+    >>> file_columns("data/gym/cartpole_random.parquet")[:3], file_columns("data/sample.tsv.gz")
+    (('episode_id', 't', 'obs'), None)
+    """
+    path = Path(path)
+    schema = _footer_schema(path) if path.is_file() else None
+    return None if schema is None else tuple(schema.names)
 
 
 def has_rewardlab_metadata(path: str | Path) -> bool:
@@ -588,8 +611,7 @@ def _inspect_parquet(path: Path, spec: FrameSpec | None = None) -> _FileInfo:
     spec, declared = _file_spec(path, metadata, spec)
     exact = _exact_schema(spec)
     if not declared or exact is not None:
-        _require_frame_columns(path, schema.names, "Parquet", exact or spec.required,
-                               hint=None if declared else _NOT_OURS_HINT)
+        _require_frame_columns(path, schema.names, "Parquet", exact or spec.required, plain=not declared)
     layout = metadata.get(LAYOUT_KEY.encode())
     dtypes = dict(pl.from_arrow(schema.empty_table()).schema)  # what Polars reads, before decoding
     listed = {} if layout is None else _listed_arrays(path, metadata.get(ARRAYS_KEY.encode()))
@@ -663,11 +685,24 @@ def _check_dtypes(path: Path, dtypes, exact: dict, *, skip=()) -> None:
                                   f"column {name!r} is {dtypes[name]}, should be {dtype}", hint=_HINT)
 
 
-def _require_frame_columns(path: Path, names, what: str, required, *, hint: str | None = None) -> None:
+def _looks_hint(path: Path) -> str | None:
+    """What the file looks like when another format claims it, and what to pass (for the dataset reader's errors)."""
+    looks = looks_like(path, besides=("dataset",)) if path.is_file() else None
+    return None if looks is None else looks[0].upper() + looks[1:] + "."
+
+
+def _require_frame_columns(path: Path, names, what: str, required, *, plain: bool = False) -> None:
+    """Refuse a file lacking ``required`` columns (rule ``not_a_dataset``); ``plain``: a file without rewardlab's
+    metadata, read as a kanachan frame, whose error says what it looks like and what to pass."""
     missing = [c for c in required if c not in names]
     if missing:
+        if not plain:
+            raise DataFormatError(path, None, None, "not_a_dataset", f"the {what} file lacks columns {missing}",
+                                  hint=_HINT)
         raise DataFormatError(path, None, None, "not_a_dataset",
-                              f"the {what} file lacks columns {missing}", hint=hint or _HINT)
+                              f"the {what} file lacks columns {missing}: it has no rewardlab metadata, so it is a "
+                              "dataset only if it holds a whole kanachan frame",
+                              hint=" ".join(x for x in (_looks_hint(path), _NOT_OURS_HINT) if x))
 
 
 def _inspect_ipc(path: Path, spec: FrameSpec | None = None) -> _FileInfo:
@@ -675,7 +710,7 @@ def _inspect_ipc(path: Path, spec: FrameSpec | None = None) -> _FileInfo:
     spec, declared = _file_spec(path, metadata, spec)
     exact = _exact_schema(spec)
     if exact is not None or not declared:
-        _require_frame_columns(path, list(dtypes), "Arrow", exact or spec.required)
+        _require_frame_columns(path, list(dtypes), "Arrow", exact or spec.required, plain=not declared)
     if exact is not None:
         _check_dtypes(path, dtypes, exact)
     else:

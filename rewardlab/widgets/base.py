@@ -23,6 +23,7 @@ import numpy as np
 import traitlets
 
 from rewardlab.sessions import Session
+from rewardlab.sessions.state import default_state_path
 
 __all__ = ["fmt", "table", "pre", "message", "number_text", "NumberText", "SessionWidget",
            "NARROW", "NUMBER", "WIDE", "STYLE"]
@@ -143,7 +144,9 @@ class SessionWidget(W.VBox):
         self.redo_button = W.Button(description="Redo", icon="repeat")
         self.redo_button.add_class("rewardlab-redo")
         self.redo_button.on_click(lambda _: self.session.attempt(self.session.redo))
-        self.state_path = W.Text(value=f"{session.state_kind or 'tuner'}.state.json", description="state",
+        # rewardlab-state/<kind>.state.json under the kernel's working directory (ignored by git); a name typed
+        # here is relative to that directory too
+        self.state_path = W.Text(value=str(default_state_path(session.state_kind)), description="state",
                                  style=STYLE, layout=WIDE)
         self.state_path.add_class("rewardlab-state-path")
         self.state_overwrite = W.Checkbox(value=False, description="overwrite", indent=False,

@@ -12,6 +12,7 @@ import html
 
 import ipywidgets as W
 
+from rewardlab.analysis.limits import display_limits
 from rewardlab.plots import plot_correlation_heatmap, plot_return_scatter, plot_reward_distribution
 from rewardlab.sessions import ComparisonSession
 from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt
@@ -203,7 +204,8 @@ class ComparisonBoard(SessionWidget):
             self._shown, self._shown_frame = {}, s.frame
 
         def steps(axes):
-            plot_reward_distribution(r.step_rewards, ax=axes[0], bins=40)
+            plot_reward_distribution(r.step_rewards, ax=axes[0], bins=40,
+                                     limits=display_limits(r.step_rewards, nonzero=True))
             axes[0].set_title("step rewards (nonzero)")
 
         def matrix(axes):

@@ -15,6 +15,7 @@ import polars as pl
 
 from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.plots import plot_episode
+from rewardlab.sessions.episodes import episode_tables
 from rewardlab.widgets.figures import FigurePane
 
 __all__ = ["EpisodeView"]
@@ -28,7 +29,9 @@ class EpisodeView(W.VBox):
     plot : FigurePane
         Each candidate's running return, step by step (boundaries marked).
     table : HTML
-        The outcome, the rounds or sub-episodes, every step.
+        The outcome, the rounds (mahjong) or sub-episodes (where the data
+        has them), every step (:func:`rewardlab.sessions.episodes.episode_tables`:
+        a final rank reads as a place, ``"1st"`` ... ``"4th"``).
     detail : EpisodeDetail or None
         The episode shown.
 
@@ -54,14 +57,15 @@ class EpisodeView(W.VBox):
         """Show ``detail`` (plot and tables)."""
         self.detail = detail
         self.plot.draw(lambda axes: plot_episode(detail, ax=axes[0]))
+        shown = episode_tables(detail)
         with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=40):
             self.table.value = (
                 f"<div><b>{html.escape(detail.title)}</b>: {detail.length} steps, {html.escape(detail.ended)}</div>"
-                + detail.summary()._repr_html_()
-                + "<div>rounds / sub-episodes (each ends at a boundary or the episode's end):</div>"
-                + detail.segments._repr_html_()
+                + shown.summary._repr_html_()
+                + ("" if shown.segments is None else
+                   f"<div>{html.escape(shown.segments_title)}</div>" + shown.segments._repr_html_())
                 + "<div>every step:</div><div style='max-height:320px;overflow:auto'>"
-                + detail.steps._repr_html_() + "</div>")
+                + shown.steps._repr_html_() + "</div>")
         self.layout.display = None
 
     def clear(self) -> None:

@@ -48,9 +48,16 @@ if dict.__getitem__(matplotlib.rcParams, "backend") != _BACKEND:
     else:  # the automatic choice pyplot makes when first imported (matplotlib.use cannot set it back)
         dict.__setitem__(matplotlib.rcParams, "backend", _BACKEND)
 
-__all__ = ["FigurePane", "Click", "layout_text"]
+__all__ = ["FigurePane", "Click", "layout_text", "TOOLBAR_ROOM_PX"]
 
 _NUMBERS = itertools.count(1)
+
+#: Width in CSS pixels of the strip left of the figure that holds ipympl's toolbar.  ipympl places its
+#: toolbar ``position: absolute`` over the canvas widget (3 px from a corner, whatever the position); at
+#: "top" it sat over the right panel's title and legend.  Set vertically at the left and given this strip
+#: of padding, it covers none of the figure: its buttons are 34 px wide (half of JupyterLab's
+#: ``--jp-widgets-inline-width-tiny``), plus 3 px from the edge and a margin.
+TOOLBAR_ROOM_PX = 44
 
 
 def layout_text(ax) -> tuple:
@@ -121,7 +128,8 @@ class FigurePane(W.Box):
     figure : matplotlib.figure.Figure
     canvas : ipympl Canvas
         The widget the browser shows (toolbar: home, back, forward, pan,
-        zoom, download).
+        zoom, download, in a column left of the figure, where it covers
+        nothing: :data:`TOOLBAR_ROOM_PX`).
     axes : list of Axes
         The Axes of the last :meth:`draw`, left to right.
     draws : int
@@ -148,7 +156,10 @@ class FigurePane(W.Box):
                                     category=DeprecationWarning)
             self.manager = FigureManager(self.canvas, next(_NUMBERS))
         self.canvas.header_visible = False
-        self.canvas.toolbar_position = "top"
+        # the toolbar in a column of its own, left of the figure: ipympl draws it over the canvas widget, so
+        # the widget's left padding is its room (see TOOLBAR_ROOM_PX)
+        self.canvas.toolbar_position = "left"
+        self.canvas.layout.padding = f"0px 0px 0px {TOOLBAR_ROOM_PX}px"
         self.canvas.toolbar_visible = True
         self.canvas.resizable = False
         self.canvas.capture_scroll = False

@@ -13,10 +13,10 @@ import math
 
 import ipywidgets as W
 
+from rewardlab.analysis.limits import normalization_limits
 from rewardlab.analysis.normalizers import replay_methods
 from rewardlab.plots import legend_outside, plot_normalization
 from rewardlab.sessions import NormalizationSession
-from rewardlab.analysis.scopes import SCOPES
 from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, table
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
@@ -32,12 +32,17 @@ class NormalizationPanel(SessionWidget):
     data : DataFrame or NormalizationSession
         A frame with reward columns (e.g. from :func:`rewardlab.apply_plugins`).
     reward : str, optional
-    scope : str
+    scope : str, optional
+        Default ``end_of_game`` on kanachan data, ``episode_end`` otherwise
+        (see :class:`~rewardlab.sessions.NormalizationSession`).
 
     Attributes
     ----------
     session : NormalizationSession
     reward, scope, gamma, epsilon, clip_reward : widgets
+        ``scope`` offers the scopes the data has (``session.scopes``): no
+        ``boundary`` without sub-episodes, kanachan's ``end_of_round`` /
+        ``end_of_game`` on kanachan data only.
     constants, stats, summary : HTML
     plot : FigurePane
         Before / after histograms (constants, Gymnasium, SB3; pinned
@@ -52,14 +57,14 @@ class NormalizationPanel(SessionWidget):
     >>> panel.scope.value = "all"  # doctest: +SKIP
     """
 
-    def __init__(self, data, *, reward: str | None = None, scope: str = "end_of_game"):
+    def __init__(self, data, *, reward: str | None = None, scope: str | None = None):
         session = data if isinstance(data, NormalizationSession) else \
             NormalizationSession(data, reward=reward, scope=scope)
         super().__init__(session)
         s = session
         self.reward = self._bind(W.Dropdown(options=list(s.rewards), value=s.reward, description="reward",
                                             style=STYLE, layout=WIDE), "reward")
-        self.scope = self._bind(W.ToggleButtons(options=list(SCOPES), value=s.scope, description="scope",
+        self.scope = self._bind(W.ToggleButtons(options=list(s.scopes), value=s.scope, description="scope",
                                                 style={"description_width": "70px", "button_width": "110px"}),
                                 "scope")
         self.gamma = self._bind(NumberText(value=s.gamma, description="gamma", style=STYLE, layout=NARROW,
@@ -119,7 +124,7 @@ class NormalizationPanel(SessionWidget):
         pins = [(p.label, s.pinned_results(p.label).replays) for p in s.pinned]
 
         def draw(axes):
-            plot_normalization(replays, ax=axes, clip_reward=clip)
+            plot_normalization(replays, ax=axes, clip_reward=clip, limits=normalization_limits(replays))
             for k, (label, pinned) in enumerate(pins):  # each pin's normalized reward over the live one's
                 method = replay_methods(pinned)[0]
                 axes[1].hist(pinned[method].to_numpy()[pinned["raw"].to_numpy() != 0], bins=50, histtype="step",

@@ -12,17 +12,16 @@ import html
 
 import ipywidgets as W
 
+from rewardlab.analysis.limits import display_limits
 from rewardlab.plots import legend_outside, plot_reward_by_rank, plot_reward_distribution
 from rewardlab.sessions import RankingTuningSession
 from rewardlab.widgets.base import NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, fmt, message, pre, table
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
 from rewardlab.widgets.tasks import BackgroundTask, error_html
+from rewardlab.domains.mahjong.rules import PLACES
 
 __all__ = ["RankingTuner"]
-
-
-_RANKS = ("1st", "2nd", "3rd", "4th")
 
 
 class RankingTuner(SessionWidget):
@@ -88,7 +87,7 @@ class RankingTuner(SessionWidget):
                                  value=s.preset or "custom", description="preset", style=STYLE,
                                  layout=WIDE)
         self.preset.observe(self._on_preset, names="value")
-        self.rank_inputs = [self._bind_rank(k, NumberText(value=v, description=_RANKS[k], style=STYLE,
+        self.rank_inputs = [self._bind_rank(k, NumberText(value=v, description=PLACES[k], style=STYLE,
                                                           layout=NARROW, continuous_update=False))
                             for k, v in enumerate(s.vector)]
         for k, box in enumerate(self.rank_inputs):
@@ -197,7 +196,7 @@ class RankingTuner(SessionWidget):
             [f"all steps ({ball.count:,})", fmt(ball.mean), fmt(ball.std), fmt(aall.mean), fmt(aall.std)],
         ]
         stats = table(["", "mean before", "std before", "mean after", "std after"], rows)
-        ranks = table(["final rank"] + list(_RANKS),
+        ranks = table(["final rank"] + list(PLACES),
                        [["data's distribution"] + [f"{p:.1%}" for p in r.rank_probabilities],
                         ["mean raw reward"] + [fmt(v) for v in r.raw_mean_by_rank],
                         ["mean reward"] + [fmt(v) for v in r.mean_by_rank]])
@@ -207,14 +206,17 @@ class RankingTuner(SessionWidget):
             f"normalized <b class='rewardlab-expected'>{fmt(r.expected_reward)}</b>; "
             f"steps with reward 0: {r.zero_steps:,}; "
             f"<small>recomputed in {s.recompute_seconds * 1e3:.2f} ms</small></div>")
-        step_rewards = {"reward": s.step_rewards()}
+        # the reward of each game's last step (every other step's is 0: the line above counts them), so a
+        # dataset folder's tuner draws the same figure without a value per transition
+        step_rewards = {"reward": r.reward}
         for p in s.pinned:  # overlaid: each pin's rewards on the same data
-            step_rewards[f"pinned: {p.label}"] = s.table.step_rewards(s.pinned_results(p.label).reward)
+            step_rewards[f"pinned: {p.label}"] = s.pinned_results(p.label).reward
         by_rank = r.by_rank_table("reward")
-        pins = [(p.label, [p.summary.get(f"mean reward, {place} place") for place in _RANKS]) for p in s.pinned]
+        pins = [(p.label, [p.summary.get(f"mean reward, {place} place") for place in PLACES]) for p in s.pinned]
+        limits = display_limits(step_rewards, nonzero=True)  # the live reward and the pins on one scale
 
         def draw(axes):
-            plot_reward_distribution(step_rewards, ax=axes[0], bins=40)
+            plot_reward_distribution(step_rewards, ax=axes[0], bins=40, limits=limits)
             axes[0].set_title("reward at the end of the game")
             plot_reward_by_rank(by_rank, ax=axes[1])
             for k, (label, means) in enumerate(pins):  # pinned candidates over the live bars
@@ -233,17 +235,17 @@ class RankingTuner(SessionWidget):
     def _rank_readout(self, x: float, y: float) -> str:
         """What the footer shows over the by-rank plot: the place under the mouse and its numbers."""
         k = int(round(x))
-        if not 0 <= k < len(_RANKS):
+        if not 0 <= k < len(PLACES):
             return ""
         r = self.session.results
-        return (f"{_RANKS[k]} place: mean reward {fmt(r.mean_by_rank[k])}, {r.rank_probabilities[k]:.1%} of "
+        return (f"{PLACES[k]} place: mean reward {fmt(r.mean_by_rank[k])}, {r.rank_probabilities[k]:.1%} of "
                 "games; click to open one")
 
     def _on_plot_click(self, click: Click) -> None:
         s = self.session
         if click.axes == 0:
             self._open_episode(self.episode, lambda: s.episode_near_reward(click.x))
-        elif click.axes == 1 and 0 <= round(click.x) < len(_RANKS):
+        elif click.axes == 1 and 0 <= round(click.x) < len(PLACES):
             self._open_episode(self.episode, lambda: s.episode_of_rank(int(round(click.x))))
 
     def _on_export(self, _button=None) -> None:

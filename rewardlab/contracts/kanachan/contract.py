@@ -43,6 +43,9 @@ class KanachanContract(Contract):
     conventions = CONVENTIONS
     description = "kanachan's reward plug-ins: get_reward(data, contiguous) on its TensorDict"
     caller = "kanachan"
+    asks_unit_scale = True  # kanachan's wiki: rewards near mean 0 / std 1 for its trainer
+    scale_advice = "kanachan's wiki advises rewards near mean 0 / std 1"
+    trainer = "kanachan's trainer"
     mode_settings = None  # the batch modes' own wording names kanachan's settings
 
     def arrays(self, frame: pl.DataFrame, spec: FrameSpec | None = None) -> FrameArrays:

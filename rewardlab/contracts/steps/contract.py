@@ -52,6 +52,7 @@ class StepsContract(Contract):
     description = ("generic step tables: get_reward(data, contiguous) on TorchRL's layout "
                    "(states at the root, ('next', state), done / terminated / truncated)")
     caller = "a trainer using the steps contract"
+    trainer = "a trainer using the steps contract"
 
     def arrays(self, frame: pl.DataFrame, spec: FrameSpec | None) -> StepsArrays:
         """:class:`StepsArrays` of the frame, validated against ``spec``."""

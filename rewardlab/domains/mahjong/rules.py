@@ -21,7 +21,26 @@ import polars as pl
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.errors import ParameterError, SpecError
 
-__all__ = ["ranks_from_scores", "episode_outcomes", "require_mahjong"]
+__all__ = ["ranks_from_scores", "episode_outcomes", "require_mahjong", "PLACES", "place_label"]
+
+
+#: Final places as people read them (rank 0 is ``"1st"``), as the by-rank plots label their bars.
+PLACES = ("1st", "2nd", "3rd", "4th")
+
+
+def place_label(rank) -> str | None:
+    """A 0-based final rank as a place (``0`` -> ``"1st"``); None stays None (an unfinished game).
+
+    Examples
+    --------
+    >>> place_label(0), place_label(3), place_label(None)
+    ('1st', '4th', None)
+    """
+    if rank is None:
+        return None
+    if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < len(PLACES):
+        raise ParameterError("rank", f"should be a final rank 0 ... {len(PLACES) - 1} (0 = first place)", rank)
+    return PLACES[int(rank)]
 
 
 def require_mahjong(names, columns, what: str) -> None:

@@ -5,12 +5,15 @@ Parquet parts and a manifest) loads as one frame too, its parts checked
 against the manifest; commands that stream read it part by part instead
 (:func:`open_dataset`).
 
-Format name ``"dataset"``.  Recognized by content first: a Parquet or Arrow
-file whose metadata holds rewardlab's layout marker or a stored spec
-(:data:`rewardlab.core.spec.SPEC_KEY`); then by suffix (``.parquet``,
-``.arrow``, ``.ipc``, ``.feather``: a plain Parquet file of a kanachan frame
-loads too).  The frame carries the spec stored in the files; files written
-before rewardlab stored one hold kanachan frames.
+Format name ``"dataset"``.  Recognized by content (:func:`sniff_dataset`): a
+Parquet or Arrow file whose metadata holds rewardlab's layout marker or a
+stored spec (:data:`rewardlab.core.spec.SPEC_KEY`), or a plain one holding
+every column of a kanachan frame (what ``frame.write_parquet`` writes, and
+files written before rewardlab stored a spec); a folder holding a dataset
+manifest.  A plain Parquet file of other columns is a step table (format
+``"steps"``), never a dataset.  By suffix it claims only Arrow files
+(``.arrow``, ``.ipc``, ``.feather``).  The frame carries the spec stored in
+the files; files without one hold kanachan frames.
 
 Examples
 --------
@@ -23,18 +26,38 @@ Examples
 from __future__ import annotations
 
 from rewardlab.core.spec import FrameSpec
-from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
+from rewardlab.sources.kanachan.schema import FRAME_SCHEMA, KANACHAN_SPEC
 from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.datasets.manifest import MANIFEST_NAME, Manifest, PartEntry, read_manifest
 from rewardlab.sources.datasets.parts import (
     DEFAULT_PART_ROWS, PartedDataset, episode_cuts, is_dataset_folder, open_dataset, part_rows_for, read_part_file,
 )
 from rewardlab.sources.datasets.writer import PartWriter
-from rewardlab.sources.storage import DATASET_SUFFIXES, has_rewardlab_metadata, read_dataset, scan_dataset
+from rewardlab.sources.storage import (DATASET_SUFFIXES, file_columns, has_rewardlab_metadata, read_dataset,
+                                       scan_dataset)
 
 __all__ = ["SOURCE", "load_dataset", "scan_dataset_source", "PartedDataset", "PartWriter", "open_dataset",
            "is_dataset_folder", "episode_cuts", "part_rows_for", "DEFAULT_PART_ROWS", "Manifest", "PartEntry",
-           "MANIFEST_NAME", "read_manifest", "dataset_parts", "read_part_file"]
+           "MANIFEST_NAME", "read_manifest", "dataset_parts", "read_part_file", "sniff_dataset"]
+
+
+def sniff_dataset(path) -> bool:
+    """True for a dataset file: rewardlab's metadata in its footer, or a plain Parquet / Arrow file holding
+    every column of a kanachan frame (reads the footer only).
+
+    Examples
+    --------
+    >>> sniff_dataset("data/gym/cartpole_random.parquet"), sniff_dataset("data/sample.tsv.gz")
+    (True, False)
+    """
+    if has_rewardlab_metadata(path):
+        return True
+    names = file_columns(path)
+    return names is not None and all(name in names for name in KANACHAN_SPEC_COLUMNS)
+
+
+#: The columns a plain file needs to be read as a kanachan frame (every column of the frame).
+KANACHAN_SPEC_COLUMNS = tuple(FRAME_SCHEMA)
 
 
 def dataset_parts(paths) -> list | None:
@@ -66,8 +89,9 @@ SOURCE = register_source(Source(
     spec=KANACHAN_SPEC,
     load=load_dataset,
     scan=scan_dataset_source,
-    suffixes=tuple(DATASET_SUFFIXES),
-    sniff=has_rewardlab_metadata,
-    description="converted datasets (.parquet / .arrow written by `rewardlab convert`); "
+    suffixes=tuple(s for s, kind in DATASET_SUFFIXES.items() if kind == "ipc"),
+    sniff=sniff_dataset,
+    sniff_folder=is_dataset_folder,
+    description="converted datasets (.parquet / .arrow written by `rewardlab convert`, or a dataset folder); "
     "the spec is read from the file metadata",
 ))

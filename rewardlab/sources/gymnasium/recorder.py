@@ -36,7 +36,8 @@ back through the ``"dataset"`` source and plug-ins run on it under the steps
 contract.
 
 Gymnasium is imported only here, when :func:`record` runs (the optional
-``gym`` extra).
+``gym`` extra; without it, :func:`record` says the command that installs it:
+:func:`rewardlab.core.extras.missing_extra`).
 
 Examples
 --------
@@ -57,6 +58,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import ParameterError, check_int
+from rewardlab.core.extras import import_extra
 from rewardlab.core.files import atomic_path, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach, final_column
 from rewardlab.sources.steps.reader import RECORDED, RECORDED_DONE
@@ -70,15 +72,9 @@ FINAL_OBS = final_column("obs")
 #: The step table's columns, in order (the steps source's layout for a table of Gymnasium's own columns).
 COLUMNS = ("episode_id", "t", "obs", FINAL_OBS, "action", RECORDED, RECORDED_DONE, "terminated", "truncated")
 
-_INSTALL_HINT = "Install the gym extra: pip install 'rewardlab[gym]' (Gymnasium, pinned)."
-
 
 def _gymnasium():
-    try:
-        import gymnasium
-    except ImportError:  # the optional extra is missing
-        raise ImportError(f"rewardlab.record needs Gymnasium. {_INSTALL_HINT}") from None
-    return gymnasium
+    return import_extra("gymnasium", extra="gym", what="rewardlab.record", package="Gymnasium")
 
 
 def recording_spec(obs_width: int, obs_dtype: str = "float32", *, description: str = "") -> FrameSpec:

@@ -18,15 +18,41 @@ Examples
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.errors import DataFormatError
+from rewardlab.sources.registry import claim, format_remedy
+from rewardlab.sources.storage import DATASET_SUFFIXES, file_columns
 
 __all__ = ["SKIP_REASONS", "STATE_COLUMNS", "LIST_OF_COLUMN", "HINT", "Problems", "report_codes", "clip",
-           "first_bad_token", "INT_TOKEN"]
+           "first_bad_token", "INT_TOKEN", "other_format"]
+
+
+def other_format(path) -> DataFormatError | None:
+    """The error for a file another format claims (an MJAI log, a step table, RLlib output), saying what it
+    looks like and how to load it; None when no other format claims it (kanachan's rules then name what is
+    wrong).  Rule ``other_format``.
+
+    Examples
+    --------
+    >>> print(other_format("data/mjai/hanchan_15.json"))  # doctest: +ELLIPSIS
+    data/mjai/hanchan_15.json: not kanachan data (annotation lines or a converted dataset): this looks like MJAI game logs ...
+    >>> other_format("data/sample.tsv.gz") is None
+    True
+    """
+    source, how = claim(path)
+    if source is None or source.name in ("kanachan", "dataset"):
+        return None
+    if how == "suffix" and Path(path).suffix.lower() in DATASET_SUFFIXES and file_columns(path) is None:
+        return None  # named like a table but not one: the reader says what is wrong with it
+    return DataFormatError(path, None, None, "other_format",
+                           "not kanachan data (annotation lines or a converted dataset): this looks like "
+                           f"{source.what} (format {source.name!r}, recognized by its {how})",
+                           hint="Load it with its own format: " + format_remedy(source.name) + ".")
 
 #: Reasons a line can be rejected, in the order they are checked.
 SKIP_REASONS: dict[str, str] = {

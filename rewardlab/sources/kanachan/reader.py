@@ -38,7 +38,7 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.kanachan.assembly import assemble, number_games, skipped_frame
 from rewardlab.sources.kanachan.blocks import file_blocks
 from rewardlab.sources.kanachan.episodes import episode_checks, skip_episodes
-from rewardlab.sources.kanachan.problems import SKIP_REASONS, Problems
+from rewardlab.sources.kanachan.problems import SKIP_REASONS, Problems, other_format
 from rewardlab.sources.kanachan.stream import stream_kanachan
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult, write_skipped_lines
 from rewardlab.core.files import (as_paths, check_not_input, check_output, open_compressed,
@@ -185,6 +185,10 @@ def read_kanachan(
     files = as_paths(paths)
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
+    for p in files:  # another format's file: say what it looks like, not which TAB column it lacks
+        problem = other_format(p) if p.is_file() and not sniff_kanachan(p) else None
+        if problem is not None:
+            raise problem
     if all(is_dataset(p) for p in files):
         return LoadResult(_kanachan_dataset(read_dataset(files), files), pl.DataFrame(schema=SKIPPED_LINES_SCHEMA))
     if any(is_dataset(p) for p in files):

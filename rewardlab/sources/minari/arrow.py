@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from rewardlab.core.errors import DataFormatError
+from rewardlab.core.extras import import_extra
 from rewardlab.core.files import check_input
 from rewardlab.sources.minari.episodes import DAMAGED_HINT, STORED_COLUMNS, Episode, episode_error, make_episode
 from rewardlab.sources.minari.metadata import METADATA_FILE, MinariMetadata, read_json_object
@@ -36,15 +37,10 @@ __all__ = ["read_arrow_episodes"]
 
 
 def _pyarrow():
-    try:
-        import pyarrow
-        import pyarrow.ipc  # noqa: F401  (the submodules used below)
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:  # a core dependency: only a broken install lacks it
-        raise ImportError("Reading a Minari dataset's Arrow or Parquet storage needs pyarrow, which rewardlab "
-                          "itself depends on: reinstall rewardlab with the minari extra "
-                          "(pip install 'rewardlab[minari]').") from None
-    return pyarrow
+    what = "Reading a Minari dataset's Arrow or Parquet storage"  # a core dependency: only a broken install lacks it
+    import_extra("pyarrow.ipc", extra=None, what=what, package="pyarrow")  # the submodules used below
+    import_extra("pyarrow.parquet", extra=None, what=what, package="pyarrow")
+    return import_extra("pyarrow", extra=None, what=what)
 
 
 def _declared_steps(folder: Path) -> int | None:

@@ -8,7 +8,8 @@ each), a group ``infos`` (not read), and the attributes ``id``, ``seed``
 and ``total_steps``.  A Dict or Tuple space would be a group instead of a
 dataset; such spaces are refused from ``metadata.json`` before this runs.
 
-h5py comes with the optional ``minari`` extra (``pip install 'rewardlab[minari]'``).
+h5py comes with the optional ``minari`` extra (in a checkout: ``.venv/bin/pip install -e '.[minari]'``;
+a missing h5py is refused with the exact command, :func:`rewardlab.core.extras.missing_extra`).
 
 Examples
 --------
@@ -24,26 +25,23 @@ from __future__ import annotations
 import numpy as np
 
 from rewardlab.core.errors import DataFormatError
+from rewardlab.core.extras import import_extra
 from rewardlab.core.files import check_input
 from rewardlab.sources.minari.episodes import DAMAGED_HINT, STORED_COLUMNS, Episode, episode_error, make_episode
 from rewardlab.sources.minari.metadata import HDF5_FILE, MinariMetadata
 
-__all__ = ["read_hdf5_episodes", "INSTALL_HINT", "MAX_EXPANSION"]
+__all__ = ["read_hdf5_episodes", "EXTRA", "MAX_EXPANSION"]
 
 #: How much larger than its stored bytes a dataset may read (gzip, HDF5's strongest built-in filter, reaches
 #: about 1032 to 1); a dataset declaring more is refused before it is read.
 MAX_EXPANSION = 1100
 
-#: What to do when h5py is missing.
-INSTALL_HINT = "Install the minari extra: pip install 'rewardlab[minari]' (h5py, pinned)."
+#: The extra that installs h5py (:func:`rewardlab.core.extras.install_command` gives the command).
+EXTRA = "minari"
 
 
 def _h5py():
-    try:
-        import h5py
-    except ImportError:  # the optional extra is missing
-        raise ImportError(f"Reading a Minari dataset's HDF5 storage needs h5py. {INSTALL_HINT}") from None
-    return h5py
+    return import_extra("h5py", extra=EXTRA, what="Reading a Minari dataset's HDF5 storage")
 
 
 def _declared_steps(group) -> int | None:

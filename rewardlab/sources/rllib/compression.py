@@ -22,7 +22,8 @@ pickle may hold at most :data:`PICKLE_OVERHEAD` bytes beyond its array's
 data (:class:`OversizedColumn`).  ``allow_pickle=True`` unpickles with
 Python's full unpickler and lifts :data:`MAX_UNPACKED_BYTES` (the default
 ``limit``), for files you trust.  LZ4 comes from the ``lz4`` package, the
-library RLlib itself uses (the ``rllib`` extra).
+library RLlib itself uses (the ``rllib`` extra; without it, the command that
+installs it is named: :func:`rewardlab.core.extras.missing_extra`).
 
 Examples
 --------
@@ -45,6 +46,8 @@ import pickle
 import pickletools
 
 import numpy as np
+
+from rewardlab.core.extras import import_extra
 
 __all__ = ["unpack", "UnsafePickle", "UndecodableColumn", "OversizedColumn", "SAFE_GLOBALS",
            "MAX_UNPACKED_BYTES", "LZ4_MAX_RATIO", "PICKLE_OVERHEAD", "MAX_PICKLE_OPS", "NUMERIC_CODES"]
@@ -110,14 +113,17 @@ class OversizedColumn(UndecodableColumn):
 # --- LZ4, decoded as it is read ------------------------------------------------------------------
 
 
+def _lz4_frame():
+    """``lz4.frame`` (the optional ``rllib`` extra), or the error that says how to install it."""
+    return import_extra("lz4.frame", extra="rllib", what="Decoding RLlib's compressed columns", package="lz4")
+
+
 class _Inflated:
     """An LZ4 frame's content, decoded as far as the pickle reader asks (``need``), never past
     ``limit`` bytes; ``data`` holds what was decoded (the pickle, for the unpickler)."""
 
     def __init__(self, raw: bytes, limit: int | None, size: int):
-        import lz4.frame
-
-        self._decompressor = lz4.frame.LZ4FrameDecompressor()
+        self._decompressor = _lz4_frame().LZ4FrameDecompressor()
         self._raw = raw
         self._limit = limit
         self._chunk = min(_CHUNK, size + 1) if size else _CHUNK  # size: the header's, 0 when not given
@@ -165,10 +171,8 @@ class _Inflated:
 
 def _frame(raw: bytes, limit: int | None) -> _Inflated:
     """The frame, to be read; refused unread when its header claims too many bytes."""
-    import lz4.frame
-
     try:
-        size = lz4.frame.get_frame_info(raw)["content_size"]  # 0: not given
+        size = _lz4_frame().get_frame_info(raw)["content_size"]  # 0: not given
     except (RuntimeError, ValueError, KeyError) as exc:
         raise UndecodableColumn(f"not an LZ4 frame ({exc})") from None
     most = LZ4_MAX_RATIO * len(raw) + _SLACK

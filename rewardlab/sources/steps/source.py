@@ -1,25 +1,35 @@
-"""The ``"steps"`` entry of the source registry: detection, options, and the roles ``rewardlab info`` shows.
+"""The ``"steps"`` entry of the source registry: detection, folders, options, and the roles ``rewardlab info`` shows.
+
+Detection: a plain Parquet file (no rewardlab metadata) with a default episode
+and step name is claimed by content; any other ``.parquet``, ``.csv``,
+``.jsonl`` or ``.ndjson`` file by suffix, so a table whose columns have other
+names is read as a step table and the error names the missing roles (a file
+with rewardlab's metadata, or a plain one holding a whole kanachan frame, is
+the ``"dataset"`` format's, claimed by content first).  A folder loads as one
+table of its step-table files (:func:`step_files`).
 
 Examples
 --------
 >>> SOURCE.name, SOURCE.suffixes
-('steps', ('.csv', '.jsonl', '.ndjson'))
+('steps', ('.parquet', '.csv', '.jsonl', '.ndjson'))
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import polars as pl
 
-from rewardlab.core.errors import ParameterError
+from rewardlab.core.errors import FilesLeftOutWarning, ParameterError, RewardlabError
+from rewardlab.core.files import as_paths, check_input
 from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.steps.files import head_of, kind_of
 from rewardlab.sources.steps.reader import STEPS_SPEC, load_steps, read_steps, read_tables
 from rewardlab.sources.steps.roles import DEFAULT_NAMES, detect_roles
 from rewardlab.sources.storage import has_rewardlab_metadata
 
-__all__ = ["SOURCE", "sniff_steps", "step_roles"]
+__all__ = ["SOURCE", "sniff_steps", "step_roles", "step_files"]
 
 
 def sniff_steps(path) -> bool:
@@ -41,6 +51,64 @@ def sniff_steps(path) -> bool:
     return bool(names & set(DEFAULT_NAMES["episode"])) and bool(names & set(DEFAULT_NAMES["step"]))
 
 
+#: What reading a file's first rows may raise when it is not a table Polars reads (a panic of its Rust code too).
+_UNREADABLE = (RewardlabError, pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError)
+
+
+def _has_roles(path: Path, roles: dict) -> bool:
+    """True when the file's first rows parse and hold an episode and a step column (``roles``: the options)."""
+    try:
+        head = head_of(path)
+        found = detect_roles(head, **roles)
+    except _UNREADABLE:
+        return False
+    return found.episode in head.columns and found.step in head.columns
+
+
+def step_files(paths, *, episode=None, step=None, agent=None) -> list[Path]:
+    """The files a load reads: the files named, and for a folder its step tables (recursively, sorted by path).
+
+    A folder's step tables are its ``.parquet``, ``.csv``, ``.jsonl`` and
+    ``.ndjson`` files (no rewardlab metadata, no hidden ones) whose first
+    rows hold an episode and a step column (the options' names, else the
+    default ones); the others beside them (a summary, a converted dataset)
+    are left out and named in a
+    :class:`~rewardlab.core.errors.FilesLeftOutWarning`.  When none holds
+    both, the tables of the first one's kind are read, so the error names the
+role the first one lacks.
+
+    Examples
+    --------
+    >>> [p.name for p in step_files("data/gym/cartpole_random.parquet")]
+    ['cartpole_random.parquet']
+    """
+    roles = dict(episode=episode, step=step, agent=agent)
+    out: list[Path] = []
+    for p in as_paths(paths):
+        if not p.is_dir():
+            out.append(p)
+            continue
+        check_input(p, folder=True)
+        tables = sorted(q for q in p.rglob("*") if q.is_file() and kind_of(q) is not None
+                        and not any(part.startswith(".") for part in q.relative_to(p).parts)
+                        and not has_rewardlab_metadata(q))
+        found = [q for q in tables if _has_roles(q, roles)]
+        if not tables:
+            raise ParameterError("paths", "should name step tables or folders holding some (.parquet, .csv, "
+                                 ".jsonl, .ndjson files without rewardlab metadata)", str(p))
+        if not found:  # the tables of the first one's kind: the load names the role the first one lacks
+            out += [q for q in tables if kind_of(q) == kind_of(tables[0])]
+            continue
+        left_out = [q for q in tables if q not in found]
+        if left_out:
+            warnings.warn(FilesLeftOutWarning(
+                f"left out {len(left_out)} file{'s' if len(left_out) > 1 else ''} of {p} that "
+                f"{'are' if len(left_out) > 1 else 'is'} not a step table of this load (no episode and step "
+                f"column, or not readable as a table): {', '.join(str(q) for q in left_out)}"), stacklevel=3)
+        out += found
+    return out
+
+
 def step_roles(paths, *, episode=None, step=None, agent=None, terminated=None, truncated=None, done=None,
                reward=None, time=None, final=None) -> dict:
     """Which column plays which role in the tables at ``paths`` (the first file's columns), as a dict.
@@ -54,7 +122,9 @@ def step_roles(paths, *, episode=None, step=None, agent=None, terminated=None, t
     >>> step_roles("steps.csv")["episode"]  # doctest: +SKIP
     'episode_id'
     """
-    first = Path(paths[0] if isinstance(paths, (list, tuple)) else paths)
+    with warnings.catch_warnings():  # the load names the files left out
+        warnings.simplefilter("ignore", FilesLeftOutWarning)
+        first = step_files(paths, episode=episode, step=step, agent=agent)[0]
     roles = detect_roles(head_of(first), episode=episode, step=step, agent=agent, terminated=terminated,
                          truncated=truncated, done=done, reward=reward, time=time, final=final)
     out = roles.as_dict()
@@ -87,10 +157,20 @@ def _load(paths, *, episode=None, step=None, agent=None, terminated=None, trunca
                 "errors, no skip mode); " + ", ".join(given) + " would be ignored", given,
                 hint="Drop spec= to read the table with the format's options (roles, on_error, "
                 "skipped_path, ...), or drop the options to check the rows against spec.")
-        return read_tables(paths)
-    return load_steps(paths, episode=episode, step=step, agent=agent, terminated=terminated,
-                      truncated=truncated, done=done, reward=reward, time=time, final=final, unfinished=unfinished,
-                      on_error=on_error, skipped_path=skipped_path, overwrite=overwrite)
+        return read_tables(step_files(paths))
+    return load_steps(step_files(paths, episode=episode, step=step, agent=agent), episode=episode, step=step,
+                      agent=agent, terminated=terminated, truncated=truncated, done=done, reward=reward, time=time,
+                      final=final, unfinished=unfinished, on_error=on_error, skipped_path=skipped_path,
+                      overwrite=overwrite)
+
+
+def _read(paths, *, episode=None, step=None, agent=None, terminated=None, truncated=None, done=None, reward=None,
+          time=None, final=None, unfinished="error", on_error="raise", skipped_path=None, overwrite=False):
+    """``read_steps`` of the files :func:`step_files` finds (a folder: its step tables)."""
+    return read_steps(step_files(paths, episode=episode, step=step, agent=agent), episode=episode, step=step,
+                      agent=agent, terminated=terminated, truncated=truncated, done=done, reward=reward, time=time,
+                      final=final, unfinished=unfinished, on_error=on_error, skipped_path=skipped_path,
+                      overwrite=overwrite)
 
 
 #: Generic step tables as a source (format ``"steps"``).
@@ -98,11 +178,11 @@ SOURCE = register_source(Source(
     name="steps",
     spec=STEPS_SPEC,
     load=_load,
-    read=read_steps,
-    suffixes=(".csv", ".jsonl", ".ndjson"),
+    read=_read,
+    suffixes=(".parquet", ".csv", ".jsonl", ".ndjson"),
     sniff=sniff_steps,
-    description="generic step tables, one row per step (.parquet, .csv, .jsonl / .ndjson); "
-    "column roles detected by name or given as options",
+    description="generic step tables, one row per step (.parquet, .csv, .jsonl / .ndjson files, or a folder "
+    "of them); column roles detected by name or given as options",
     roles=step_roles,
     validates=True,  # read_steps checks every rule of FrameSpec.validate, naming file and line
 ))
