@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -70,6 +71,49 @@ def run(report) -> None:
            "ms", target="< 250 ms")
 
     _normalization_and_comparison(report, frame)
+    _folder_session(report, frame)
+
+
+def _folder_session(report, frame) -> None:
+    """The ranking tuner on a dataset folder of FOLDER_ROWS transitions (the 1M frame written again and again).
+
+    The recompute depends on the episodes only; the folder session holds per-game arrays, never the rows.
+    ``SESSIONS_FOLDER_ROWS=1e8 python -m benchmarks sessions`` runs the issue's 10^8 (about 11 GB of parts).
+    """
+    import os
+    import shutil
+    import tempfile
+
+    from rewardlab.sessions import RankingTuningSession
+    from rewardlab.sources.datasets import PartWriter
+
+    rows = int(float(os.environ.get("SESSIONS_FOLDER_ROWS", "1e7")))
+    work = Path(tempfile.mkdtemp(prefix="rewardlab-bench-folder-"))
+    try:
+        folder = work / "corpus"
+        with PartWriter(folder, spec=rewardlab.spec_of(frame), part_rows=262_144) as writer:
+            written = 0
+            while written < rows:
+                writer.add(frame)
+                written += frame.height
+        gc.collect()
+        t0 = time.perf_counter()
+        session = RankingTuningSession(str(folder), preset="tenhou_tokujo_6dan")
+        report(f"ranking session on a dataset folder: prepare {written:,} transitions in one pass over "
+               f"{len(session.dataset):,} parts (once)", time.perf_counter() - t0, "s")
+        held = sum(a.nbytes for a in (session.prepared.game_rows, session.prepared.rank, session.prepared.score,
+                                      session.table.rank, session.table.final_score, session.table.row,
+                                      session.table.game, session.table.seat))
+        report(f"ranking session on a dataset folder: per-game arrays held ({session.table.episodes:,} episodes; "
+               "no per-row array)", held / 2**20, "MiB")
+        rng = np.random.default_rng(1)
+        vectors = [tuple(float(x) for x in rng.normal(0.0, 50.0, 4)) for _ in range(REPEATS)]
+        session.update(auto_constants=True)
+        times = [_timed(lambda v=v: session.update(vector=v)) for v in vectors]
+        report(f"ranking recompute on the folder ({written:,} transitions), new rank vector, constants refitted, "
+               "median", statistics.median(times) * 1e3, "ms", target="< 50 ms at 10^8")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _plot_update(pane, change, values) -> float:

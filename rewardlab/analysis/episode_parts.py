@@ -39,7 +39,7 @@ from rewardlab.sources.datasets import PartedDataset, read_part_file
 from rewardlab.sources.datasets.work import map_parts
 
 __all__ = ["dataset_episode_returns", "dataset_trajectory_returns", "dataset_episode_summary",
-           "dataset_step_values", "StepValues", "SAMPLE_LIMIT"]
+           "dataset_step_values", "StepValues", "SAMPLE_LIMIT", "concat_part_tables", "needed_columns"]
 
 #: Most step values :func:`dataset_step_values` keeps per reward (8 bytes each) before it samples.
 SAMPLE_LIMIT = 10_000_000
@@ -49,7 +49,7 @@ def _open(dataset) -> PartedDataset:
     return dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
 
 
-def _needed(ds: PartedDataset, names: Sequence[str], *, dones: bool) -> list[str]:
+def needed_columns(ds: PartedDataset, names: Sequence[str], *, dones: bool) -> list[str]:
     """The part columns a per-episode table of ``names`` reads: keys, structure, the rewards (and dones)."""
     want = [*ds.spec.episode, *ds.spec.structure]
     for n in names:
@@ -92,9 +92,9 @@ def dataset_episode_returns(dataset, rewards=None, *, engine: str = "embedded", 
     """
     ds = _open(dataset)
     names = rewards_to_use(list(ds.columns), [rewards] if isinstance(rewards, str) else rewards)
-    tables = list(map_parts(ds, _part_returns, (_needed(ds, names, dones=False), names), engine=engine,
+    tables = list(map_parts(ds, _part_returns, (needed_columns(ds, names, dones=False), names), engine=engine,
                             workers=workers, address=address, progress=progress, desc="episode returns"))
-    return _concat(tables, ds, "episode")
+    return concat_part_tables(tables, ds, "episode")
 
 
 def _part_trajectories(item: tuple) -> pl.DataFrame:
@@ -118,13 +118,14 @@ def dataset_trajectory_returns(dataset, reward: str, *, engine: str = "embedded"
     if not isinstance(reward, str):
         raise ParameterError("reward", "should be a reward name such as 'top'", reward)
     (name,) = rewards_to_use(list(ds.columns), [reward])
-    tables = list(map_parts(ds, _part_trajectories, (_needed(ds, [name], dones=True), name), engine=engine,
+    tables = list(map_parts(ds, _part_trajectories, (needed_columns(ds, [name], dones=True), name), engine=engine,
                             workers=workers, address=address, progress=progress, desc="trajectory returns"))
     index = "trajectory" if tables and "trajectory" in tables[0].columns else "episode"
-    return _concat(tables, ds, index, start="start")
+    return concat_part_tables(tables, ds, index, start="start")
 
 
-def _concat(tables: list[pl.DataFrame], ds: PartedDataset, index: str, *, start: str | None = None) -> pl.DataFrame:
+def concat_part_tables(tables: list[pl.DataFrame], ds: PartedDataset, index: str, *,
+                       start: str | None = None) -> pl.DataFrame:
     """The parts' tables one after the other, ``index`` counting on across parts and ``start`` (a row
     index) shifted by the rows of the parts before (from the manifest)."""
     if not tables:
@@ -162,7 +163,7 @@ def dataset_episode_summary(dataset, rewards=None, *, engine: str = "embedded", 
         rewards = rewards_to_use(list(ds.columns), [rewards] if isinstance(rewards, str) else rewards)
     tables = list(map_parts(ds, _part_summary, (rewards,), engine=engine, workers=workers, address=address,
                             progress=progress, desc="episode summary"))
-    return _concat(tables, ds, "episode", start="start")
+    return concat_part_tables(tables, ds, "episode", start="start")
 
 
 class StepValues:

@@ -28,9 +28,11 @@ from rewardlab.sessions.episodes import open_episode
 from rewardlab.sessions.inputs import (
     CancelToken, cancel_token, check_bool, load_frame, progress_callback, source_paths,
 )
-from rewardlab.sessions.state import (
-    SavedState, fingerprint_columns, read_state, shown_value, spec_columns, state_error,
-)
+from rewardlab.sessions.fingerprints import ColumnsFingerprint, fingerprint_columns
+from rewardlab.sessions.state import SavedState, read_state, shown_value, spec_columns, state_error
+from rewardlab.analysis.episode_parts import SAMPLE_LIMIT, StepValues, concat_part_tables, needed_columns
+from rewardlab.sources.datasets import PartedDataset, is_dataset_folder, read_part_file
+from rewardlab.sources.datasets.work import map_parts
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["ComparisonResults", "ComparisonSession"]
@@ -44,7 +46,10 @@ class ComparisonResults:
     ----------
     chosen : tuple of str
     step_rewards : dict of str to float array ``[n_rows]``
-        Each chosen candidate's step rewards (for overlaid distributions).
+        Each chosen candidate's step rewards (for overlaid distributions);
+        on a dataset folder of more than
+        :data:`~rewardlab.analysis.episode_parts.SAMPLE_LIMIT` rows, a seeded
+        uniform sample of them (the same rows for every candidate).
     returns : polars.DataFrame
         Episode returns (:func:`rewardlab.analysis.compare.episode_return_table`) of the chosen.
     comparison : RewardComparison or None
@@ -77,8 +82,13 @@ class ComparisonSession(Session):
     ----------
     data : polars.DataFrame, LazyFrame, or path(s)
         The common frame; reward columns already in it are candidates too.
+        A rewards dataset *folder* (``rewardlab apply CORPUS --plugin ...
+        --out REWARDS``) is read part by part, once, and never held whole:
+        the session keeps the episode returns and a sample of the step
+        rewards, and opening an episode reads the part that holds it.
     plugins : sequence of paths or Plugin objects
-        Applied once each (:func:`rewardlab.apply_plugins`).
+        Applied once each (:func:`rewardlab.apply_plugins`); not on a
+        dataset folder (apply them to the folder with ``rewardlab apply``).
     batch_mode, batch_size
         How the plug-ins are applied (see :func:`rewardlab.apply_plugins`).
     chosen : sequence of str, optional
@@ -136,12 +146,40 @@ class ComparisonSession(Session):
 
     def _read_data(self, data, spec) -> None:
         """The data before any plug-in runs, and its fingerprint (:attr:`base_fingerprint`)."""
+        self.data_paths = source_paths(data)
+        #: The dataset folder the session read part by part, or None when it holds the whole frame.
+        self.dataset: PartedDataset | None = None
+        if isinstance(data, (str, Path)) and is_dataset_folder(data):
+            self.dataset = PartedDataset(data)
+            self.data_path, self.frame = str(data), None
+            self.spec = spec if spec is not None else self.dataset.spec
+            self._read_dataset()
+            self.base_fingerprint = self._fingerprint
+            return
         frame, source = load_frame(data)
-        self.data_path, self.data_paths = source, source_paths(data)
+        self.data_path = source
         self.frame = frame
         self.spec = spec_of(frame, spec)
         names = [columns.reward_column(c) for c in columns.reward_names(frame)] + spec_columns(self.spec, frame)
         self.base_fingerprint = fingerprint_columns(frame, names)
+
+    def _read_dataset(self) -> None:
+        """One pass over the folder's parts: the episode returns, a step sample, the fingerprint."""
+        ds = self.dataset
+        names = list(columns.reward_names(ds.columns))
+        fingerprinted = [columns.reward_column(c) for c in names] + spec_columns(self.spec, ds.columns)
+        needed = list(dict.fromkeys([*needed_columns(ds, names, dones=False), *fingerprinted]))
+        tables, steps = [], {n: StepValues(limit=SAMPLE_LIMIT) for n in names}
+        with ColumnsFingerprint(fingerprinted) as acc:
+            for table, values, part in map_parts(ds, _board_part, (needed, names, fingerprinted), progress=None,
+                                                 desc="episode returns"):
+                tables.append(table)
+                for n in names:
+                    steps[n].merge(values[n])
+                acc.add(part)
+            self._fingerprint = acc.hexdigest()
+        self._dataset_returns = concat_part_tables(tables, ds, "episode") if names else pl.DataFrame()
+        self._dataset_steps = {n: v.values for n, v in steps.items()}
 
     def _add_candidates(self, plugins, *, batch_mode: str = "episodes", batch_size: int | None = None, chosen=None,
                         metric: str = "spearman", k: int = 10) -> None:
@@ -152,6 +190,8 @@ class ComparisonSession(Session):
             plugins = [plugins]
         plugins = list(plugins)
         self.plugin_paths: list[str] = []
+        if plugins and self.dataset is not None:
+            self._refuse_plugins()
         if plugins:
             self.frame = keep_spec(self.frame, self._apply(self.frame, plugins))
         self._refresh_candidates()
@@ -173,7 +213,19 @@ class ComparisonSession(Session):
                               for p in plugins]  # absolute: a state file is read from any folder
         return applied
 
+    def _refuse_plugins(self) -> None:
+        folder = self.dataset.folder
+        raise ParameterError("plugins", "should be applied to a dataset folder before the session reads it (the "
+                             "session reads the folder's reward columns, and never holds the folder whole)",
+                             str(folder), hint=f"rewardlab apply {folder} --plugin FILE.py --out REWARDS, then "
+                             "ComparisonSession('REWARDS') (or ComparisonSession(rewardlab.load(FOLDER), plugins) "
+                             "for data that fits in memory).")
+
     def _refresh_candidates(self) -> None:
+        if self.dataset is not None:
+            self.candidates = tuple(columns.reward_names(self.dataset.columns))
+            self._returns = self._dataset_returns
+            return
         self.candidates = tuple(columns.reward_names(self.frame))
         self._returns = episode_return_table(self.frame, list(self.candidates), spec=self.spec) if self.candidates \
             else pl.DataFrame()
@@ -209,6 +261,8 @@ class ComparisonSession(Session):
         choose = check_bool("choose", choose)
         progress = None if progress is None else progress_callback(progress)
         cancel = None if cancel is None else cancel_token(cancel)
+        if self.dataset is not None:
+            self._refuse_plugins()
         loaded = plugin if isinstance(plugin, Plugin) else load_plugin(plugin, name=name)
         if loaded.name in self.candidates:
             raise ParameterError("name", "should differ from the candidates already loaded ("
@@ -251,7 +305,8 @@ class ComparisonSession(Session):
         pair = self._returns.select(*keys, *dict.fromkeys((p["a"], p["b"])))
         disagreements = (most_disagreeing_episodes(pair, p["a"], p["b"], k=p["k"], spec=self.spec)
                          if p["a"] != p["b"] else None)
-        steps = {c: self.frame[columns.reward_column(c)].to_numpy() for c in chosen}
+        steps = {c: self._dataset_steps[c] if self.dataset is not None
+                 else self.frame[columns.reward_column(c)].to_numpy() for c in chosen}
         return ComparisonResults(chosen=chosen, metric=p["metric"], a=p["a"], b=p["b"], step_rewards=steps,
                                  returns=returns, comparison=comparison,
                                  matrix=None if comparison is None else comparison.matrix(p["metric"]),
@@ -279,7 +334,32 @@ class ComparisonSession(Session):
         """
         p = self._params
         rewards = tuple(dict.fromkeys((*p["chosen"], p["a"], p["b"])))
-        return open_episode(self.frame, episode, rewards=rewards, spec=self.spec)
+        if self.dataset is None:
+            return open_episode(self.frame, episode, rewards=rewards, spec=self.spec)
+        index = self._episode_index(episode)
+        ends = np.cumsum([e.episodes for e in self.dataset.manifest.parts])
+        part = int(np.searchsorted(ends, index, side="right"))
+        frame = self.dataset.read(part, list(self.dataset.all_columns))
+        key = episode_keys(self._returns[index], episode_key_columns(self._returns, self.spec))[0]
+        return open_episode(frame, key, rewards=rewards, spec=self.spec)
+
+    def _episode_index(self, episode) -> int:
+        """A dataset folder's episode (index, key, or a row of a table of episodes) as its index in the returns."""
+        n = self._returns.height
+        if isinstance(episode, (int, np.integer)) and not isinstance(episode, bool):
+            return check_int("episode", episode, low=0, high=max(n - 1, 0),
+                             rule=f"should be an episode index in [0, {n - 1}] or its key")
+        if not isinstance(episode, dict):
+            raise ParameterError("episode", "should be an episode index or its key values", episode)
+        columns_ = episode_key_columns(self._returns, self.spec)
+        keys = [k for k in columns_ if k in episode]
+        if not keys:
+            raise ParameterError("episode", f"should name episode columns among {columns_}", episode)
+        hit = self._returns.with_row_index("_index").filter(
+            pl.all_horizontal([pl.col(k) == episode[k] for k in keys]))
+        if not hit.height:
+            raise ParameterError("episode", "should be an episode of the data", {k: episode[k] for k in keys})
+        return int(hit["_index"][0])
 
     def episode_near(self, x: float, y: float) -> dict:
         """The key of the episode whose point in the pair's return scatter is nearest ``(x, y)`` (a click).
@@ -327,11 +407,13 @@ class ComparisonSession(Session):
         >>> s.data_fingerprint()  # doctest: +SKIP
         'blake2b-128:...'
         """
+        if self.dataset is not None:
+            return self._fingerprint  # no plug-in runs on a folder: the data is as read
         names = [columns.reward_column(c) for c in self.candidates] + spec_columns(self.spec, self.frame)
         return fingerprint_columns(self.frame, names)
 
     def _data_rows(self) -> int:
-        return self.frame.height
+        return self.dataset.rows if self.dataset is not None else self.frame.height
 
     def _state_options(self) -> dict:
         return {"plugins": list(self.plugin_paths), "batch_mode": self.batch_mode, "batch_size": self.batch_size,
@@ -387,7 +469,7 @@ class ComparisonSession(Session):
         Session.__init__(session)
         session._read_data(saved_data(state, data, path), spec)
         if saved["base_fingerprint"] is not None and on_mismatch == "raise":  # "warn": the whole data warns later
-            check_fingerprint(state, path, session.base_fingerprint, session.frame.height, on_mismatch="raise",
+            check_fingerprint(state, path, session.base_fingerprint, session._data_rows(), on_mismatch="raise",
                               expected=saved["base_fingerprint"], what="the data (before any plug-in ran)")
         session._add_candidates(plugins, batch_mode=saved["batch_mode"] if batch_mode is None else batch_mode,
                                 batch_size=saved["batch_size"] if batch_size is None else batch_size, **options)
@@ -429,3 +511,14 @@ def _saved_options(state: SavedState, path) -> dict:
     if base is not None and not isinstance(base, str):
         raise state_error(path, "options.base_fingerprint", f"should be a string or null, not {shown_value(base)}")
     return {"plugins": list(plugins), "batch_mode": batch_mode, "batch_size": batch_size, "base_fingerprint": base}
+
+
+def _board_part(item: tuple) -> tuple:
+    """One part of a rewards folder: its episode returns, its step rewards (a sample past the limit), and the
+    columns the fingerprint hashes."""
+    path, rows, index, needed, names, fingerprinted = item
+    part = read_part_file(path, rows, columns=needed)
+    table = episode_return_table(part, names) if names else pl.DataFrame()
+    values = {n: StepValues(limit=SAMPLE_LIMIT).add(part[columns.reward_column(n)].cast(pl.Float64).to_numpy(),
+                                                    part=index) for n in names}
+    return table, values, part.select(fingerprinted)

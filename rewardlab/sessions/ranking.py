@@ -26,6 +26,8 @@ from rewardlab.domains.mahjong.families import (
     ranking_preset,
 )
 from rewardlab.domains.mahjong.ranking import RankTable, expected_reward
+from rewardlab.domains.mahjong.rules import PLACES
+from rewardlab.domains.mahjong.ranking_parts import tuning_tables_of_dataset
 from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.episodes import open_episode
@@ -33,7 +35,8 @@ from rewardlab.sources.registry import spec_of
 from rewardlab.sessions.inputs import (
     CancelToken, base_columns, cancel_token, check_bool, load_frame, parse_number, progress_callback, source_paths,
 )
-from rewardlab.sessions.roundtrip import CHECK_ROWS, ExportResult, roundtrip_check
+from rewardlab.sessions.roundtrip import CHECK_ROWS, ExportResult, roundtrip_check, roundtrip_check_dataset
+from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 
 __all__ = ["RankingResults", "RankingTuningSession"]
 
@@ -124,7 +127,6 @@ class RankingResults:
 
 
 _HIST_BINS = 40
-_PLACES = ("1st", "2nd", "3rd", "4th")
 
 
 class RankingTuningSession(Session):
@@ -140,7 +142,12 @@ class RankingTuningSession(Session):
     ----------
     data : polars.DataFrame, LazyFrame, or path(s)
         The common frame or a dataset path (annotation files or a converted
-        dataset), complete episodes in episode order.
+        dataset), complete episodes in episode order.  A dataset *folder*
+        (``rewardlab convert ... --out FOLDER``) is read part by part and
+        never held whole: the session keeps per-game arrays only (about 50
+        bytes a game), a game's steps are read from its part when it is
+        opened, and :meth:`export` compares the file with the tuner part by
+        part.
     preset : str
         Initial preset: any name of :func:`rewardlab.domains.mahjong.families.preset_names`
         ``("ranking")`` (ranking presets, and ranking + points presets).
@@ -185,14 +192,24 @@ class RankingTuningSession(Session):
         super().__init__()
         check_choice("constants", constants, ("data", "seed", "none"))
         check_choice("preset", preset, preset_names("ranking"))
-        frame, source = load_frame(data)
-        self.data_path, self.data_paths = source, source_paths(data)
-        self.frame = base_columns(frame)
-        prepared = prepare_frame(self.frame)
-        if source is not None:
-            prepared = dataclasses.replace(prepared, source=source)
-        self.prepared = prepared
-        self.table = RankTable.from_frame(self.frame)
+        self.data_paths = source_paths(data)
+        self._keys: dict[int, dict] = {}  # a dataset folder's episode keys read so far, by episode index
+        #: The dataset folder the session reads part by part, or None when it holds the whole frame.
+        self.dataset: PartedDataset | None = None
+        if isinstance(data, (str, Path)) and is_dataset_folder(data):
+            self.dataset = PartedDataset(data)
+            self.data_path, self.frame = str(data), None
+            self.prepared, self.table = tuning_tables_of_dataset(self.dataset)
+        else:
+            frame, source = load_frame(data)
+            self.data_path = source
+            self.frame = base_columns(frame)
+            prepared = prepare_frame(self.frame)
+            if source is not None:
+                prepared = dataclasses.replace(prepared, source=source)
+            self.prepared = prepared
+            self.table = RankTable.from_frame(self.frame)
+        prepared = self.prepared
         if not np.array_equal(self.table.rank, prepared.rank):  # defensive: two readers of one frame
             raise FrameError("the rank table and the prepared frame disagree on final ranks")
         self._probabilities = self.table.probabilities
@@ -432,12 +449,20 @@ class RankingTuningSession(Session):
         ])
 
     def step_rewards(self) -> np.ndarray:
-        """The reward of every step (``[n_rows]``, zeros off the end of the game), for plots.
+        """The reward of every step (``[n_rows]``, zeros off the end of the game).
+
+        Not for a dataset folder (it would hold a number per transition): use
+        :attr:`results` (``reward``: one value per game) there.
 
         Examples
         --------
         >>> s.step_rewards().shape  # doctest: +SKIP
         """
+        if self.dataset is not None:
+            raise ParameterError("data", "should be a frame for step_rewards() (a dataset folder's per-step "
+                                 "rewards are not held in memory)", str(self.dataset.folder),
+                                 hint="Use session.results.reward: the reward of each game's last step "
+                                 "(every other step's is 0).")
         return self.table.step_rewards(self.results.reward)
 
     def episode(self, episode, *, name: str = "ranking") -> EpisodeDetail:
@@ -454,9 +479,31 @@ class RankingTuningSession(Session):
         --------
         >>> s.episode({"game_id": gid, "seat": 0}).outcome["rank"]  # doctest: +SKIP
         """
-        frame = self.frame.with_columns(pl.Series(f"reward_{name}", self.step_rewards()),
-                                        pl.col(S.END_OF_GAME).alias(f"done_{name}"))
-        return open_episode(frame, episode, rewards=(name,), spec=spec_of(frame))
+        if self.dataset is None:
+            frame = self.frame.with_columns(pl.Series(f"reward_{name}", self.step_rewards()),
+                                            pl.col(S.END_OF_GAME).alias(f"done_{name}"))
+            return open_episode(frame, episode, rewards=(name,), spec=spec_of(frame))
+        index = self._episode_index(episode)
+        part = self.dataset.part_of_row(int(self.table.row[index]))
+        start, stop = self.dataset.part_starts()[part:part + 2]
+        frame = base_columns(self.dataset.read(part))
+        inside = (self.table.row >= start) & (self.table.row < stop)
+        reward = np.zeros(frame.height, dtype=np.float64)
+        reward[self.table.row[inside] - start] = self.results.reward[inside]
+        frame = frame.with_columns(pl.Series(f"reward_{name}", reward), pl.col(S.END_OF_GAME).alias(f"done_{name}"))
+        return open_episode(frame, self._episode_key(index), rewards=(name,), spec=spec_of(frame))
+
+    def _episode_index(self, episode) -> int:
+        """A dataset folder's episode (its index in data order, or its key) as its index."""
+        if isinstance(episode, dict):
+            key = {k: episode[k] for k in sorted(episode)}
+            if key in self._keys.values():
+                return next(i for i, k in self._keys.items() if k == key)
+            index = self._find_key(key)
+        else:
+            index = check_int("episode", episode, low=0, high=max(self.table.rank.size - 1, 0),
+                              rule=f"should be an episode index in [0, {self.table.rank.size - 1}] or its key")
+        return index
 
     def episode_of_rank(self, rank: int) -> dict:
         """The key of a typical game ending in final place ``rank`` (a click on that bar): reward nearest the bar.
@@ -482,7 +529,7 @@ class RankingTuningSession(Session):
         at = np.flatnonzero(self.table.rank == rank)
         if at.size == 0:
             raise ParameterError("rank", "should be a place some game of the data ends in (none ends "
-                                 f"{_PLACES[rank]})", rank)
+                                 f"{PLACES[rank]})", rank)
         r = self.results
         nearest = at[np.argmin(np.abs(r.reward[at] - r.mean_by_rank[rank]))]
         return self._episode_key(int(nearest))
@@ -502,7 +549,30 @@ class RankingTuningSession(Session):
     def _episode_key(self, episode: int) -> dict:
         """Episode ``episode`` (data order, as :attr:`table`) as its key values."""
         row = int(self.table.row[episode])
-        return {k: self.frame[k][row] for k in spec_of(self.frame).episode}
+        if self.dataset is None:
+            return {k: self.frame[k][row] for k in spec_of(self.frame).episode}
+        if episode not in self._keys:
+            found = self.dataset.take(np.array([row]), list(self.dataset.spec.episode))
+            self._keys[episode] = {k: found[k][0] for k in sorted(self.dataset.spec.episode)}
+        return dict(self._keys[episode])
+
+    def _find_key(self, key: dict) -> int:
+        """The index of the dataset folder's episode with ``key`` (reads the key columns of every part)."""
+        names = list(self.dataset.spec.episode)
+        if sorted(key) != sorted(names):
+            raise ParameterError("episode", f"should name the episode columns {names}", key)
+        starts = self.dataset.part_starts()
+        for index in range(len(self.dataset)):
+            part = self.dataset.read(index, names)
+            hit = part.with_row_index("_row").filter(
+                pl.all_horizontal([pl.col(k) == key[k] for k in names]))
+            if hit.height:
+                row = int(starts[index]) + int(hit["_row"][-1])
+                at = int(np.searchsorted(self.table.row, row))
+                if at < self.table.row.size:
+                    self._keys[at] = {k: key[k] for k in sorted(names)}
+                    return at
+        raise ParameterError("episode", "should be an episode of the data", key)
 
     # -- undo, pins and saved state ------------------------------------------------------
     def _snapshot(self) -> dict:
@@ -567,9 +637,9 @@ class RankingTuningSession(Session):
 
     def _summary(self, r: RankingResults) -> dict:
         """Mean reward per final rank and the expected reward (normalized and raw), moments, constants."""
-        out = {f"mean reward, {name} place": v for name, v in zip(_PLACES, r.mean_by_rank)}
+        out = {f"mean reward, {name} place": v for name, v in zip(PLACES, r.mean_by_rank)}
         out["expected reward"] = r.expected_reward
-        out.update({f"mean raw reward, {name} place": v for name, v in zip(_PLACES, r.raw_mean_by_rank)})
+        out.update({f"mean raw reward, {name} place": v for name, v in zip(PLACES, r.raw_mean_by_rank)})
         out["expected raw reward"] = r.expected_raw
         a = r.reward_moments
         out.update({"reward mean (end-of-game steps)": a.mean, "reward std (end-of-game steps)": a.std,
@@ -655,7 +725,19 @@ class RankingTuningSession(Session):
                              keep_constants=keep_constants,
                              state=self.state_note)
         roundtrip = None
-        if check:
+        if check and self.dataset is not None:
+            with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
+                trial = Path(tmp) / "exported.py"
+                trial.write_text(text, encoding="utf-8")
+                try:
+                    roundtrip = roundtrip_check_dataset(family, trial, self.dataset, prepared=self.prepared,
+                                                        game=self.table.game, check_rows=check_rows,
+                                                        progress=say, cancel=token)
+                except ExportCancelled as exc:
+                    raise ExportCancelled(shown, exc.stage) from None
+            if not roundtrip.ok:
+                raise RoundTripError(shown, roundtrip)
+        elif check:
             expected = (self.table.step_rewards(results.reward), self.prepared.done(family.scope))
             with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
                 trial = Path(tmp) / "exported.py"

@@ -27,7 +27,10 @@ from rewardlab.core import columns
 from rewardlab.core.errors import ParameterError, PluginRunCancelled, RewardlabWarning, check_int
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.core.rows import spread_episodes
+from rewardlab.domains.mahjong.families.prepared import prepare_frame
 from rewardlab.sessions.inputs import CancelToken, base_columns, cancel_token, progress_callback
+from rewardlab.sources.datasets import PartedDataset, read_part_file
+from rewardlab.sources.datasets.work import map_parts
 
 __all__ = [
     "CHECK_ROWS",
@@ -37,6 +40,10 @@ __all__ = [
     "whole_games",
     "sample_whole_games",
     "roundtrip_check",
+    "roundtrip_check_dataset",
+    "game_spans",
+    "compare_bits",
+    "DATASET_PARTS_AT_ONCE",
     "ExportResult",
 ]
 
@@ -149,10 +156,29 @@ def whole_games(frame: pl.DataFrame, prepared) -> tuple[np.ndarray, np.ndarray]:
     --------
     >>> starts, stops = whole_games(frame, prepare_frame(frame))  # doctest: +SKIP
     """
-    ends = prepared.game_rows + 1
+    game = frame[S.GAME].gather(prepared.game_rows).to_numpy() \
+        if S.GAME in frame.columns and prepared.game_rows.size else None
+    return game_spans(prepared.game_rows, game)
+
+
+def game_spans(game_rows: np.ndarray, game: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) rows of every game, from the episodes' end rows and their games' numbers.
+
+    Parameters
+    ----------
+    game_rows : int array ``[E]``
+        Each episode's last row, ascending.
+    game : int array ``[E]`` or None
+        Each episode's game; None: every episode is its own game.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in game_spans(np.array([1, 3, 6]), np.array([0, 0, 1]))]
+    [[0, 4], [4, 7]]
+    """
+    ends = np.asarray(game_rows, dtype=np.int64) + 1
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    if S.GAME in frame.columns and ends.size:
-        game = frame[S.GAME].gather(prepared.game_rows).to_numpy()
+    if game is not None and ends.size:
         first = np.concatenate([[True], game[1:] != game[:-1]])
         starts = starts[first]
         ends = np.concatenate([starts[1:], [ends[-1]]]).astype(np.int64)
@@ -263,15 +289,131 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
         raise
     token.check(path, "check-plugin")
     say(1.0, "round trip checked")
+    rewards_differing, dones_differing, largest = compare_bits(file_reward, file_done, lib_reward, lib_done)
+    return RoundTrip(
+        rows=int(n), rewards_differing=rewards_differing, dones_differing=dones_differing,
+        max_abs_difference=largest, report=report, warnings=found,
+        checked_rows=checked, checked_games=sampled, games=games)
+
+
+#: Parts compared at once by :func:`roundtrip_check_dataset` (each holds one part and runs the file on it).
+DATASET_PARTS_AT_ONCE = 4
+
+
+def _compare_part(item: tuple) -> tuple[int, int, int, float]:
+    """One part: the file applied to it and compared with the family, as (rows, rewards differing, dones
+    differing, largest difference); (0, 0, 0, 0.0) once cancelled."""
+    path, rows, index, family, plugin, cancelled = item
+    if cancelled():
+        return 0, 0, 0, 0.0
+    part = base_columns(read_part_file(path, rows))
+    lib_reward, lib_done = family.evaluate(prepare_frame(part))
+    applied = apply_plugins(part, plugin, batch_mode=COMPARE_MODE, batch_size=COMPARE_BATCH_SIZE,
+                            cancel=cancelled, progress=False)
+    file_reward = applied[columns.reward_column(plugin.name)].cast(pl.Float64).to_numpy()
+    file_done = applied[columns.done_column(plugin.name)].to_numpy()
+    return (part.height, *compare_bits(file_reward, file_done, lib_reward, lib_done))
+
+
+def roundtrip_check_dataset(family, path: str | Path, dataset, *, prepared, game=None,
+                            check_rows: int = CHECK_ROWS, workers: int | None = None, progress=None,
+                            cancel: CancelToken | None = None) -> RoundTrip:
+    """:func:`roundtrip_check` on a dataset folder, part by part: every row compared, whole games checked.
+
+    1. Each part is read on its own, the file applied to it (in
+       :data:`COMPARE_MODE`) and compared bit for bit with ``family``
+       evaluated on the same part; :data:`DATASET_PARTS_AT_ONCE` parts at
+       once (a part holds whole episodes, and the families' rewards depend
+       on the episode only, so this is the comparison of the whole data).
+    2. check-plugin runs on about ``check_rows`` rows of whole games spread
+       evenly over the dataset, read from the parts that hold them.
+
+    Parameters
+    ----------
+    family : rewardlab.domains.mahjong.families.RewardFamily
+    path : str or Path
+        The plug-in file.
+    dataset : path or PartedDataset
+        The dataset folder.
+    prepared : PreparedFrame
+        The dataset's (:func:`~rewardlab.domains.mahjong.families.prepared_parts.prepare_dataset`).
+    game : int array ``[G]``, optional
+        Each episode's game (:attr:`RankTable.game`); None: each episode its own game.
+    check_rows : int
+    workers : int, optional
+        Parts at once (default :data:`DATASET_PARTS_AT_ONCE`).
+    progress, cancel
+        As :func:`roundtrip_check`.
+
+    Returns
+    -------
+    RoundTrip
+
+    Examples
+    --------
+    >>> rt = roundtrip_check_dataset(fam, "reward.py", "corpus/", prepared=prepare_dataset("corpus/"))  # doctest: +SKIP
+    """
+    say = progress_callback(progress)
+    token = cancel_token(cancel)
+    check_rows = check_int("check_rows", check_rows, low=1, rule="should be an integer >= 1")
+    ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
+    n = ds.rows
+    plugin = load_plugin(path, name="exported")
+    starts, stops = game_spans(prepared.game_rows, game)
+    positions, sampled, games = spread_episodes(starts, stops, check_rows)
+    checked = n if positions is None else int(positions.size)
+    total = n + _CHECK_COST * checked or 1
+    say(0.0, f"comparing the file with rewardlab bit for bit on {n:,} transitions in {len(ds):,} parts")
+    token.check(path, "the bit-for-bit comparison")
+    done = differing_rewards = differing_dones = 0
+    largest = 0.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RewardlabWarning)
+        try:
+            for rows, rewards, dones, worst in map_parts(
+                    ds, _compare_part, (family, plugin, lambda: token.cancelled),
+                    workers=DATASET_PARTS_AT_ONCE if workers is None else workers):
+                token.check(path, "the bit-for-bit comparison")
+                done += rows
+                differing_rewards += rewards
+                differing_dones += dones
+                largest = max(largest, worst) if not math.isnan(worst) else worst
+                say(done / total, f"compared {done:,} of {n:,} transitions bit for bit")
+        except PluginRunCancelled:
+            token.check(path, "the bit-for-bit comparison")
+            raise
+    found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
+    token.check(path, "check-plugin")
+    what = f"all {n:,} transitions" if positions is None else \
+        f"{checked:,} transitions ({sampled:,} whole games of {games:,})"
+    say(n / total, f"check-plugin in every batch mode on {what}")
+    sample = base_columns(ds.load() if positions is None else ds.take(positions))
+    try:
+        report = check_plugin(sample, plugin, progress=False, cancel=lambda: token.cancelled)
+    except PluginRunCancelled:
+        token.check(path, "check-plugin")
+        raise
+    token.check(path, "check-plugin")
+    say(1.0, "round trip checked")
+    return RoundTrip(rows=int(n), rewards_differing=differing_rewards, dones_differing=differing_dones,
+                     max_abs_difference=largest, report=report, warnings=found,
+                     checked_rows=checked, checked_games=sampled, games=games)
+
+
+def compare_bits(file_reward: np.ndarray, file_done: np.ndarray, lib_reward: np.ndarray,
+                 lib_done: np.ndarray) -> tuple[int, int, float]:
+    """Rewards differing bit for bit, dones differing, and the largest ``|file - library|`` reward difference.
+
+    Examples
+    --------
+    >>> compare_bits(np.array([0.0, 1.0]), np.array([False, True]), np.array([-0.0, 1.0]), np.array([False, True]))
+    (1, 0, 0.0)
+    """
     differing = file_reward.view(np.uint64) != lib_reward.view(np.uint64)
     with np.errstate(all="ignore"):
         diff = np.abs(file_reward - lib_reward)
-    return RoundTrip(
-        rows=int(n), rewards_differing=int(differing.sum()),
-        dones_differing=int((file_done != lib_done).sum()),
-        max_abs_difference=float(np.nanmax(diff[differing])) if differing.any() else 0.0,
-        report=report, warnings=found,
-        checked_rows=checked, checked_games=sampled, games=games)
+    largest = float(np.nanmax(diff[differing])) if differing.any() else 0.0
+    return int(differing.sum()), int((file_done != lib_done).sum()), largest
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -21,18 +21,25 @@ from rewardlab.analysis.sums import segment_sums
 from rewardlab.analysis.tables import rewards_to_use
 from rewardlab.core import columns
 from rewardlab.core.errors import FrameError
+from rewardlab.domains.mahjong.families.prepared import ENDS_COLUMNS, PreparedFrame
+from rewardlab.domains.mahjong.families.prepared_parts import PreparedParts, ends_of_part
 from rewardlab.domains.mahjong.ranking import RankTable, by_rank_table
 from rewardlab.sources.datasets import PartedDataset, read_part_file
 from rewardlab.sources.datasets.work import map_parts
 from rewardlab.sources.kanachan import schema as S
 
-__all__ = ["rank_table_of_dataset", "dataset_reward_by_rank"]
+__all__ = ["rank_table_of_dataset", "dataset_reward_by_rank", "tuning_tables_of_dataset", "rank_part",
+           "combine_rank_parts", "rank_columns"]
 
 
 def _part(item: tuple) -> tuple:
-    """One part's RankTable, its episodes' returns per reward, and its first and last game ids."""
     path, rows, index, wanted, names = item
-    part = read_part_file(path, rows, columns=wanted)
+    return rank_part(read_part_file(path, rows, columns=wanted), names)
+
+
+def rank_part(part, names=()) -> tuple:
+    """One part's contribution: its RankTable, its episodes' returns per reward in ``names``, its first and
+    last game ids (for :func:`combine_rank_parts`)."""
     table = RankTable.from_frame(part)
     starts = np.concatenate(([0], table.row[:-1] + 1))
     returns = {n: segment_sums(part[columns.reward_column(n)].cast(float).to_numpy(), starts) for n in names}
@@ -41,17 +48,23 @@ def _part(item: tuple) -> tuple:
     return table, returns, edges
 
 
-def _gather(ds: PartedDataset, names: list[str], *, engine: str, workers, address):
+def rank_columns(ds: PartedDataset) -> list[str]:
+    """The columns of ``ds`` that :func:`rank_part` reads (besides rewards)."""
     have = set(ds.columns)
-    wanted = [c for c in (S.GAME_ID, S.GAME, S.SEAT, S.RESULTS, S.END_OF_GAME) if c in have]
-    wanted += [columns.reward_column(n) for n in names]
+    return [c for c in (S.GAME_ID, S.GAME, S.SEAT, S.RESULTS, S.END_OF_GAME) if c in have]
+
+
+def _gather(ds: PartedDataset, names: list[str], *, engine: str, workers, address):
+    wanted = rank_columns(ds) + [columns.reward_column(n) for n in names]
     if not len(ds):
         raise FrameError(f"the dataset {ds.folder} has no parts", hint="Convert the data again.")
     return map_parts(ds, _part, (wanted, names), engine=engine, workers=workers, address=address,
                      desc="rank table")
 
 
-def _combine(results, *, has_game: bool) -> tuple[RankTable, dict]:
+def combine_rank_parts(results, *, has_game: bool) -> tuple[RankTable, dict]:
+    """The parts' contributions (:func:`rank_part`, in part order) as one RankTable (rows and games counted
+    across parts) and the episodes' returns per reward."""
     tables, returns, rows, games, last_id = [], {}, 0, 0, None
     for table, part_returns, edges in results:
         game = table.game
@@ -82,7 +95,7 @@ def rank_table_of_dataset(dataset, *, engine: str = "embedded", workers: int | N
     """
     ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
     results = _gather(ds, [], engine=engine, workers=workers, address=address)
-    return _combine(results, has_game=S.GAME in ds.columns)[0]
+    return combine_rank_parts(results, has_game=S.GAME in ds.columns)[0]
 
 
 def dataset_reward_by_rank(dataset, rewards=None, *, confidence: float = 0.95, n_resamples: int = 1000,
@@ -97,5 +110,41 @@ def dataset_reward_by_rank(dataset, rewards=None, *, confidence: float = 0.95, n
     ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
     names = rewards_to_use(list(ds.columns), [rewards] if isinstance(rewards, str) else rewards)
     results = _gather(ds, names, engine=engine, workers=workers, address=address)
-    table, returns = _combine(results, has_game=S.GAME in ds.columns)
+    table, returns = combine_rank_parts(results, has_game=S.GAME in ds.columns)
     return by_rank_table(returns, table.rank, confidence=confidence, n_resamples=n_resamples, seed=seed)
+
+
+def _tuning_part(item: tuple) -> tuple:
+    path, rows, index, wanted, rounds = item
+    part = read_part_file(path, rows, columns=wanted)
+    return ends_of_part(part, where=f"{path}: ", rounds=rounds), rank_part(part)
+
+
+def tuning_tables_of_dataset(dataset, *, rounds: bool = False, engine: str = "embedded", workers: int | None = None,
+                             address: str | None = None, progress: bool | None = None
+                             ) -> tuple[PreparedFrame, RankTable]:
+    """What the ranking tuner precomputes, in one pass over a dataset folder's parts: the families'
+    :class:`PreparedFrame` (as :func:`~rewardlab.domains.mahjong.families.prepared_parts.prepare_dataset`)
+    and the :class:`RankTable` (as :func:`rank_table_of_dataset`).
+
+    Each part's few columns are read once, in the engine's workers; memory is
+    per game (and per round with ``rounds``), never per row.
+
+    Examples
+    --------
+    >>> prepared, table = tuning_tables_of_dataset("corpus/")  # doctest: +SKIP
+    >>> bool((prepared.rank == table.rank).all())  # doctest: +SKIP
+    True
+    """
+    ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
+    if not len(ds):
+        raise FrameError(f"the dataset {ds.folder} has no parts", hint="Convert the data again.")
+    wanted = list(dict.fromkeys([*ENDS_COLUMNS, *rank_columns(ds)]))
+    rank_results = []
+    with PreparedParts(rounds=rounds) as acc:
+        for ends, ranks in map_parts(ds, _tuning_part, (wanted, bool(rounds)), engine=engine, workers=workers,
+                                     address=address, progress=progress, desc="tuning tables"):
+            acc.add(ends)
+            rank_results.append(ranks)
+        prepared = acc.finish(source=str(ds.folder))
+    return prepared, combine_rank_parts(rank_results, has_game=S.GAME in ds.columns)[0]

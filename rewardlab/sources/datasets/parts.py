@@ -41,7 +41,7 @@ from typing import Iterator
 import numpy as np
 import polars as pl
 
-from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, check_int
+from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, ParameterError, check_int
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.sources.datasets.manifest import MANIFEST_NAME, PART_KEY, file_crc32, has_manifest, read_manifest
 from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part
@@ -236,6 +236,58 @@ class PartedDataset:
         ('corpus/part-000000.parquet', 162762, 0)
         """
         return [(str(p), e.rows, i) for i, (p, e) in enumerate(zip(self.paths, self.manifest.parts))]
+
+    def part_starts(self) -> np.ndarray:
+        """The first row of every part in the whole dataset, and the row count last (``[parts + 1]`` int64).
+
+        Examples
+        --------
+        >>> open_dataset("corpus").part_starts()[:3]  # doctest: +SKIP
+        array([     0, 162762, 325519])
+        """
+        return np.concatenate(([0], np.cumsum([e.rows for e in self.manifest.parts], dtype=np.int64)))
+
+    def part_of_row(self, row: int) -> int:
+        """The index of the part holding row ``row`` of the whole dataset (0-based).
+
+        Examples
+        --------
+        >>> open_dataset("corpus").part_of_row(0)  # doctest: +SKIP
+        0
+        """
+        row = check_int("row", row, low=0, high=max(self.rows - 1, 0),
+                        rule=f"should be a row of the dataset, in [0, {self.rows - 1}]")
+        return int(np.searchsorted(self.part_starts(), row, side="right") - 1)
+
+    def take(self, positions, columns=None) -> pl.DataFrame:
+        """The rows at ``positions`` (ascending rows of the whole dataset), reading only the parts that hold them.
+
+        Parameters
+        ----------
+        positions : int array
+            Ascending row numbers in the whole dataset.
+        columns : list of str, optional
+            As :meth:`read`.
+
+        Examples
+        --------
+        >>> open_dataset("corpus").take(np.arange(10, 20)).height  # doctest: +SKIP
+        10
+        """
+        positions = np.asarray(positions, dtype=np.int64)
+        if positions.size and (positions[0] < 0 or positions[-1] >= self.rows or (np.diff(positions) < 0).any()):
+            raise ParameterError("positions", f"should be ascending rows in [0, {self.rows - 1}]",
+                                 f"{positions.size:,} positions from {positions.min()} to {positions.max()}")
+        starts = self.part_starts()
+        where = np.searchsorted(starts, positions, side="right") - 1
+        frames = []
+        for index in np.unique(where):
+            local = positions[where == index] - starts[index]
+            frames.append(self.read(int(index), columns)[local])
+        if not frames:
+            return attach(self.read(0, columns).head(0), self.spec) if len(self) else attach(pl.DataFrame(), self.spec)
+        frame = pl.concat(frames, how="vertical")
+        return attach(frame, self.spec.project(frame.columns))
 
     def frames(self, columns=None) -> Iterator[pl.DataFrame]:
         """Each part in order (see :meth:`read`); one part is held at a time."""

@@ -34,9 +34,10 @@ from rewardlab.core.lazy import install
 #: Where each public name lives: ``{module: names}``.
 _EXPORTS = {
     "rewardlab.domains.mahjong.families.base": (
-        "PreparedFrame", "Provenance", "RewardFamily", "field_hints", "population_constants",
-        "prepare_frame",
+        "Provenance", "RewardFamily", "field_hints", "population_constants",
     ),
+    "rewardlab.domains.mahjong.families.prepared": ("PreparedFrame", "prepare_frame"),
+    "rewardlab.domains.mahjong.families.prepared_parts": ("prepare_dataset",),
     "rewardlab.domains.mahjong.families.ranking": (
         "Ranking", "RankingParams", "SeedNormalizationCheck", "check_seed_normalization",
         "seed_constants",

@@ -28,7 +28,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 import numbers
 from pathlib import Path
@@ -38,10 +37,10 @@ import numpy as np
 import polars as pl
 import torch
 
-from rewardlab.sources.dispatch import as_lazy
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core import columns
 from rewardlab.core.errors import FrameError, ParameterError, check_int
+from rewardlab.domains.mahjong.families.prepared import SCOPE_GAME, SCOPE_ROUND, PreparedFrame, prepare_frame
 
 __all__ = [
     "affine_extremes",
@@ -61,9 +60,7 @@ __all__ = [
     "check_reward_range",
 ]
 
-#: Scopes: the rows a family rewards (and computes normalization constants over).
-SCOPE_GAME = "end_of_game"
-SCOPE_ROUND = "end_of_round"  # end_of_round | end_of_game (as rewardlab.analysis.stats' scope)
+#: What each scope (:data:`SCOPE_GAME`, :data:`SCOPE_ROUND`) rewards, in words.
 SCOPE_WORDS = {SCOPE_GAME: "end-of-game steps", SCOPE_ROUND: "end-of-round and end-of-game steps"}
 
 #: Largest magnitude a family's raw or normalized reward may reach: far beyond any useful reward,
@@ -268,167 +265,6 @@ class Provenance:
             parts.append(f"fingerprint {self.fingerprint}")
         text = ", ".join(parts)
         return text + (f" ({self.detail})" if self.detail else "")
-
-
-# ---------------------------------------------------------------------------
-# The prepared frame: ranks, scores and deltas once per dataset
-# ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class PreparedFrame:
-    """Everything the families read from a frame, gathered once.
-
-    Seats are read the way plug-ins read them (``sparse[:, 6] - 71``) and
-    ranks follow kanachan's rule (:func:`rewardlab.ranks_from_scores`).
-
-    Attributes
-    ----------
-    n_rows : int
-        Rows (transitions) in the frame.
-    game_rows : int64 array ``[G]``
-        Positions of the end-of-game rows.
-    rank : int64 array ``[G]``
-        Final rank (0 = top) at those rows.
-    score : int64 array ``[G]``
-        The acting player's final score at those rows.
-    round_rows : int64 array ``[R]``
-        Positions of the end-of-round and end-of-game rows (ascending).
-    delta : int64 array ``[R]``
-        The acting player's score delta of that round (``results[seat]``).
-    end_of_game, end_of_round : bool arrays ``[n_rows]``
-        The frame's flags.
-    source : str or None
-        The dataset's path(s) or source files, when known.
-    fingerprint : str
-        ``sha256:`` + 16 hex digits over the row count, the positions of the
-        round and game ends, and the seat and results at those rows (all the
-        families read).
-
-    Examples
-    --------
-    >>> prepared = prepare_frame(frame)  # doctest: +SKIP
-    >>> prepared.rank[:4]  # doctest: +SKIP
-    """
-
-    n_rows: int
-    game_rows: np.ndarray
-    rank: np.ndarray
-    score: np.ndarray
-    round_rows: np.ndarray
-    delta: np.ndarray
-    end_of_game: np.ndarray
-    end_of_round: np.ndarray
-    source: str | None
-    fingerprint: str
-
-    def done(self, scope: str) -> np.ndarray:
-        """The done flags a family of ``scope`` sets (a fresh bool array ``[n_rows]``).
-
-        Examples
-        --------
-        >>> prepared.done("end_of_round").sum() > prepared.done("end_of_game").sum()  # doctest: +SKIP
-        True
-        """
-        if scope == SCOPE_ROUND:
-            return self.end_of_game | self.end_of_round
-        return self.end_of_game.copy()
-
-    def rows(self, scope: str) -> np.ndarray:
-        """Positions of the rows a family of ``scope`` rewards.
-
-        Examples
-        --------
-        >>> prepared.rows("end_of_game").size == prepared.rank.size  # doctest: +SKIP
-        True
-        """
-        return self.round_rows if scope == SCOPE_ROUND else self.game_rows
-
-
-def _describe_source(data) -> str | None:
-    if isinstance(data, (str, Path)):
-        return str(data)
-    if isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, Path)) for p in data):
-        return ", ".join(str(p) for p in data)
-    return None
-
-
-def prepare_frame(data) -> PreparedFrame:
-    """Gather ranks, final scores and round deltas of a dataset once (see :class:`PreparedFrame`).
-
-    Parameters
-    ----------
-    data : polars.DataFrame, LazyFrame, or path(s)
-        The common frame (episode order, complete episodes) or a dataset path
-        (annotation files or a converted Parquet dataset).  Only the columns
-        ``sparse``, ``results``, ``end_of_round``, ``end_of_game`` are read,
-        and the wide ones only at round and game ends.
-
-    Returns
-    -------
-    PreparedFrame
-
-    Examples
-    --------
-    >>> prepared = prepare_frame("data/sample.tsv.gz")  # doctest: +SKIP
-    >>> prepared.game_rows.size  # number of episodes  # doctest: +SKIP
-    """
-    from rewardlab.domains.mahjong.rules import ranks_from_scores, require_mahjong
-
-    source = _describe_source(data)
-    lf = as_lazy(data)
-    names = lf.collect_schema().names()
-    require_mahjong(names, (S.SPARSE, S.RESULTS, S.END_OF_ROUND, S.END_OF_GAME), "a reward family")
-    flags = lf.select(S.END_OF_ROUND, S.END_OF_GAME).collect()
-    eor = flags[S.END_OF_ROUND].to_numpy().astype(bool, copy=False)
-    eog = flags[S.END_OF_GAME].to_numpy().astype(bool, copy=False)
-    n = eog.shape[0]
-    if flags.null_count().sum_horizontal().item():
-        raise FrameError("the end_of_round / end_of_game columns have null values",
-                         hint="Load the data with rewardlab.load_kanachan().")
-    if n and not eog[-1]:
-        raise FrameError("the frame's last row is not the end of a game, so its episode is incomplete",
-                         hint="Pass whole episodes (select rows, do not cut an episode).")
-    round_mask = eor | eog
-    select = [pl.col(S.SPARSE).arr.get(S.SEAT_POSITION).cast(pl.Int64).alias("seat"),
-              pl.col(S.RESULTS)]
-    if source is None and S.SOURCE_FILE in names:
-        select.append(pl.col(S.SOURCE_FILE).cast(pl.String))
-    ends = (lf.select(*select, round_mask=pl.col(S.END_OF_ROUND) | pl.col(S.END_OF_GAME))
-            .filter(pl.col("round_mask")).drop("round_mask").collect())
-    round_rows = np.flatnonzero(round_mask).astype(np.int64)
-    if ends.height != round_rows.size:  # defensive: the two scans disagree
-        raise FrameError("the dataset changed while it was read")
-    seat = ends["seat"].to_numpy() - S.SEAT_OFFSET
-    results = ends[S.RESULTS].to_numpy().reshape(-1, S.RL_NUM_RESULTS).astype(np.int64)
-    bad = (seat < 0) | (seat >= S.NUM_SEATS)
-    if bad.any():
-        r = int(round_rows[np.argmax(bad)])
-        raise FrameError(f"row {r}: sparse[6] is {int(seat[np.argmax(bad)]) + S.SEAT_OFFSET}, "
-                         "not a seat id (71-74) as plug-ins read it",
-                         hint="Load the data with rewardlab.load_kanachan().")
-    delta = np.take_along_axis(results[:, S.RESULTS_DELTAS], seat[:, None], axis=1)[:, 0]
-    is_game = eog[round_rows]
-    game_rows = round_rows[is_game]
-    scores = results[is_game][:, S.RESULTS_SCORES]
-    game_seat = seat[is_game]
-    rank = ranks_from_scores(scores, game_seat) if game_rows.size else np.zeros(0, np.int64)
-    score = np.take_along_axis(scores, game_seat[:, None], axis=1)[:, 0] if game_rows.size \
-        else np.zeros(0, np.int64)
-    if source is None and S.SOURCE_FILE in ends.columns:
-        files = [f for f in ends[S.SOURCE_FILE].unique(maintain_order=True).to_list() if f is not None]
-        source = ", ".join(files[:5]) + (f", ... ({len(files)} files)" if len(files) > 5 else "") \
-            if files else None
-    digest = hashlib.sha256()
-    digest.update(np.int64(n).tobytes())
-    for arr in (round_rows, is_game.astype(np.uint8), seat.astype(np.int8),
-                results.astype(np.int32)):
-        digest.update(np.ascontiguousarray(arr).tobytes())
-    return PreparedFrame(
-        n_rows=int(n), game_rows=game_rows, rank=rank.astype(np.int64), score=score.astype(np.int64),
-        round_rows=round_rows, delta=delta.astype(np.int64), end_of_game=eog, end_of_round=eor,
-        source=source, fingerprint="sha256:" + digest.hexdigest()[:16],
-    )
 
 
 def population_constants(values: np.ndarray) -> tuple[float, float]:

@@ -128,7 +128,7 @@ def get_reward(data, contiguous):
 
     def _raw_frame(self, prepared: PreparedFrame) -> np.ndarray:
         p = self.params
-        return (prepared.delta.astype(np.float64) - p.offset) / p.divisor
+        return (prepared.round_arrays()[1].astype(np.float64) - p.offset) / p.divisor
 
     def _raw_td(self, data):
         p = self.params
