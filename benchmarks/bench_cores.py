@@ -9,6 +9,7 @@ project's 2-core machines it measures 1 and 2.  Not part of plain
     N=2e5 PARSE_N=2e5 WORKERS=1,2 python -m benchmarks cores   # quick
     PARTS=parse python -m benchmarks cores       # the parse only (PARTS=pipeline: the pipeline only)
     PIPELINE_WORKERS=1,4,16 python -m benchmarks cores   # other worker counts for the pipeline
+    LINES_PER_FILE=5e5 python -m benchmarks cores        # smaller input files (more of them)
 
 What it measures, every ratio in this run:
 
@@ -26,7 +27,12 @@ What it measures, every ratio in this run:
    workers gives the projection to 10^9 transitions measured on this
    machine's cores rather than extrapolated from one.  With two sizes
    (``N=1e6,8e6``) the rates from their difference (start-up costs cancel)
-   give the projection: 10^9 at the marginal rate plus the start-up.
+   give the projection: 10^9 at the marginal rate plus the start-up.  With
+   several input files, ``convert`` at the most workers is also timed with
+   the files read one after the other in one process (no worker processes:
+   :data:`rewardlab.sources.kanachan.stream.THREADS_PER_FILE` set past the
+   cores), beside the default of one worker process per file for every four
+   cores.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from pathlib import Path
 from benchmarks._data import best_time
 from benchmarks.bench_parse import raw_read
 from benchmarks.bench_scale import PLUGINS, parse_size
-from benchmarks.scale_corpus import ROOT, read_sample, tile_corpus
+from benchmarks.scale_corpus import LINES_PER_FILE, ROOT, read_sample, tile_corpus
 from benchmarks.scale_steps import GIB, run_step, tail
 
 MANUAL = True  # minutes: run only when named
@@ -97,11 +103,17 @@ def parse_scaling(report, work: Path, workers: list[int], lines_wanted: int) -> 
                "target <= 2.5 on 16 cores")
 
 
+#: ``rewardlab convert`` with every file read in this process, one after the other (no worker processes).
+_ONE_FILE_AT_A_TIME = ("import sys; from rewardlab.sources.kanachan import stream; stream.THREADS_PER_FILE = 1 << 30; "
+                       "from rewardlab.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
 def pipeline_scaling(report, work: Path, n: int, workers: list[int]) -> dict[int, dict[str, float]]:
     """Seconds of each CLI step at each worker count, on ``n`` transitions."""
     corpus_dir = work / f"corpus-text-{n}"
     corpus_dir.mkdir()
-    corpus = tile_corpus(corpus_dir, n, sample=read_sample())
+    corpus = tile_corpus(corpus_dir, n, sample=read_sample(),
+                         lines_per_file=int(float(os.environ.get("LINES_PER_FILE", LINES_PER_FILE))))
     rows = corpus.lines
     print(f"   pipeline input: {rows:,} transitions in {len(corpus.files)} .tsv.gz files "
           f"({corpus.gz_bytes / 1e9:.2f} GB)", flush=True)
@@ -109,6 +121,15 @@ def pipeline_scaling(report, work: Path, n: int, workers: list[int]) -> dict[int
     files = [str(f) for f in corpus.files]
     plugins = [a for p in PLUGINS for a in ("--plugin", str(p))]
     seconds: dict[int, dict[str, float]] = {}
+    top = max(workers)
+    if len(files) > 1:  # the same convert with the files one after the other (the stream of before), beside
+        one_by_one = [sys.executable, "-c", _ONE_FILE_AT_A_TIME, "convert", *files, "--out", str(work / "ds-serial"),
+                      "--workers", str(top)]
+        step = run_step(f"convert W={top}, files one after the other", one_by_one, rows=rows, cwd=ROOT)
+        if step.ok:
+            report(f"N={rows:.1e} convert, {top} workers, files one after the other in one process: trans/s "
+                   f"(peak RSS {step.peak / GIB:.2f} GiB)", rows / step.seconds, "trans/s")
+        shutil.rmtree(work / "ds-serial", ignore_errors=True)
     for w in workers:
         dataset, rewards = work / f"ds{w}", work / f"rw{w}"
         steps = {
@@ -131,7 +152,6 @@ def pipeline_scaling(report, work: Path, n: int, workers: list[int]) -> dict[int
                    rows / step.seconds, "trans/s", speed)
         shutil.rmtree(dataset, ignore_errors=True)
         shutil.rmtree(rewards, ignore_errors=True)
-    top = max(workers)
     total = sum(seconds[top].values())
     if total == total:
         report(f"N={rows:.1e} end to end (convert+apply+stats), {top} workers", rows / total, "trans/s")

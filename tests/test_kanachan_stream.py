@@ -33,20 +33,20 @@ def _where(exc: DataFormatError):
     return str(exc.path), exc.line, exc.column, exc.rule, str(exc)
 
 
-def _streamed(paths, on_error, chunk_bytes, workers=None):
+def _streamed(paths, on_error, chunk_bytes, workers=None, processes=1):
     chunks = []
     try:
         for chunk in stream_kanachan(paths, on_error=on_error, chunk_bytes=chunk_bytes, progress=False,
-                                     workers=workers):
+                                     workers=workers, processes=processes):
             chunks.append(chunk)
     except DataFormatError as exc:
         return chunks, _where(exc)
     return chunks, None
 
 
-def _assert_same(paths, on_error, chunk_bytes, workers=None):
+def _assert_same(paths, on_error, chunk_bytes, workers=None, processes=1):
     frame, skipped, error = _reference(paths, on_error)
-    chunks, stream_error = _streamed(paths, on_error, chunk_bytes, workers)
+    chunks, stream_error = _streamed(paths, on_error, chunk_bytes, workers, processes)
     assert stream_error == error
     if error is not None:
         return chunks
@@ -217,3 +217,65 @@ def test_game_id_set_against_a_python_set():
         seen.add(part)
         reference.update(part)
     assert len(seen) == len(reference)
+
+
+# --- several files at once, one worker process each (stream_files) --------------------------------------------
+
+
+def _split_files(tmp_path, lines, parts):
+    """``lines`` cut between games into ``parts`` files."""
+    ids = [x.split(b"\t", 1)[0] for x in lines]
+    cuts = [0]
+    for k in range(1, parts):
+        at = len(lines) * k // parts
+        while 0 < at < len(lines) and ids[at] == ids[at - 1]:
+            at += 1
+        cuts.append(at)
+    cuts.append(len(lines))
+    return [_write(tmp_path / f"part{k}.tsv", lines[a:b]) for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
+
+
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_several_files_in_worker_processes_stream_to_the_whole_frame(tmp_path, sample_lines, on_error):
+    lines = _head(sample_lines, 60)
+    if on_error == "skip":  # some lines to skip in every file
+        lines = _corrupt(lines, random.Random(3))
+    files = _split_files(tmp_path, lines, 4)
+    for chunk_bytes in (50_000, 1 << 30):
+        chunks = _assert_same(files, on_error, chunk_bytes, workers=2, processes=3)
+        assert len(chunks) >= 4  # at least a chunk a file: every worker's chunks came back
+
+
+def test_errors_across_files_in_worker_processes_come_as_from_read_kanachan(tmp_path, sample_lines):
+    head = _head(sample_lines, 4)
+    first_game = [x for x in head if x.startswith(head[0][:32])]
+    a = _write(tmp_path / "a.tsv", head)
+    b = _write(tmp_path / "b.tsv", first_game)  # a game of a.tsv again
+    broken = list(head[len(first_game):])
+    broken[3] = b"junk"
+    c = _write(tmp_path / "c.tsv", broken)
+    for on_error in ("raise", "skip"):
+        _assert_same([a, b], on_error, 1 << 30, processes=2)  # game_reappears in b.tsv
+        _assert_same([a, b, c], on_error, 1 << 30, processes=2)  # c.tsv's own error first in raise mode
+        _assert_same([b, c], on_error, 1 << 30, processes=2)
+
+
+def test_stopping_a_multi_file_stream_stops_its_workers_and_removes_the_spool(tmp_path, sample_lines):
+    files = _split_files(tmp_path, _head(sample_lines, 40), 3)
+    spool_in = tmp_path / "spool"
+    spool_in.mkdir()
+    chunks = stream_kanachan(files, chunk_bytes=20_000, progress=False, workers=2, processes=2, spool_in=spool_in)
+    first = next(chunks)
+    assert first.frame.height and list(spool_in.iterdir())  # the spool folder is there while it runs
+    chunks.close()
+    assert list(spool_in.iterdir()) == []
+
+
+def test_convert_with_several_files_and_workers_equals_the_load(tmp_path, sample_lines):
+    import rewardlab
+    from rewardlab.sources.datasets import PartedDataset
+    from rewardlab.sources.datasets.convert import convert_to_parts
+
+    files = _split_files(tmp_path, _head(sample_lines, 50), 3)
+    convert_to_parts(files, tmp_path / "corpus", workers=8, progress=False)  # 2 files at once, 4 threads each
+    assert PartedDataset(tmp_path / "corpus").load().equals(rewardlab.load(files))

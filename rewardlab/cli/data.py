@@ -33,8 +33,9 @@ def register(sub) -> None:
                    help="dataset of parts: the memory to stay near, e.g. 512M or 2G (default 512M); sets the "
                    "input chunk size and the rows per part")
     p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="dataset of parts: threads parsing kanachan text, or input files read at once for "
-                   "the formats read per file (default: the cores available)")
+                   help="dataset of parts: cores to use (default: the cores available). kanachan text: "
+                   "parse threads; with several input files, one worker process per file for every 4 cores "
+                   "(--workers 1: one file after the other in this process)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     add_format(p)
     add_format_options(p)

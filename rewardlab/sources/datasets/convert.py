@@ -116,8 +116,10 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
     part_rows : int, optional
         Rows per part (default: from ``memory``).
     workers : int, optional
-        Files read at once, for sources read one file at a time (default:
-        the cores available).
+        Cores to use (default: the cores available): for a streamed source
+        (kanachan text), its parse threads, split between several files read
+        at once in worker processes; for sources read one file at a time,
+        the files read at once.
     engine : str
         ``"embedded"`` (this machine); the files are read in its workers.
     overwrite : bool
@@ -172,6 +174,10 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
             if unknown:
                 raise ParameterError("options", f"are not options of the {source.name} format's streaming "
                                      "reader", unknown)
+            if source.takes("workers", "stream"):
+                stream_options["workers"] = workers  # cores: parse threads, and files read at once
+            if source.takes("spool_in", "stream"):
+                stream_options["spool_in"] = out.resolve().parent  # chunks read ahead wait beside the output
             for result in source.stream(files, chunk_bytes=max(1 << 20, memory // 8), progress=progress,
                                         **stream_options):
                 add(result)

@@ -49,18 +49,20 @@ from rewardlab.engines.embedded import available_cores
 from rewardlab.sources.kanachan.blocks import CHUNK_BYTES, ParsedBlock, file_blocks
 from rewardlab.sources.kanachan.episodes import episode_checks, skip_episodes
 from rewardlab.sources.kanachan.gameids import GameIdSet, game_spans, id_hashes
-from rewardlab.sources.kanachan.problems import HINT, Problems
+from rewardlab.sources.kanachan.problems import HINT, Problems, other_format
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult
 from rewardlab.core.errors import DataFormatError, ParameterError, check_choice, check_int
 from rewardlab.core.files import as_paths, progress_enabled
 from rewardlab.core.spec import attach
 
-__all__ = ["stream_kanachan", "DEFAULT_CHUNK_BYTES"]
+__all__ = ["stream_kanachan", "DEFAULT_CHUNK_BYTES", "FileStream", "THREADS_PER_FILE"]
 
 #: Text bytes behind each chunk by default (a chunk's frame is about 0.8 of it in memory).
 DEFAULT_CHUNK_BYTES = 64 << 20
 #: The smallest block of text parsed at once (smaller chunks gather several games' lines from one block).
 MIN_BLOCK_BYTES = 1 << 16
+#: Workers per file streamed at once when several files are (see ``processes``).
+THREADS_PER_FILE = 4
 
 
 def stream_kanachan(
@@ -70,6 +72,8 @@ def stream_kanachan(
     on_error: str = "raise",
     progress: bool | None = None,
     workers: int | None = None,
+    processes: int | None = None,
+    spool_in=None,
 ) -> Iterator[LoadResult]:
     """Read kanachan annotation files (plain, ``.gz``, ``.bz2``) chunk by chunk, whole games in each.
 
@@ -90,7 +94,17 @@ def stream_kanachan(
     progress : bool, optional
         Show a tqdm bar over the input bytes (default: when interactive).
     workers : int, optional
-        Parse threads (default: the cores this process may run on).
+        Cores to use (default: the cores this process may run on): parse
+        threads, split between the files streamed at once.
+    processes : int, optional
+        Files streamed at once, each in a worker process
+        (:mod:`~rewardlab.sources.kanachan.stream_files`; default: one per
+        :data:`THREADS_PER_FILE` workers, at most one per file; 1: one file
+        after the other in this process).
+    spool_in : path, optional
+        With several processes: the folder in which a temporary spool folder
+        holds the chunks of files streamed ahead (default: the system's
+        temporary folder).
 
     Yields
     ------
@@ -123,12 +137,25 @@ def stream_kanachan(
     if any(is_dataset(p) for p in files):
         raise ParameterError("paths", "should be annotation text files (a converted dataset is read part by "
                              "part as it is)", [str(p) for p in files])
-    return _Stream(files, chunk_bytes=chunk_bytes, skip=on_error == "skip", progress=progress,
-                   workers=workers).run()
+    for p in files:  # another format's file: say what it looks like, not which TAB column it lacks
+        problem = other_format(p) if p.is_file() else None
+        if problem is not None:
+            raise problem
+    if processes is None:  # a few parse threads per file: the serial part of each stream runs beside the others'
+        processes = max(1, min(len(files), workers // THREADS_PER_FILE))
+    processes = check_int("processes", processes, low=1)
+    if processes > 1 and len(files) > 1:
+        from rewardlab.sources.kanachan.stream_files import stream_kanachan_files
+
+        return stream_kanachan_files(files, chunk_bytes=chunk_bytes, skip=on_error == "skip", processes=processes,
+                                     threads=max(1, workers // processes), progress=progress, spool_in=spool_in)
+    return FileStream(files, chunk_bytes=chunk_bytes, skip=on_error == "skip", progress=progress,
+                      workers=workers).run()
 
 
-class _Stream:
-    """The state of one stream: game numbering, games of earlier files, the pending error."""
+class FileStream:
+    """The state of one stream over files read one after the other: game numbering, games of earlier files,
+    the pending error (:meth:`run` yields the chunks)."""
 
     def __init__(self, files: list[Path], *, chunk_bytes: int, skip: bool, progress, workers: int):
         self.files, self.chunk_bytes, self.skip, self.workers = files, chunk_bytes, skip, workers
