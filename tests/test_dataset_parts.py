@@ -144,6 +144,40 @@ def test_a_part_write_failing_in_the_writer_thread_fails_the_convert_and_leaves_
     assert not out.exists() and not (tmp_path / "full.partial").exists()
 
 
+@pytest.mark.parametrize("writers", [2, 5])
+def test_several_writer_threads_write_the_same_parts(sample, tmp_path, writers, monkeypatch):
+    """Parts written several at once: the same parts, in order, as one writer writes; a failing part still
+    fails the run, whichever of the parts in flight it is."""
+    from rewardlab.sources.datasets import writer
+
+    spec = rewardlab.spec_of(sample)
+    outs = {}
+    for n in (1, writers):
+        with PartWriter(tmp_path / f"w{n}", spec=spec, part_rows=6_000, writers=n) as w:
+            for start in range(0, sample.height, 10_000):
+                w.add(sample.slice(start, 10_000))
+        outs[n] = open_dataset(tmp_path / f"w{n}")
+    one, many = outs[1], outs[writers]
+    assert len(one) > 2 * writers
+    assert [(e.rows, e.episodes) for e in one.manifest.parts] == [(e.rows, e.episodes) for e in many.manifest.parts]
+    assert many.load().equals(one.load()) and many.load().equals(sample)
+    real = writer.write_dataset
+
+    def full_disk(frame, path, **kw):
+        if path.name.startswith("part-000003."):
+            raise OSError(28, "No space left on device")
+        return real(frame, path, **kw)
+
+    monkeypatch.setattr(writer, "write_dataset", full_disk)
+    with pytest.raises(FileAccessError, match=r"part 3 could not be written"):
+        with PartWriter(tmp_path / "full", spec=spec, part_rows=6_000, writers=writers) as w:
+            for start in range(0, sample.height, 10_000):
+                w.add(sample.slice(start, 10_000))
+    assert not (tmp_path / "full").exists() and not (tmp_path / "full.partial").exists()
+    with pytest.raises(ParameterError, match="`writers` should be an integer in"):
+        PartWriter(tmp_path / "x", spec=spec, writers=0)
+
+
 @pytest.mark.parametrize("mode,size", [("episodes", None), ("sequential", 64), ("dataloader", 96),
                                        ("fragments", 16), ("shuffled", 64)])
 def test_apply_part_by_part_equals_one_pass_bit_for_bit(corpus, sample, tmp_path, mode, size):

@@ -279,3 +279,16 @@ def test_convert_with_several_files_and_workers_equals_the_load(tmp_path, sample
     files = _split_files(tmp_path, _head(sample_lines, 50), 3)
     convert_to_parts(files, tmp_path / "corpus", workers=8, progress=False)  # 2 files at once, 4 threads each
     assert PartedDataset(tmp_path / "corpus").load().equals(rewardlab.load(files))
+
+
+def test_a_worker_process_that_dies_is_an_error_naming_the_file(tmp_path, sample_lines, monkeypatch):
+    import sys
+
+    files = _split_files(tmp_path, _head(sample_lines, 20), 2)
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # the worker exits before it reads anything
+    with pytest.raises(DataFormatError, match=r"part0\.tsv.*the worker process reading it stopped with exit "
+                                              r"status 1.*--workers 1") as info:
+        list(stream_kanachan(files, chunk_bytes=1 << 20, progress=False, workers=2, processes=2,
+                             spool_in=tmp_path))
+    assert info.value.rule == "reader_failed"
+    assert not list(tmp_path.glob("rewardlab-spool-*"))

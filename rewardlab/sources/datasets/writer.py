@@ -23,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import collections
 import fcntl
 import json
 import os
@@ -36,13 +37,15 @@ import polars as pl
 
 from rewardlab.core.errors import FileAccessError, OutputExistsError, ParameterError, check_int
 from rewardlab.core.spec import FrameSpec, attach, attached
+from rewardlab.engines.embedded import available_cores
 from rewardlab.sources.datasets.manifest import MANIFEST_NAME, PART_KEY, Manifest, PartEntry, file_crc32, part_name
 from rewardlab.sources.datasets.parts import (
     DEFAULT_PART_ROWS, REWRITE_HINT, PartedDataset, count_episodes, episode_cuts, is_dataset_folder,
 )
 from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
 
-__all__ = ["PartWriter", "write_part_file", "STAGING_SUFFIX", "RUN_NAME", "JOURNAL_GLOB"]
+__all__ = ["PartWriter", "write_part_file", "STAGING_SUFFIX", "RUN_NAME", "JOURNAL_GLOB", "MAX_WRITERS",
+           "default_writers"]
 
 STAGING_SUFFIX = ".partial"
 #: In a staging folder: the run that writes it (``{"id", "run"}``), for a resumed run to check.
@@ -52,6 +55,19 @@ _WRITING: set[str] = set()
 _WRITING_LOCK = threading.Lock()
 #: In a staging folder: a run's journals of finished parts (JSON lines), removed when the dataset is done.
 JOURNAL_GLOB = "journal-*.jsonl"
+#: The most parts a :class:`PartWriter` writes at once.
+MAX_WRITERS = 64
+
+
+def default_writers() -> int:
+    """Parts written at once by default: one per 4 cores this process may run on, 1 to 4 (each holds a part).
+
+    Examples
+    --------
+    >>> 1 <= default_writers() <= 4
+    True
+    """
+    return max(1, min(4, available_cores() // 4))
 #: Rows per part when nothing says otherwise (about 300 MB of a kanachan frame in memory).
 class PartWriter:
     """Write a dataset folder part by part, in bounded memory; promote it onto its name when done.
@@ -86,6 +102,10 @@ class PartWriter:
         :attr:`id` is that run's and :attr:`resumed` is True; the caller
         registers the parts it finished (see :data:`JOURNAL_GLOB`) and
         writes the rest.  Without a staging folder it starts afresh.
+    writers : int, optional
+        Parts written at once in writer threads (Parquet encoding is this
+        writer's own work; default :func:`default_writers`); each holds its
+        part in memory until it is written.
 
     Examples
     --------
@@ -96,10 +116,12 @@ class PartWriter:
 
     def __init__(self, out, *, spec: FrameSpec, part_rows: int = DEFAULT_PART_ROWS, overwrite: bool = False,
                  base: PartedDataset | None = None, source: dict | None = None, run: dict | None = None,
-                 resume: bool = False):
+                 resume: bool = False, writers: int | None = None):
         if not isinstance(spec, FrameSpec):
             raise ParameterError("spec", "should be a rewardlab.FrameSpec", type(spec).__name__)
         self.part_rows = check_int("part_rows", part_rows, low=1, rule="should be an integer >= 1")
+        self.writers = default_writers() if writers is None else check_int(
+            "writers", writers, low=1, high=MAX_WRITERS, rule=f"should be an integer in [1, {MAX_WRITERS}]")
         self.out = Path(out)
         self.spec = spec
         self.overwrite = bool(overwrite)
@@ -141,9 +163,9 @@ class PartWriter:
                 (self.staging / RUN_NAME).write_text(json.dumps({"id": self.id, "run": run}, sort_keys=True))
                 self._lock_run()
         self.manifest: Manifest | None = None
-        # add() and flush() write in this thread, one part at a time, beside the caller's next chunk
+        # add() and flush() hand parts to `writers` writer threads, beside the caller's next chunk
         self._writer: ThreadPoolExecutor | None = None
-        self._in_flight: Future | None = None
+        self._in_flight: collections.deque[Future] = collections.deque()
 
     def _lock_run(self) -> None:
         """Lock :data:`RUN_NAME` for as long as this run writes: a second run resuming the same staging
@@ -223,19 +245,19 @@ class PartWriter:
         return [index]
 
     def _write_behind(self, index: int, frame: pl.DataFrame) -> int:
-        """Write part ``index`` in the writer thread once the part before it is written (its error raised
-        here): one part in flight, so memory holds at most one part more than a synchronous write."""
-        self.wait()
+        """Write part ``index`` in a writer thread, once fewer than :attr:`writers` parts are in flight (the
+        oldest one's error raised here): memory holds at most ``writers`` parts more than a synchronous write."""
+        while len(self._in_flight) >= self.writers:
+            self._in_flight.popleft().result()
         if self._writer is None:
-            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rewardlab-part-writer")
-        self._in_flight = self._writer.submit(self.write_part, index, frame)
+            self._writer = ThreadPoolExecutor(max_workers=self.writers, thread_name_prefix="rewardlab-part-writer")
+        self._in_flight.append(self._writer.submit(self.write_part, index, frame))
         return index
 
     def wait(self) -> None:
-        """Wait for the part being written in the background; raise its error."""
-        future, self._in_flight = self._in_flight, None
-        if future is not None:
-            future.result()
+        """Wait for the parts being written in the background; raise the first error."""
+        while self._in_flight:
+            self._in_flight.popleft().result()
 
     def write_part(self, index: int, frame: pl.DataFrame) -> int:
         """Write ``frame`` as part ``index`` (atomically, in the staging folder); thread-safe."""
@@ -282,7 +304,7 @@ class PartWriter:
     def abort(self, *, keep: bool = False) -> None:
         """Remove the staging folder (after the part being written, if any, is finished); ``keep`` leaves it
         for a resumed run (a run with a ``run`` description, stopped by Ctrl-C)."""
-        self._in_flight = None
+        self._in_flight.clear()
         self._stop_writer()
         self._unlock_run()
         if keep and self.run is not None:

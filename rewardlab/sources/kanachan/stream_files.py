@@ -1,4 +1,4 @@
-"""Several kanachan annotation files streamed at once, one worker process per file, in bounded memory.
+"""Several kanachan annotation files streamed at once, in worker processes, in bounded memory.
 
 :func:`~rewardlab.sources.kanachan.stream.stream_kanachan` reads its files
 one after the other: its parse runs in threads, but cutting chunks, the
@@ -6,34 +6,36 @@ episode checks and assembling the frames run in one thread, which caps it
 at a few cores.  A corpus is many files, and each file's stream is
 independent but for two things carried across files: games are numbered
 from the first file on, and a game may not appear in two files.  So
-:func:`stream_kanachan_files` runs one stream per file in a worker process
-(``processes`` at once, each with ``threads`` parse threads), each writing
-its chunks, numbered from 0, to Arrow IPC files in a spool folder; this
-process reads the chunks back in file order, shifts the game numbers by the
-games of the files before, checks for games seen in an earlier file and
-yields them.  The chunks equal ``stream_kanachan``'s, concatenated (frames,
-skipped lines, the error raised).
+:func:`stream_kanachan_files` runs ``processes`` worker processes (each
+with ``threads`` parse threads, started once) that each stream one file at
+a time, writing its chunks, games numbered from 0, to Arrow IPC files in a
+spool folder; this process reads the chunks back in file order, shifts the
+game numbers by the games of the files before, checks for games seen in an
+earlier file and yields them.  The chunks equal ``stream_kanachan``'s,
+concatenated (frames, skipped lines, the error raised).
 
 Memory: each worker holds its stream's window (about twice ``chunk_bytes``);
-this process one chunk.  Disk: the spool holds the chunks of the files
-started and not yet read back (at most ``processes + 1`` files).
+this process one chunk.  Disk: the spool holds the chunks of at most
+``2 * processes`` files handed out ahead of the one read back.
 
 Examples
 --------
->>> chunks = stream_kanachan_files(["a.tsv.gz", "b.tsv.gz"], processes=2, threads=2)  # doctest: +SKIP
+>>> chunks = stream_kanachan_files(["a.tsv.gz", "b.tsv.gz"], chunk_bytes=8 << 20, skip=False, processes=2,
+...                                threads=2)  # doctest: +SKIP
 >>> sum(r.frame.height for r in chunks)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import collections
+import concurrent.futures
 import os
 import pickle
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -76,49 +78,64 @@ def _stream_one(index: int, path: str, chunk_bytes: int, skip: bool, threads: in
 
 
 class _Worker:
-    """One file streamed by ``python -m rewardlab.sources.kanachan.stream_files`` (a fresh interpreter: no
-    fork of this process's threads, and nothing of the caller's main module is imported again)."""
+    """A worker process (``python -m rewardlab.sources.kanachan.stream_files``: a fresh interpreter, so no
+    fork of this process's threads, and nothing of the caller's main module is imported again) that streams
+    the files it is sent, one after the other: it starts once, however many files it reads.
 
-    def __init__(self, index: int, path: Path, spool: Path, *, chunk_bytes: int, skip: bool, threads: int):
-        self.index, self.path = index, path
-        self.result_path = spool / f"{index:06d}.result"
-        self.log = open(spool / f"{index:06d}.log", "w+b")
+    The protocol is one line each way per file: ``INDEX<TAB>PATH`` in, ``done INDEX`` out once
+    ``SPOOL/INDEX.result`` (a pickled :class:`FileChunks`) is written.
+    """
+
+    def __init__(self, number: int, spool: Path, *, chunk_bytes: int, skip: bool, threads: int):
+        self.spool = spool
+        self.log = open(spool / f"worker-{number}.log", "w+b")
         root = str(Path(__file__).resolve().parents[3])  # where this rewardlab is imported from
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "rewardlab.sources.kanachan.stream_files", str(index), str(path), str(chunk_bytes),
+            [sys.executable, "-m", "rewardlab.sources.kanachan.stream_files", str(chunk_bytes),
              "skip" if skip else "raise", str(threads), str(spool)],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
 
-    @property
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def result(self) -> FileChunks:
-        """Wait for the worker; its chunks, or an error that says how it stopped."""
-        code = self.process.wait()
-        self.log.seek(0)
-        tail = self.log.read()[-2000:].decode("utf-8", "replace").strip()
-        self.log.close()
-        if code != 0 or not self.result_path.exists():
-            raise DataFormatError(self.path, None, None, "reader_failed",
-                                  f"the worker process reading it stopped with exit status {code}"
+    def read(self, index: int, path: Path) -> FileChunks:
+        """Have the worker stream ``path``; its chunks, or an error that says how the worker stopped."""
+        try:
+            self.process.stdin.write(f"{index}\t{path}\n".encode())
+            self.process.stdin.flush()
+            answer = self.process.stdout.readline().decode().strip()
+        except (BrokenPipeError, OSError):
+            answer = ""
+        result = self.spool / f"{index:06d}.result"
+        if answer != f"done {index}" or not result.exists():
+            try:
+                code = self.process.wait(timeout=5)  # it closed its output: let it end, for its status
+            except subprocess.TimeoutExpired:
+                code = None
+            self.log.seek(0)
+            tail = self.log.read()[-2000:].decode("utf-8", "replace").strip()
+            raise DataFormatError(path, None, None, "reader_failed",
+                                  "the worker process reading it stopped"
+                                  + (f" with exit status {code}" if code is not None else "")
                                   + (f": {tail}" if tail else ""),
                                   hint="Run the command with --workers 1 to read the files in this process.")
-        with open(self.result_path, "rb") as f:
-            return pickle.load(f)
+        with open(result, "rb") as f:
+            chunks = pickle.load(f)
+        result.unlink()
+        return chunks
 
     def stop(self) -> None:
-        if self.running:
+        if self.process.poll() is None:
             self.process.kill()
-            self.process.wait()
-        if not self.log.closed:
-            self.log.close()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.log):
+            try:
+                stream.close()
+            except OSError:
+                pass
 
 
 def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, processes: int, threads: int,
                           progress: bool | None = None, spool_in=None) -> Iterator[LoadResult]:
-    """Stream ``files`` (at least two) with one worker process per file, ``processes`` at once.
+    """Stream ``files`` (at least two) in ``processes`` worker processes, each streaming one file at a time.
 
     Parameters
     ----------
@@ -127,7 +144,7 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
     chunk_bytes, skip
         As :func:`~rewardlab.sources.kanachan.stream.stream_kanachan` (``skip``: ``on_error="skip"``).
     processes : int
-        Files streamed at once.
+        Worker processes (files streamed at once).
     threads : int
         Parse threads in each worker.
     progress : bool, optional
@@ -152,33 +169,47 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
 
     spool = Path(tempfile.mkdtemp(prefix="rewardlab-spool-", dir=spool_in))
     earlier, cross_file, games = GameIdSet(), None, 0
-    workers: collections.deque = collections.deque()
-    queued = iter(enumerate(files))
+    workers: list[_Worker] = []
+    tasks: queue.Queue = queue.Queue()
+    results = [concurrent.futures.Future() for _ in files]
+    stop = threading.Event()
 
-    def start() -> None:  # keep `processes` workers running, and at most one file done ahead of each
-        while len(workers) < 2 * processes and sum(w.running for w in workers) < processes:
-            item = next(queued, None)
-            if item is None:
+    def serve(worker: _Worker) -> None:  # one thread per worker process: hand it the next file, wait for it
+        while not stop.is_set():
+            try:
+                index = tasks.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if index is None:
                 return
-            workers.append(_Worker(item[0], item[1], spool, chunk_bytes=chunk_bytes, skip=skip, threads=threads))
+            try:
+                results[index].set_result(worker.read(index, files[index]))
+            except BaseException as exc:  # noqa: BLE001 - raised in file order by the consumer
+                results[index].set_exception(exc)
+                return
 
+    ahead = 2 * processes  # files handed out beyond the one read back: the spool holds at most these
     try:
+        for number in range(min(processes, len(files))):
+            workers.append(_Worker(number, spool, chunk_bytes=chunk_bytes, skip=skip, threads=threads))
+        servers = [threading.Thread(target=serve, args=(w,), daemon=True, name=f"rewardlab-spool-{k}")
+                   for k, w in enumerate(workers)]
+        for server in servers:
+            server.start()
+        handed = 0
         with tqdm(total=sum(p.stat().st_size for p in files), unit="B", unit_scale=True, desc="reading kanachan",
                   disable=not progress_enabled(progress), leave=False) as bar:
-            start()
-            while workers:
-                head = workers[0]
-                while head.running:  # the others start as slots free up
-                    time.sleep(0.02)
-                    start()
-                done = workers.popleft().result()
-                start()
+            for index, path in enumerate(files):
+                while handed < len(files) and handed <= index + ahead:
+                    tasks.put(handed)
+                    handed += 1
+                done = results[index].result()
                 this_file = GameIdSet()
                 for target, rows, skipped in done.chunks:
                     frame = pl.read_ipc(target)
                     Path(target).unlink()
                     frame, names = _renumber(frame, games)
-                    if cross_file is None and head.index > 0 and names:
+                    if cross_file is None and index > 0 and names:
                         cross_file = _cross_file(frame, names, earlier)
                     this_file.add(names)
                     if cross_file is None:
@@ -187,8 +218,11 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
                     raise done.error
                 games += done.games
                 earlier.absorb(this_file)
-                bar.update(head.path.stat().st_size)
+                bar.update(path.stat().st_size)
+        for _ in workers:
+            tasks.put(None)
     finally:
+        stop.set()
         for w in workers:  # stopped early (an error, the consumer gone): the workers go at once
             w.stop()
         shutil.rmtree(spool, ignore_errors=True)
@@ -221,14 +255,20 @@ def _cross_file(frame: pl.DataFrame, names: list[str], earlier: GameIdSet) -> Da
 
 
 def worker_main(argv: list[str]) -> int:
-    """``python -m rewardlab.sources.kanachan.stream_files INDEX PATH CHUNK_BYTES raise|skip THREADS SPOOL``:
-    one worker of :func:`stream_kanachan_files`; its result is written to ``SPOOL/INDEX.result``."""
-    index, path, chunk_bytes, mode, threads, spool = argv
-    result = _stream_one(int(index), path, int(chunk_bytes), mode == "skip", int(threads), spool)
-    target = Path(spool) / f"{int(index):06d}.result"
-    with open(target.with_suffix(".partial"), "wb") as f:
-        pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(target.with_suffix(".partial"), target)
+    """``python -m rewardlab.sources.kanachan.stream_files CHUNK_BYTES raise|skip THREADS SPOOL``: one worker
+    of :func:`stream_kanachan_files`.  It reads ``INDEX<TAB>PATH`` lines, streams each file, writes
+    ``SPOOL/INDEX.result`` and answers ``done INDEX``; it ends when its input does."""
+    chunk_bytes, mode, threads, spool = argv
+    answers, sys.stdout = sys.stdout, sys.stderr  # anything printed while reading goes to the log, not the protocol
+    for line in sys.stdin:
+        index, path = line.rstrip("\n").split("\t", 1)
+        result = _stream_one(int(index), path, int(chunk_bytes), mode == "skip", int(threads), spool)
+        target = Path(spool) / f"{int(index):06d}.result"
+        with open(target.with_suffix(".partial"), "wb") as f:
+            pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(target.with_suffix(".partial"), target)
+        answers.write(f"done {index}\n")
+        answers.flush()
     return 0
 
 
