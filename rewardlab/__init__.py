@@ -51,6 +51,7 @@ _EXPORTS = {
     ),
     "rewardlab.analysis.scopes": ("SCOPES", "scope_values"),
     "rewardlab.analysis.limits": ("DisplayLimits", "display_limits", "series_limits", "normalization_limits"),
+    "rewardlab.normalized_export": ("export_normalized_plugin", "plugin_constants"),
     "rewardlab.analysis.stats": (
         "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
         "normalization_constants", "reward_moments", "reward_stats",

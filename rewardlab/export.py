@@ -38,6 +38,7 @@ import os
 from pathlib import Path
 
 from rewardlab.core.files import atomic_open, check_output
+from rewardlab.core.fronts import Fix, Say, Text
 from rewardlab._version import __version__
 from rewardlab.core.errors import ExportWriteError, FileAccessError, OutputExistsError, ParameterError, RewardlabError
 from rewardlab.domains.mahjong.families.base import EXPORT_HELPERS, RewardFamily, check_reward_range
@@ -156,7 +157,13 @@ def check_constants_fit(family: RewardFamily, *, keep_constants: bool = False) -
     >>> from rewardlab.domains.mahjong.families import Ranking
     >>> check_constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
     Traceback (most recent call last):
-    rewardlab.core.errors.ParameterError: `constants` should be fitted for the exported parameters (ranking: vector=[2.0, 0.0, 0.0, -1.0]), not for ranking: vector=[1.0, -1.0, -1.0, -1.0]. Received {'mean': -0.5, 'std': 1.0}. Refit them for these parameters (with_constants_from(data) / the tuner's “from data” button / --normalize-from), or pass keep_constants=True (tick “keep these constants”) to export them as they are.
+    rewardlab.core.errors.ParameterError: `constants` should be fitted for the exported parameters (ranking: vector=[2.0, 0.0, 0.0, -1.0]), not for ranking: vector=[1.0, -1.0, -1.0, -1.0]. Received {'mean': -0.5, 'std': 1.0}. Refit them for these parameters (with_constants_from(data)), or pass keep_constants=True to export them as they are.
+    >>> from rewardlab.core.fronts import WIDGET, render
+    >>> try:
+    ...     check_constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
+    ... except ParameterError as exc:
+    ...     print(render(exc, WIDGET).split("}. ")[1])  # the remedy in a widget's words
+    Refit them for these parameters (the “from data” button), or tick 'keep these constants' to export them as they are.
     """
     if not isinstance(keep_constants, bool):
         raise ParameterError("keep_constants", "should be True or False", keep_constants)
@@ -164,9 +171,9 @@ def check_constants_fit(family: RewardFamily, *, keep_constants: bool = False) -
         p = family.params
         raise ParameterError("constants", f"should be fitted for the exported parameters ({family.parameter_key()}), "
                              f"not for {p.provenance.fitted_for}", {"mean": p.mean, "std": p.std},
-                             hint="Refit them for these parameters (with_constants_from(data) / the tuner's "
-                             "“from data” button / --normalize-from), or pass keep_constants=True (tick “keep "
-                             "these constants”) to export them as they are.")
+                             hint=Text("Refit them for these parameters (",
+                                       Say("refit_constants", "with_constants_from(data)"), "), or ",
+                                       Fix("keep_constants", True), " to export them as they are."))
 
 
 def render_plugin(family_or_params, *, source: str | None = None,

@@ -322,11 +322,11 @@ def test_cli_ranking_with_points_and_typed_constants(tmp_path, capsys):
     assert "constants:   mean = 0.5, std = 2.0" in text and "typed by the user" in text
     assert "wiki normalization" not in capsys.readouterr().out  # only for a rank vector alone
     for argv, message in [
-        (["--vector", "1,2,3"], "`vector` should have 4 entries"),
+        (["--vector", "1,2,3"], "`--vector` should have 4 entries"),  # the CLI names its flags
         (["--vector", "1,2,x,4"], "`--vector` should be four numbers separated by commas"),
         (["--preset", "top", "--points-offset", "25000"], "`--points-divisor` is required"),
         (["--preset", "top", "--mean", "1"], "`--std` is required with --mean"),
-        (["--preset", "top", "--mean", "1", "--std", "0"], "`std` should be > 0"),
+        (["--preset", "top", "--mean", "1", "--std", "0"], "`--std` should be > 0"),
         (["--preset", "mleague", "--seed-normalization"], "`--seed-normalization` applies to a rank vector"),
         (["--preset", "mleague", "--wiki-normalization"], "`--wiki-normalization` applies to a rank vector"),
         (["--preset", "top", "--wiki-normalization", "--std", "1"], "`--std` cannot be combined with "
@@ -375,7 +375,7 @@ def test_cli_other_families(small_frame, tmp_path, capsys):
     assert ns["_RL_STD"] == family.params.std
     assert main(["export", "points", "--offset", "25000", "--divisor", "0", "--out",
                  str(tmp_path / "p.py")]) == 2
-    assert "`divisor` should be a nonzero number. Received 0.0." in capsys.readouterr().err
+    assert "`--divisor` should be a nonzero number. Received 0.0." in capsys.readouterr().err
 
 
 def test_cli_schedule(capsys):
@@ -447,9 +447,8 @@ def test_stale_constants_are_refused_unless_kept(sample_prepared, tmp_path):
     assert str(err.value) == (
         "`constants` should be fitted for the exported parameters (ranking: vector=[1.0, 0.0, 0.0, -1.0]), not for "
         f"ranking: vector=[1.0, -1.0, -1.0, -1.0]. Received {{'mean': {fitted.params.mean!r}, 'std': "
-        f"{fitted.params.std!r}}}. Refit them for these parameters (with_constants_from(data) / the tuner's “from "
-        "data” button / --normalize-from), or pass keep_constants=True (tick “keep these constants”) to export "
-        "them as they are.")
+        f"{fitted.params.std!r}}}. Refit them for these parameters (with_constants_from(data)), or pass "
+        "keep_constants=True to export them as they are.")  # Python's words only (rewardlab.core.fronts)
     assert not (tmp_path / "moved.py").exists()
     text = export_plugin(moved, tmp_path / "moved.py", keep_constants=True).read_text()
     assert ("# constants fit: NOT fitted for these parameters: fitted for ranking: vector=[1.0, -1.0, -1.0, -1.0] "
@@ -459,14 +458,16 @@ def test_stale_constants_are_refused_unless_kept(sample_prepared, tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["ranking", "--preset", "top", "--mean", "0", "--std", "1e-320"], "`std` should keep the normalized reward"),
-    (["ranking", "--vector", "1e308,0,0,-1e308"], "`vector[0]` should keep the raw reward within ±1e+100"),
+    (["ranking", "--preset", "top", "--mean", "0", "--std", "1e-320"], "`--std` should keep the normalized reward"),
+    (["ranking", "--vector", "1e308,0,0,-1e308"], "the 1st value of `--vector` should keep the raw reward within "
+     "±1e+100"),
     (["ranking", "--vector=1e308,0,0,-1e308", "--normalize-from", "SAMPLE"],
-     "`vector[0]` should keep the raw reward within ±1e+100"),
-    (["ranking", "--vector=1e308,0,0,-1e308", "--seed-normalization"], "`vector[0]` should keep the raw reward"),
-    (["ranking", "--preset", "top", "--mean", "nan", "--std", "1"], "`mean` should be a finite number (not NaN"),
-    (["points", "--offset", "0", "--divisor", "1e-300"], "`divisor` should keep the raw reward within ±1e+100"),
-    (["round-delta", "--offset", "1e308", "--divisor", "1e-10"], "`offset` should keep the raw reward"),
+     "the 1st value of `--vector` should keep the raw reward within ±1e+100"),
+    (["ranking", "--vector=1e308,0,0,-1e308", "--seed-normalization"],
+     "the 1st value of `--vector` should keep the raw reward"),
+    (["ranking", "--preset", "top", "--mean", "nan", "--std", "1"], "`--mean` should be a finite number (not NaN"),
+    (["points", "--offset", "0", "--divisor", "1e-300"], "`--divisor` should keep the raw reward within ±1e+100"),
+    (["round-delta", "--offset", "1e308", "--divisor", "1e-10"], "`--offset` should keep the raw reward"),
 ], ids=["tiny-std", "huge-vector", "huge-vector-from-data", "huge-vector-seed", "nan-mean", "points", "round-delta"])
 def test_cli_refuses_constants_that_break_the_file(argv, message, sample_path, tmp_path, capsys):
     out = tmp_path / "x.py"

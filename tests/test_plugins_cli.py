@@ -47,7 +47,7 @@ def test_apply_reads_annotation_files_and_refuses_to_overwrite(tmp_path, sample_
     before = out.read_bytes()
     capsys.readouterr()
     assert main(["apply", str(sample_path), "--plugin", ROUNDS, "--out", str(out)]) == 2
-    assert "already exists; pass overwrite=True (CLI: --overwrite) to replace it" in capsys.readouterr().err
+    assert "already exists; pass --overwrite to replace it" in capsys.readouterr().err
     assert out.read_bytes() == before
 
 

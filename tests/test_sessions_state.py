@@ -376,7 +376,7 @@ def test_save_state_never_replaces_a_file_unless_asked(tmp_path):
     s.n_steps = 200
     with pytest.raises(OutputExistsError) as err:
         s.save_state(path)
-    assert str(err.value) == f"{path} already exists; pass overwrite=True (CLI: --overwrite) to replace it"
+    assert str(err.value) == f"{path} already exists; pass overwrite=True to replace it"
     assert path.read_text() == text
     s.save_state(path, overwrite=True)
     assert json.loads(path.read_text())["parameters"]["n_steps"] == 200

@@ -444,7 +444,8 @@ def test_an_unnamed_final_row_says_how_to_name_it(tmp_path):
     path = tmp_path / "steps.csv"
     path.write_text("ep,t,obs,action,reward,terminated,after\n0,0,0.5,1,1.0,false,false\n0,1,0.25,0,0.0,true,false\n"
                     "0,2,0.75,,,false,true\n")
-    with pytest.raises(StepTableError, match=r"flag_mid_episode.*The next row has no reward.*--option final=COLUMN"):
+    with pytest.raises(StepTableError, match=r"flag_mid_episode.*The next row has no reward.*flags such rows: "
+                       r"final='COLUMN'"):  # Python's words; the CLI says --option final=COLUMN (test_fronts)
         read_steps(path, episode="ep")
     frame = read_steps(path, episode="ep", final="after").frame
     assert frame["final_obs"].to_list() == [None, 0.75]

@@ -241,8 +241,8 @@ def test_missing_episode_or_step_lists_the_columns_and_the_options(tmp_path):
         rewardlab.load(path)
     assert str(info.value) == (
         f"{path}: no episode column: none of episode_id, eps_id, episode is in the table (columns: ep, t, x, "
-        "terminated) [rule: missing_column] Name it with episode='COLUMN' (CLI: --option episode=COLUMN; the "
-        f"format's options: {OPTIONS}).")
+        "terminated) [rule: missing_column] Name it with episode='COLUMN' (the format's options: "
+        f"{OPTIONS}).")
     path.write_text("episode,tick,x,terminated\n0,0,1,true\n")
     with pytest.raises(StepTableError, match=r"a\.csv: no step column: none of t, step is in the table "
                        r"\(columns: episode, tick, x, terminated\) \[rule: missing_column\] Name it with step="):

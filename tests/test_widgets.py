@@ -159,7 +159,8 @@ def test_ranking_tuner_export_button(small_frame, tmp_path):
     tuner.rank_inputs[0].value = 2.0
     tuner.export_button.click()
     assert tuner.wait_for_export(60)
-    assert "already exists; pass overwrite=True" in tuner.export_result.value and path.read_text() == text
+    assert "already exists; tick &#x27;overwrite if it exists&#x27; to replace it" in tuner.export_result.value
+    assert path.read_text() == text
     tuner.overwrite.value = True
     tuner.export_button.click()
     assert tuner.wait_for_export(60)
@@ -326,7 +327,7 @@ def test_export_button_errors_show_a_message_and_reenable(small_frame, tmp_path,
         # found before the round trip runs, not when the file is written
         (str(tmp_path / "typo" / "r.py"), False, f"`path` cannot be written: the folder {tmp_path / 'typo'} "
          f"does not exist. Received {str(tmp_path / 'typo' / 'r.py')!r}. Create it first"),
-        (str(existing), False, f"{existing} already exists; pass overwrite=True"),
+        (str(existing), False, f"{existing} already exists; tick 'overwrite if it exists' to replace it"),
     ]
     for typed, overwrite, message in cases:
         tuner.export_path.value, tuner.overwrite.value = typed, overwrite
@@ -389,7 +390,7 @@ def test_number_boxes_read_text_the_way_a_person_does(tuner, sample_frame):
     for box, typed, message in [
         (tuner.offset, "1.5", "`offset` should be a whole number such as 1000. Received '1.5'."),
         (tuner.divisor, "1,000", "`divisor` should be a whole number such as 1000. Received '1,000'."),
-        (tuner.rank_inputs[1], "1,5", "`vector[1]` should be a number such as 0.5, -3 or 1e-3 (a dot for "
+        (tuner.rank_inputs[1], "1,5", "box '2nd' should be a number such as 0.5, -3 or 1e-3 (a dot for "
          "decimals, no thousands separators). Received '1,5'."),
         (tuner.mean, "nan", "`mean` should be a number such as 0.5"),
         (tuner.std, "1e999", "`std` should be a finite number (it overflows float64). Received '1e999'."),
@@ -446,7 +447,7 @@ def test_nonfinite_results_are_refused_at_input(small_frame):
     s = tuner.session
     before = (s.vector, s.version, tuner.stats.value)
     tuner.rank_inputs[0].value = "1e308"
-    assert "`vector[0]` should keep the raw reward within ±1e+100" in html.unescape(tuner.error.value)
+    assert "box '1st' should keep the raw reward within ±1e+100" in html.unescape(tuner.error.value)
     assert (s.vector, s.version, tuner.stats.value) == before and tuner.rank_inputs[0].value == "1.0"
     tuner.std.value = "1e-320"
     assert "`std` should keep the normalized reward (raw - mean) / std within ±1e+100" in \

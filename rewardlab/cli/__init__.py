@@ -3,7 +3,10 @@
 Each module in this package registers its subcommands; errors of the
 :class:`~rewardlab.core.errors.RewardlabError` family, and any ``OSError`` (a file
 problem; its text names the path), are printed as one clear message with
-exit status 2 (no traceback); anything else propagates.
+exit status 2 (no traceback); anything else propagates.  A message's
+remedy is worded for the command line by the command's own flags
+(:func:`command_front`: ``--overwrite``, ``--no-center``,
+``--option unfinished=truncate``), not as Python keywords.
 
 Examples
 --------
@@ -19,8 +22,9 @@ import sys
 
 from rewardlab._version import __version__
 from rewardlab.core.errors import RewardlabError
+from rewardlab.core.fronts import Front, command_front as front_of_flags, render
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "command_front", "command_flags"]
 
 #: Modules that contribute subcommands, each with ``register(subparsers)``.
 COMMAND_MODULES = (
@@ -48,7 +52,49 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    parser.commands = sub.choices  # name -> its parser, for command_front
     return parser
+
+
+def command_front(parser: argparse.ArgumentParser, args: argparse.Namespace | None = None) -> Front:
+    """The CLI's words for one command's messages, from its parser's flags.
+
+    Each flag's destination names the library argument it sets
+    (``--no-center`` sets ``no_center``, a switch), so a remedy
+    ``Fix("center", False)`` reads ``--no-center`` and a format option
+    ``--option NAME=VALUE`` where the command takes ``--option``
+    (:func:`rewardlab.core.fronts.command_front`).  With ``args``, the
+    flags of the sub-command it chose (``export scaling``) come first.
+
+    Examples
+    --------
+    >>> from rewardlab.core.errors import OutputExistsError
+    >>> parser = build_parser()
+    >>> render(OutputExistsError("r.py"), command_front(parser.commands["convert"]))
+    'r.py already exists; pass --overwrite to replace it'
+    """
+    flags = command_flags(parser, args)
+    return front_of_flags(flags, takes_options="option" in flags)
+
+
+def command_flags(parser: argparse.ArgumentParser, args: argparse.Namespace | None = None) -> dict:
+    """Each flag of ``parser`` (and of the sub-command ``args`` chose) by destination: ``(flag, kind)``.
+
+    Examples
+    --------
+    >>> command_flags(build_parser().commands["convert"])["overwrite"]
+    ('--overwrite', 'switch')
+    """
+    flags: dict[str, tuple[str, str]] = {}
+    chosen = []
+    for action in parser._actions:  # argparse has no public list of a parser's arguments
+        if isinstance(action.choices, dict) and getattr(args, action.dest, None) in action.choices:
+            chosen.append(action.choices[getattr(args, action.dest)])
+        elif action.option_strings:
+            flags[action.dest] = (max(action.option_strings, key=len), "switch" if action.nargs == 0 else "value")
+    for inner in chosen:
+        flags.update(command_flags(inner, args))
+    return flags
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RewardlabError as exc:
-        print(f"rewardlab {args.command}: error: {exc}", file=sys.stderr)
+        text = render(exc, command_front(parser.commands[args.command], args))
+        print(f"rewardlab {args.command}: error: {text}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `rewardlab info ... | head`
         return 0

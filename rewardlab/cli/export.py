@@ -1,4 +1,10 @@
-"""Export commands: ``export ranking|points|round-delta`` (a plug-in file) and ``schedule`` (epsilon snippets).
+"""Export commands: ``export ranking|points|round-delta|scaling|normalized`` (a plug-in file) and ``schedule``.
+
+``rewardlab export normalized --plugin FILE.py --data DATA [--scope S] [--no-center] --out FILE.py
+[--overwrite]`` writes a normalized version of the user's own steps plug-in
+(:mod:`rewardlab.normalized_export`): a subcommand of its own rather than an
+option of ``export scaling``, whose ``--reward`` / ``--key`` name a column of
+the data, while this one runs a file.
 
 ``rewardlab export ranking (--preset NAME | --vector V1,V2,V3,V4)
 [--points-offset N --points-divisor N] [--mean M --std S | --wiki-normalization |
@@ -88,6 +94,30 @@ def register(sub) -> None:
     c.add_argument("--overwrite", action="store_true", help="replace an existing file")
     c.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
     c.set_defaults(func=_export_scaling)
+
+    n = fam.add_parser("normalized", help="steps contract: your own plug-in, normalized by constants from data",
+                       description="Write a plug-in for the steps contract that runs YOUR plug-in file (loaded "
+                       "from beside the written file, at the relative path it has now, and refused at run time "
+                       "if its SHA-256 changed: no code of yours is copied) and returns (its reward - mean) / "
+                       "std, with mean and std measured by applying your plug-in to the data "
+                       "(rewardlab.normalization_constants over --scope). The file is checked bit for bit "
+                       "against rewardlab on the data in every batch mode (and check-plugin on whole "
+                       "episodes); nothing is written when that fails.")
+    n.add_argument("--plugin", required=True, metavar="FILE.py",
+                   help="your steps plug-in file (get_reward(data, contiguous)); keep the written file where it "
+                   "can reach this one at the same relative path")
+    n.add_argument("--data", nargs="+", required=True, metavar="DATA",
+                   help="the step table(s) the constants are measured and the file checked on")
+    add_input_options(n)
+    n.add_argument("--scope", default="all", help="the scope of the constants (default: all; a return scope "
+                   "needs --no-center)")
+    n.add_argument("--batch-mode", default="episodes", metavar="MODE",
+                   help="how your plug-in is applied to measure the constants (default: episodes)")
+    n.add_argument("--no-center", action="store_true", help="divide by the std only (do not subtract the mean)")
+    n.add_argument("--out", required=True, metavar="FILE.py", help="the plug-in file to write")
+    n.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    n.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
+    n.set_defaults(func=_export_normalized)
 
     s = sub.add_parser("schedule", help="epsilon-greedy schedules: summary and config snippet",
                        description="Summarize an epsilon-greedy schedule and print its parameters "
@@ -340,6 +370,31 @@ def _export_scaling(args) -> int:
         warnings.simplefilter("ignore", ScalingBlowUpWarning)
         result = export_scaling_plugin(constants, args.out, data=frame, key=args.key, center=not args.no_center,
                                        overwrite=args.overwrite, source=args.note)
+    print(result)
+    return 0
+
+
+def _export_normalized(args) -> int:
+    import dataclasses
+
+    from rewardlab.normalized_export import export_normalized_plugin, plugin_constants
+    from rewardlab.sources.dispatch import load
+
+    from rewardlab.core.errors import check_choice
+    from rewardlab.plugins.batch_modes import BATCH_MODES
+
+    check_choice("--batch-mode", args.batch_mode, BATCH_MODES)
+    _refuse_existing(args, [*args.data, args.plugin])  # before any work
+    frame = load(args.data if len(args.data) > 1 else args.data[0], format=args.format, progress=False,
+                 options=format_options(args) or None)
+    applied, constants = plugin_constants(frame, args.plugin, scope=args.scope, batch_mode=args.batch_mode,
+                                          progress=False)
+    constants = dataclasses.replace(constants, source=", ".join(args.data))  # measured on these files
+    with warnings.catch_warnings():  # a blow-up is printed with the result (once, in its words), not warned
+        warnings.simplefilter("ignore", ScalingBlowUpWarning)
+        result = export_normalized_plugin(args.plugin, constants, args.out, data=applied,
+                                          center=not args.no_center, batch_mode=args.batch_mode,
+                                          overwrite=args.overwrite, source=args.note)
     print(result)
     return 0
 

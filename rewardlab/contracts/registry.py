@@ -19,6 +19,7 @@ from __future__ import annotations
 from rewardlab.contracts.base import Contract
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import ParameterError, SpecError
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["register_contract", "get_contract", "registered_contracts", "contract_for",
@@ -48,8 +49,8 @@ def register_contract(contract: Contract, *, replace: bool = False) -> Contract:
     if not isinstance(contract.name, str) or not contract.name.isidentifier():
         raise ParameterError("contract.name", "should be a Python identifier", contract.name)
     if contract.name in _CONTRACTS and not replace and _CONTRACTS[contract.name] is not contract:
-        raise ParameterError("contract", f"names a contract already registered ({contract.name!r}); "
-                             "pass replace=True to replace it", contract.name)
+        raise ParameterError("contract", Text(f"names a contract already registered ({contract.name!r}); ",
+                                              Fix("replace", True), " to replace it"), contract.name)
     _CONTRACTS[contract.name] = contract
     return contract
 

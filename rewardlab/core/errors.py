@@ -22,6 +22,8 @@ import math
 import numbers
 from pathlib import Path
 
+from rewardlab.core.fronts import Arg, Fix, Text
+
 __all__ = [
     "RewardlabError",
     "rebuild_error",
@@ -51,6 +53,11 @@ __all__ = [
 ]
 
 
+def _hint(hint, sep: str = " ") -> str:
+    """``sep + hint`` (a :class:`~rewardlab.core.fronts.Text` hint keeps its terms), or "" without one."""
+    return sep + hint if hint else ""
+
+
 def rebuild_error(cls, args: tuple, state: dict):
     """Rebuild a pickled :class:`RewardlabError` (its message and attributes) without its ``__init__``."""
     err = cls.__new__(cls, *args)
@@ -62,7 +69,9 @@ def rebuild_error(cls, args: tuple, state: dict):
 class RewardlabError(Exception):
     """Base class of every error rewardlab raises on purpose.
 
-    Errors pickle with their message and attributes, so an error raised in a
+    A message built from a :class:`~rewardlab.core.fronts.Text` keeps its
+    remedy terms (:func:`rewardlab.core.fronts.render` words them for the CLI or
+    a widget); ``str(error)`` is the Python wording.  Errors pickle with their message and attributes, so an error raised in a
     child process (see :mod:`rewardlab.plugins.isolation`) reaches the parent intact.
 
     Examples
@@ -127,18 +136,23 @@ class ParameterError(RewardlabError, ValueError):
     Parameters
     ----------
     name : str
-        The argument's name, as the user typed it.
+        The argument's name, as the user typed it (a front may name it its own
+        way: the CLI's flag, a widget's label; :class:`~rewardlab.core.fronts.Arg`).
     rule : str
         The rule, phrased to follow the name ("should be in [0, 1]").
     value : object
         The value received; it is echoed with ``repr``.
     hint : str, optional
-        What to do instead.
+        What to do instead (a :class:`~rewardlab.core.fronts.Text` to word its
+        remedy for each front).
 
     Examples
     --------
     >>> str(ParameterError("std", "should be > 0", 0.0, hint="Compute it from data."))
     '`std` should be > 0. Received 0.0. Compute it from data.'
+    >>> from rewardlab.core.fronts import WIDGET, render
+    >>> render(ParameterError("vector[3]", "should be a number", "x"), WIDGET)
+    "box '4th' should be a number. Received 'x'."
     """
 
     def __init__(self, name: str, rule: str, value: object, *, hint: str | None = None):
@@ -146,10 +160,7 @@ class ParameterError(RewardlabError, ValueError):
         self.rule = rule
         self.value = value
         self.hint = hint
-        msg = f"`{name}` {rule}. Received {value!r}."
-        if hint:
-            msg += f" {hint}"
-        super().__init__(msg)
+        super().__init__(Text(Arg(name), " ", rule, f". Received {value!r}.", _hint(hint)))
 
 
 class DataFormatError(RewardlabError, ValueError):
@@ -194,10 +205,7 @@ class DataFormatError(RewardlabError, ValueError):
         where = self.path if line is None else f"{self.path}:{line}"
         if column is not None:
             where += f": column {column}"
-        text = f"{where}: {message} [rule: {rule}]"
-        if hint:
-            text += f" {hint}"
-        super().__init__(text)
+        super().__init__(Text(f"{where}: ", message, f" [rule: {rule}]", _hint(hint)))
 
 
 class FrameError(RewardlabError, ValueError):
@@ -211,7 +219,7 @@ class FrameError(RewardlabError, ValueError):
 
     def __init__(self, message: str, *, hint: str | None = None):
         self.hint = hint
-        super().__init__(message + (f". {hint}" if hint else ""))
+        super().__init__(Text(message, _hint(hint, ". ")))
 
 
 class ColumnNotFoundError(RewardlabError, KeyError):
@@ -241,14 +249,15 @@ class OutputExistsError(RewardlabError, FileExistsError):
     Examples
     --------
     >>> str(OutputExistsError("out.py"))
-    'out.py already exists; pass overwrite=True (CLI: --overwrite) to replace it'
+    'out.py already exists; pass overwrite=True to replace it'
+    >>> from rewardlab.core.fronts import WIDGET, render
+    >>> render(OutputExistsError("out.py"), WIDGET)
+    "out.py already exists; tick 'overwrite if it exists' to replace it"
     """
 
     def __init__(self, path: str | Path):
         self.path = str(path)
-        super().__init__(
-            f"{self.path} already exists; pass overwrite=True (CLI: --overwrite) to replace it"
-        )
+        super().__init__(Text(f"{self.path} already exists; ", Fix("overwrite", True), " to replace it"))
 
 
 class PluginError(RewardlabError, ValueError):
@@ -549,7 +558,7 @@ class FileAccessError(RewardlabError, OSError):
         self.path = str(path)
         self.message = message
         self.hint = hint
-        super().__init__(f"{self.path}: {message}" + (f". {hint}" if hint else ""))
+        super().__init__(Text(f"{self.path}: ", message, _hint(hint, ". ")))
 
 
 __all__ += ["FileAccessError"]
@@ -644,8 +653,7 @@ class StepTableError(DataFormatError):
             where += f": row {row}"
         if column is not None:
             where += f": column {column!r}"
-        text = f"{where}: {message} [rule: {rule}]" + (f" {hint}" if hint else "")
-        ValueError.__init__(self, text)
+        ValueError.__init__(self, Text(f"{where}: ", message, f" [rule: {rule}]", _hint(hint)))
 
 
 __all__ += ["StepTableError"]
@@ -696,4 +704,4 @@ class EngineError(RewardlabError, RuntimeError):
     def __init__(self, message: str, *, hint: str | None = None):
         self.message = message
         self.hint = hint
-        super().__init__(message + (f". {hint}" if hint else ""))
+        super().__init__(Text(message, _hint(hint, ". ")))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rewardlab.core.errors import ParameterError
+from rewardlab.core.fronts import Fix, Text
 
 __all__ = ["Engine", "register_engine", "unregister_engine", "get_engine", "registered_engines", "check_engine",
            "BUILTIN_ENGINES", "DEFAULT_ENGINE"]
@@ -87,8 +88,8 @@ def register_engine(engine: Engine, *, replace: bool = False) -> Engine:
     if not isinstance(engine.name, str) or not engine.name.isidentifier():
         raise ParameterError("engine.name", "should be a Python identifier", engine.name)
     if engine.name in _ENGINES and not replace and _ENGINES[engine.name] is not engine:
-        raise ParameterError("engine", f"names an engine already registered ({engine.name!r}); pass "
-                             "replace=True to replace it", engine.name)
+        raise ParameterError("engine", Text(f"names an engine already registered ({engine.name!r}); ",
+                                            Fix("replace", True), " to replace it"), engine.name)
     _ENGINES[engine.name] = engine
     return engine
 

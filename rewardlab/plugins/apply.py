@@ -22,6 +22,7 @@ from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
 from rewardlab.core.spec import FrameSpec, keep_spec
 from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.plugins.execution import (
     check_cancel, check_isolation, execute, failed_plugin, failure_error,
     load_items, plugin_items, progress_bar, raise_first,
@@ -274,7 +275,11 @@ RENAME_HINT = ("Rename the plug-in file (its name comes from the file name) or l
                "(load_plugin(path, name=...))")
 
 
-def check_column_clashes(frame_columns, plugins, *, argument: str = "plugins", replace: str = "replace=True",
+#: The remedy that replaces clashing columns: ``pass replace=True`` (the CLI: ``pass --replace``).
+REPLACE = Text(Fix("replace", True))
+
+
+def check_column_clashes(frame_columns, plugins, *, argument: str = "plugins", replace: str = REPLACE,
                          rename: str = RENAME_HINT) -> None:
     """Refuse plug-ins whose ``reward_<name>`` / ``done_<name>`` the data already holds.
 
@@ -291,9 +296,10 @@ def check_column_clashes(frame_columns, plugins, *, argument: str = "plugins", r
     plugins : sequence of (name, path)
         The plug-ins' names and files (the path may be None).
     argument, replace, rename : str
-        How the caller's user names the plug-ins, the way to replace, and
-        how to rename a plug-in (the CLI: ``--plugin``, ``--replace`` and
-        renaming the file).
+        How the caller's user names the plug-ins, the way to replace
+        (:data:`REPLACE`, ``replace=True``, which the CLI's front words
+        ``--replace``), and how to rename a plug-in (the CLI: ``--plugin``
+        and renaming the file).
 
     Raises
     ------
@@ -320,8 +326,9 @@ def check_column_clashes(frame_columns, plugins, *, argument: str = "plugins", r
     raise ParameterError(
         argument, "should not be named like a column the data already holds (a plug-in adds reward_<name> and "
         f"done_<name>): plug-in {name!r}{where} would replace the data's {', '.join(cols)}{more}", name,
-        hint=f"{rename}, drop the column{'s' if len(cols) > 1 else ''} from the data, or pass {replace} to "
-        f"replace {'them' if len(cols) > 1 else 'it'}.")
+        hint=Text(f"{rename}, drop the column{'s' if len(cols) > 1 else ''} from the data, or ",
+                  replace if isinstance(replace, Text) else "pass " + replace,
+                  f" to replace {'them' if len(cols) > 1 else 'it'}."))
 
 
 def _scale_message(plugin: Plugin, scale: RewardScale) -> str:

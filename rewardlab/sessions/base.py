@@ -33,6 +33,7 @@ from rewardlab.core.errors import (
     FrameError, ParameterError, RewardlabError, RewardlabWarning, check_choice,
 )
 from rewardlab.core.files import check_input
+from rewardlab.core.fronts import text_of
 from rewardlab.sessions.inputs import LoadedData, check_bool, load_frame, parse_number
 from rewardlab.sessions.state import Pinned, SavedState, pin_label_rule, read_state, state_error, write_state
 
@@ -93,7 +94,8 @@ class Session:
         The results of the last successful recompute.
     last_error : str or None
         The message of the last error caught by :meth:`try_update` /
-        :meth:`attempt`; cleared by the next success.
+        :meth:`attempt` (a :class:`~rewardlab.core.fronts.Text`, so a widget
+        words its remedy its own way); cleared by the next success.
     version : int
         Incremented on every recompute.
     recompute_seconds : float
@@ -242,7 +244,7 @@ class Session:
         try:
             method(*args, **kwargs)
         except RewardlabError as exc:
-            self.last_error = str(exc)
+            self.last_error = text_of(exc)  # its remedy terms kept, for a widget's words
             self._notify()
             return False
         return True

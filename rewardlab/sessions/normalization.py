@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from rewardlab.core import columns
-from rewardlab.core.spec import FrameSpec
-from rewardlab.core.errors import FrameError, ParameterError, RewardlabError, check_choice, check_in_range, check_positive
+from rewardlab.core.spec import FrameSpec, keep_spec
+from rewardlab.core.errors import (
+    ExportCancelled, FrameError, ParameterError, PluginRunCancelled, RewardlabError, check_choice, check_in_range,
+    check_positive,
+)
+from rewardlab.normalized_export import NormalizedExport, export_normalized_plugin
+from rewardlab.plugins import apply_plugins
+from rewardlab.plugins.loading import plugin_name
 from rewardlab.analysis.normalizers import (
     constants_column, normalization_summary, normalized_rewards, replay_methods,
 )
 from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.episodes import episode_at_row, open_episode
-from rewardlab.sessions.inputs import load_frame, parse_number, source_paths
+from rewardlab.sessions.inputs import cancel_token, load_frame, parse_number, progress_callback, source_paths
 from rewardlab.sessions.fingerprints import fingerprint_columns
 from rewardlab.sessions.state import spec_columns
 from rewardlab.sources.registry import spec_of
@@ -72,6 +80,20 @@ def offered_scope(scope: str, scopes) -> str:
     if scope == "boundary" and scope not in scopes:
         scope = "episode_end"
     return scope
+
+
+def _with_plugins(frame: pl.DataFrame, plugins, spec) -> tuple[pl.DataFrame, dict]:
+    """``frame`` with the rewards of ``plugins`` (paths; applied unless their reward column is there) and
+    ``{name: absolute Path}``."""
+    if isinstance(plugins, (str, os.PathLike)):
+        plugins = [plugins]
+    if not isinstance(plugins, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) for p in plugins):
+        raise ParameterError("plugins", "should be a sequence of plug-in file paths", plugins)
+    files = {plugin_name(p): Path(os.path.abspath(os.path.expanduser(p))) for p in plugins}
+    missing = [str(p) for name, p in files.items() if columns.reward_column(name) not in frame.columns]
+    if missing:
+        frame = keep_spec(frame, apply_plugins(frame, missing, progress=False, spec=spec))
+    return frame, files
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -133,17 +155,28 @@ class NormalizationSession(Session):
     spec : FrameSpec, optional
         How the frame's rows form episodes; default: the spec the frame
         carries or its columns show (:func:`rewardlab.sources.registry.spec_of`).
+    plugins : sequence of paths
+        The steps plug-in files rewards come from (:attr:`plugin_files`), so
+        :meth:`export` can write a normalized version of one: each is applied
+        to the data (episodes mode) unless the frame already holds its
+        ``reward_<name>`` column (e.g. ``board.session.frame`` with
+        ``board.session.plugin_paths``; the export checks that column against
+        the file).
 
     Examples
     --------
     >>> s = NormalizationSession(frame, reward="rank_top", scope="end_of_game")  # doctest: +SKIP
     >>> s.results.constants.std  # doctest: +SKIP
     >>> s.scope = "all"  # doctest: +SKIP
+    >>> s = NormalizationSession(steps, plugins=["data/plugins/steps/potential_shaping.py"])  # doctest: +SKIP
+    >>> print(s.export("potential_shaping_normalized.py"))  # doctest: +SKIP
 
     Attributes
     ----------
     scopes : tuple of str
         The scopes the data has (:func:`data_scopes`): what the panel offers.
+    plugin_files : dict
+        ``{reward name: absolute Path}`` of the plug-in files given as ``plugins``.
     """
 
     reward = Param("The reward name (a reward_<name> column of the frame).")
@@ -158,10 +191,11 @@ class NormalizationSession(Session):
     state_kind = "normalization"
 
     def __init__(self, data, *, reward: str | None = None, scope: str | None = None, gamma: float = 0.99,
-                 epsilon: float = 1e-8, clip_reward: float = 10.0, spec: FrameSpec | None = None):
+                 epsilon: float = 1e-8, clip_reward: float = 10.0, spec: FrameSpec | None = None, plugins=()):
         super().__init__()
         frame, source = load_frame(data)
         self.data_path, self.data_paths = source, source_paths(data)
+        frame, self.plugin_files = _with_plugins(frame, plugins, spec)
         self.frame = frame
         self.spec = spec_of(frame, spec)
         self.scopes = data_scopes(frame, spec)
@@ -249,6 +283,79 @@ class NormalizationSession(Session):
                     if value is not None:
                         checks.append((f"the {column} of the {method} replay", value))
         return self._finite_problems(checks)
+
+    # -- export ----------------------------------------------------------------------
+    def export_blocker(self) -> str | None:
+        """Why :meth:`export` cannot write the reward shown now (None when it can).
+
+        Examples
+        --------
+        >>> s.export_blocker()  # doctest: +SKIP
+        "reward 'recorded' is not from a plug-in file ..."
+        """
+        name = self._params["reward"]
+        if self.spec.contract not in (None, "steps"):
+            return (f"a normalized plug-in is exported for step tables (the steps contract); this data uses the "
+                    f"{self.spec.contract!r} contract (export a reward family instead: rewardlab export ranking)")
+        if name not in self.plugin_files:
+            given = ", ".join(sorted(self.plugin_files)) or "none"
+            return (f"reward {name!r} is not from a plug-in file (plug-in files given: {given}); open the panel "
+                    f"with plugins=['your_plugin.py'] to export a normalized version of your plug-in, or use "
+                    f"rewardlab export scaling for a column of the data")
+        r = self.results
+        if r.constants is None:
+            return f"no constants over {r.scope}: {r.constants_error}"
+        return None
+
+    def export(self, path, *, overwrite: bool = False, check: bool = True, source: str | None = None,
+               progress=None, cancel=None) -> NormalizedExport:
+        """Write the normalized version of the plug-in file of the reward shown, with the constants shown.
+
+        The file runs the plug-in from beside it and applies ``(reward - shift) / scale``
+        (:func:`rewardlab.normalized_export.export_normalized_plugin`: checked bit for bit in every
+        batch mode first; nothing is written when anything fails).  ``shift`` is the mean, except
+        for a return scope (``episode_return``, ``trajectory_return``), whose constants only scale.
+        The session is read once at the start.
+
+        Parameters
+        ----------
+        path : str or Path
+            The ``.py`` file to write.
+        overwrite, check, source
+            See :func:`~rewardlab.normalized_export.export_normalized_plugin`.
+        progress : callable, optional
+            ``progress(fraction, message)``.
+        cancel : CancelToken, optional
+            Cancelling raises :class:`~rewardlab.core.errors.ExportCancelled`; nothing is written.
+
+        Returns
+        -------
+        NormalizedExport
+
+        Raises
+        ------
+        ParameterError
+            :meth:`export_blocker` says why.
+
+        Examples
+        --------
+        >>> print(s.export("potential_shaping_normalized.py"))  # doctest: +SKIP
+        """
+        token, report = cancel_token(cancel), progress_callback(progress)
+        blocker = self.export_blocker()
+        if blocker is not None:
+            raise ParameterError("reward", f"should come from a plug-in file with constants to export ({blocker})",
+                                 self._params["reward"])
+        r = self.results
+        plugin = self.plugin_files[r.reward]
+        token.check(path, "the start")
+        try:
+            return export_normalized_plugin(plugin, r.constants, path, data=self.frame,
+                                            center=r.scope not in RETURN_SCOPES, spec=self.spec,
+                                            overwrite=overwrite, check=check, source=source, progress=report,
+                                            cancel=lambda: token.cancelled)
+        except PluginRunCancelled:
+            raise ExportCancelled(path, "the round-trip check") from None
 
     # -- drill-down ----------------------------------------------------------------
     def episode(self, episode) -> EpisodeDetail:

@@ -20,6 +20,7 @@ import polars as pl
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.errors import ExportCancelled, FrameError, ParameterError, RoundTripError, check_choice, \
     check_int
+from rewardlab.core.fronts import text_of
 from rewardlab.export import check_constants_fit, plugin_target, render_plugin, write_text
 from rewardlab.domains.mahjong.families import (
     Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
@@ -321,7 +322,7 @@ class RankingTuningSession(Session):
         try:  # the export's own rule, so the button and the file agree
             check_constants_fit(self._family, keep_constants=keep_constants)
         except ParameterError as exc:
-            return str(exc)
+            return text_of(exc)  # its remedy terms kept: the tuner words them for widgets
         return None
 
     def _build(self, params: dict, provenance):

@@ -28,6 +28,7 @@ import polars as pl
 
 from rewardlab.core.spec import DECLARE_HINT, FrameSpec, attached
 from rewardlab.core.errors import ParameterError, SpecError
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 
 __all__ = [
@@ -228,8 +229,8 @@ def register_source(source: Source, *, replace: bool = False) -> Source:
     if not isinstance(source, Source):
         raise ParameterError("source", "should be a rewardlab.sources.registry.Source", type(source).__name__)
     if source.name in _SOURCES and not replace and _SOURCES[source.name] is not source:
-        raise ParameterError("source", f"names a format already registered ({source.name!r}); "
-                             "pass replace=True to replace it", source.name)
+        raise ParameterError("source", Text(f"names a format already registered ({source.name!r}); ",
+                                            Fix("replace", True), " to replace it"), source.name)
     _SOURCES[source.name] = source
     register_spec(source.spec, replace=True)
     return source

@@ -22,6 +22,7 @@ import ipywidgets as W
 import numpy as np
 import traitlets
 
+from rewardlab.core.fronts import WIDGET, render
 from rewardlab.sessions import Session
 from rewardlab.sessions.state import default_state_path
 
@@ -55,7 +56,16 @@ def pre(text: str) -> str:
 
 
 def message(text: str, *, color: str = "#b00020", mark: str = "⚠ ") -> str:
-    return f"<div style='color:{color};white-space:pre-wrap'>{mark}{html.escape(text)}</div>"
+    """A message as HTML; a remedy in ``text`` (a :class:`~rewardlab.core.fronts.Text`) in the widgets' words.
+
+    Examples
+    --------
+    >>> from rewardlab.core.errors import OutputExistsError
+    >>> from rewardlab.core.fronts import text_of
+    >>> message(text_of(OutputExistsError("r.py")), mark="")
+    "<div style='color:#b00020;white-space:pre-wrap'>r.py already exists; tick &#x27;overwrite if it exists&#x27; to replace it</div>"
+    """
+    return f"<div style='color:{color};white-space:pre-wrap'>{mark}{html.escape(render(text, WIDGET))}</div>"
 
 
 def number_text(value) -> str:
@@ -149,8 +159,8 @@ class SessionWidget(W.VBox):
         self.state_path = W.Text(value=str(default_state_path(session.state_kind)), description="state",
                                  style=STYLE, layout=WIDE)
         self.state_path.add_class("rewardlab-state-path")
-        self.state_overwrite = W.Checkbox(value=False, description="overwrite", indent=False,
-                                          layout=W.Layout(width="100px"))
+        self.state_overwrite = W.Checkbox(value=False, description="overwrite if it exists", indent=False,
+                                          layout=W.Layout(width="170px"))  # the words errors use (WIDGET)
         self.save_state_button = W.Button(description="Save state", icon="save")
         self.save_state_button.add_class("rewardlab-save-state")
         self.save_state_button.on_click(self._on_save_state)

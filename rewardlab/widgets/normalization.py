@@ -17,9 +17,10 @@ from rewardlab.analysis.limits import normalization_limits
 from rewardlab.analysis.normalizers import replay_methods
 from rewardlab.plots import legend_outside, plot_normalization
 from rewardlab.sessions import NormalizationSession
-from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, table
+from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, message, pre, table
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
+from rewardlab.widgets.tasks import BackgroundTask, error_html
 
 __all__ = ["NormalizationPanel"]
 
@@ -35,6 +36,14 @@ class NormalizationPanel(SessionWidget):
     scope : str, optional
         Default ``end_of_game`` on kanachan data, ``episode_end`` otherwise
         (see :class:`~rewardlab.sessions.NormalizationSession`).
+    plugins : sequence of paths
+        The steps plug-in files the rewards come from (applied unless their
+        reward column is there): the Export button writes a normalized
+        version of the one shown (:meth:`NormalizationSession.export`).
+    export_path : str
+        Initial file name in the export box (relative to the kernel's folder).
+    background : bool
+        Run the export in a background thread (False: in the click, e.g. in tests).
 
     Attributes
     ----------
@@ -50,6 +59,10 @@ class NormalizationPanel(SessionWidget):
         values on hover; a click opens the episode of the nearest step in
         :attr:`episode`.
     episode : EpisodeView
+    export_path, overwrite, export_button, export_result : widgets
+        The export of the normalized plug-in; ``export_result`` says what was
+        written, or why not (a reward that is not from a plug-in file).
+    export_task : BackgroundTask
 
     Examples
     --------
@@ -57,9 +70,10 @@ class NormalizationPanel(SessionWidget):
     >>> panel.scope.value = "all"  # doctest: +SKIP
     """
 
-    def __init__(self, data, *, reward: str | None = None, scope: str | None = None):
+    def __init__(self, data, *, reward: str | None = None, scope: str | None = None, plugins=(),
+                 export_path: str = "normalized_reward.py", background: bool = True):
         session = data if isinstance(data, NormalizationSession) else \
-            NormalizationSession(data, reward=reward, scope=scope)
+            NormalizationSession(data, reward=reward, scope=scope, plugins=plugins)
         super().__init__(session)
         s = session
         self.reward = self._bind(W.Dropdown(options=list(s.rewards), value=s.reward, description="reward",
@@ -83,12 +97,23 @@ class NormalizationPanel(SessionWidget):
         self._columns: tuple[str, ...] = ()
         self.episode = EpisodeView()
         self.summary = W.HTML()
+        self.export_path = W.Text(value=export_path, description="file", style=STYLE, layout=WIDE)
+        self.export_path.add_class("rewardlab-normalized-export-path")
+        self.overwrite = W.Checkbox(value=False, description="overwrite if it exists", indent=False)
+        self.export_button = W.Button(description="Export normalized plug-in", icon="download",
+                                      button_style="primary", layout=W.Layout(width="240px"))
+        self.export_button.add_class("rewardlab-normalized-export")
+        self.export_button.on_click(self._on_export)
+        self.export_task = BackgroundTask(background=background, css="rewardlab-normalized-export")
+        self.export_result = W.HTML()
+        self.export_result.add_class("rewardlab-normalized-export-result")
         self.add_class("rewardlab-normalization")
         self.children = [W.HTML("<b>Normalization</b>"), self.reward, self.scope,
                          W.HBox([W.HTML("<small>running normalizers:</small>"), self.gamma, self.epsilon,
                                  self.clip_reward]),
                          self.state_bar, self.error, self.constants, self.stats, self.plot, self.episode, self.summary,
-                         self.pinned]
+                         W.HBox([self.export_path, self.overwrite]), W.HBox([self.export_button, self.export_task]),
+                         self.export_result, self.pinned]
         self.refresh()
 
     def _sync_controls(self) -> None:
@@ -143,3 +168,43 @@ class NormalizationPanel(SessionWidget):
             column = self._columns[click.axes]
             self._open_episode(self.episode, lambda: self.session.episode_near(click.x, column=column))
 
+
+    def _on_export(self, _button=None) -> None:
+        if self.export_task.running:
+            return
+        path, overwrite = self.export_path.value, self.overwrite.value
+        blocker = self.session.export_blocker()
+        if blocker is not None:
+            self.export_result.value = message("not exported: " + blocker)
+            return
+        self.export_button.disabled = True
+        self.export_result.value = "<i>checking the file round trip in every batch mode, then writing it…</i>"
+        self.export_task.start(
+            lambda progress, token: self.session.export(path, overwrite=overwrite, progress=progress, cancel=token),
+            finish=lambda result, error: self._exported(path, result, error), name="rewardlab-normalized-export")
+
+    def _exported(self, path: str, result, error: BaseException | None) -> None:
+        """Show what the export did (in the export's thread): the file, its companion and check, or why not."""
+        if error is not None:
+            self.export_result.value = error_html(error, f"export of {path!r}")
+        else:
+            rt = result.roundtrip
+            color = "#1b7f1b" if rt is None or rt.ok else "#b00020"
+            self.export_result.value = (
+                f"<div>wrote <code class='rewardlab-normalized-export-written'>"
+                f"{html.escape(str(result.path.resolve()))}</code>; it runs "
+                f"<code>{html.escape(str(result.plugin))}</code> from beside it and refuses to run if that file "
+                "is moved or changed</div>" + pre(result.header)
+                + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else "")
+                + "".join(message(w) for w in result.warnings))
+        self.export_button.disabled = False
+
+    def wait_for_export(self, timeout: float | None = None) -> bool:
+        """Wait for a background export to finish; True when none is running any more.
+
+        Examples
+        --------
+        >>> panel.export_button.click(); panel.wait_for_export()  # doctest: +SKIP
+        True
+        """
+        return self.export_task.wait(timeout)

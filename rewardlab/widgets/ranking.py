@@ -12,6 +12,7 @@ import html
 
 import ipywidgets as W
 
+from rewardlab.core.fronts import WIDGET, render
 from rewardlab.analysis.limits import display_limits
 from rewardlab.plots import legend_outside, plot_reward_by_rank, plot_reward_distribution
 from rewardlab.sessions import RankingTuningSession
@@ -184,7 +185,7 @@ class RankingTuner(SessionWidget):
         """The export button is enabled when no export runs and the session may export."""
         blocker = self.session.export_blocker(keep_constants=self.keep_constants.value)
         self.export_button.disabled = self.export_task.running or blocker is not None
-        self.export_button.tooltip = "" if blocker is None else "Export disabled: " + blocker
+        self.export_button.tooltip = "" if blocker is None else "Export disabled: " + render(blocker, WIDGET)
 
     def _render(self) -> None:
         s, r = self.session, self.session.results
@@ -254,7 +255,7 @@ class RankingTuner(SessionWidget):
         path, overwrite, keep = self.export_path.value, self.overwrite.value, self.keep_constants.value
         blocker = self.session.export_blocker(keep_constants=keep)
         if blocker is not None:
-            self.export_result.value = message(f"not exported: {blocker}")
+            self.export_result.value = message("not exported: " + blocker)  # its remedy in the widgets' words
             self._update_export_state()
             return
         self.export_button.disabled = True

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import ipywidgets as W
 
 from rewardlab.core.errors import ExportCancelled, PluginRunCancelled, RewardlabError
+from rewardlab.core.fronts import text_of
 from rewardlab.sessions import CancelToken
 from rewardlab.widgets.base import message
 
@@ -34,6 +35,9 @@ __all__ = ["BackgroundTask", "error_html"]
 def error_html(error: BaseException, what: str) -> str:
     """How a widget shows what stopped background work: a cancel in grey, rewardlab's message, or any other error.
 
+    A rewardlab error's remedy is worded for widgets (:data:`rewardlab.core.fronts.WIDGET`): "tick 'overwrite
+    if it exists'", not ``overwrite=True``.
+
     Examples
     --------
     >>> error_html(ValueError("bad"), "export of 'a.py'")
@@ -42,7 +46,7 @@ def error_html(error: BaseException, what: str) -> str:
     if isinstance(error, (ExportCancelled, PluginRunCancelled)):
         return message(str(error), color="#555555", mark="")
     if isinstance(error, RewardlabError):
-        return message(str(error))
+        return message(text_of(error))
     return message(f"{what} failed: {type(error).__name__}: {error}")
 
 

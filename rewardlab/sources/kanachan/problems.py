@@ -25,6 +25,7 @@ import numpy as np
 
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.core.errors import DataFormatError
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.sources.registry import claim, format_remedy
 from rewardlab.sources.storage import DATASET_SUFFIXES, file_columns
 
@@ -125,7 +126,8 @@ class Problems:
         return np.fromiter(sorted(self.rows), dtype=np.int64, count=len(self.rows))
 
 
-HINT = "Fix the line, or load with on_error='skip' (CLI: --on-error skip) to skip and keep such lines."
+#: The hint of a bad line: its fix, or skip mode (the CLI: ``--on-error skip`` / ``--option on_error=skip``).
+HINT = Text("Fix the line, or ", Fix("on_error", "skip", verb="load with", option=True), " to skip and keep such lines.")
 
 
 #: File column of each parsed list, by its name (round summary and results move with the line kind).

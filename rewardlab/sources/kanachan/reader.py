@@ -50,6 +50,7 @@ from rewardlab.core.errors import (
     check_choice,
     check_int,
 )
+from rewardlab.core.fronts import Fix, Text
 
 __all__ = [
     "LoadResult",
@@ -184,7 +185,7 @@ def read_kanachan(
         workers = check_int("workers", workers, low=1)
     files = as_paths(paths)
     if skipped_path is not None and on_error != "skip":
-        raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
+        raise ParameterError("skipped_path", Text("is only used with ", Fix("on_error", "skip", verb="", option=True)), str(skipped_path))
     for p in files:  # another format's file: say what it looks like, not which TAB column it lacks
         problem = other_format(p) if p.is_file() and not sniff_kanachan(p) else None
         if problem is not None:
@@ -260,7 +261,7 @@ def load_kanachan(
     """
     if on_error == "skip" and skipped_path is None:
         raise ParameterError(
-            "skipped_path", "is required with on_error='skip' so skipped lines are kept", None,
+            "skipped_path", Text("is required with ", Fix("on_error", "skip", verb="", option=True), " so skipped lines are kept"), None,
             hint="Name a side file, or call read_kanachan() to get them in memory.")
     return read_kanachan(paths, on_error=on_error, skipped_path=skipped_path,
                          overwrite=overwrite, progress=progress).frame

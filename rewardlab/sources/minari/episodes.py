@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from rewardlab.core.errors import StepTableError
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.sources.minari.spaces import SpaceLayout
 
 __all__ = ["Episode", "StoredEpisodes", "make_episode", "check_episodes", "episode_error", "UNFINISHED_CHOICES",
@@ -227,8 +228,8 @@ def check_episodes(stored: StoredEpisodes, *, unfinished: str) -> None:
              "(DataCollector starts a new episode there)"),
             ("unfinished", (~flag & last) if unfinished == "error" else np.zeros_like(last),
              "is the episode's last step and is flagged neither terminated nor truncated",
-             "Load with unfinished='truncate' to mark such episodes truncated (a collection stopped "
-             "mid-episode), or write the dataset again with its flags"),
+             Text(Fix("unfinished", "truncate", verb="Load with", option=True), " to mark such episodes truncated (a "
+                  "collection stopped mid-episode), or write the dataset again with its flags")),
             ("not_finite", ~np.isfinite(stored.rewards), "has the reward {reward}",
              "Fix the rewards and write the dataset again")):
         rows = np.flatnonzero(bad)

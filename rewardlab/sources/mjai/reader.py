@@ -47,6 +47,7 @@ import polars as pl
 
 from rewardlab.core.errors import DataFormatError, ParameterError, SkippedLinesWarning, check_choice, \
     check_int
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.core.files import (as_paths, check_input, check_not_input, check_output, compression_of, open_compressed,
                                   progress_enabled)
 from rewardlab.core.spec import attach
@@ -76,8 +77,7 @@ _PAYMENT_NAMES = {v: k for k, v in T.PAYMENT_RULES.items()}
 _MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"BZh", "bz2", ".bz2"), (b"\xfd7zXZ\x00", "xz", None),
           (b"\x28\xb5\x2f\xfd", "zstd", None), (b"PK\x03\x04", "zip", None))
 _BOM = b"\xef\xbb\xbf"
-_HINT = ("Fix the log, or load with on_error='skip' (CLI: --on-error skip) to quarantine the whole game and "
-         "keep its lines.")
+_HINT = Text("Fix the log, or ", Fix("on_error", "skip", verb="load with", option=True), " to quarantine the whole game and keep its lines.")
 _PHASES = ("outside a game", "after start_game / end_kyoku (a start_kyoku or end_game comes next)",
            "at the start of a round (the dealer's tsumo comes next)",
            "while a player holds a drawn or called tile (a discard, riichi, kan or tsumo win comes next)",
@@ -531,7 +531,7 @@ def read_mjai(
     if workers is not None:
         workers = check_int("workers", workers, low=1, rule="should be an integer >= 1")
     if skipped_path is not None and on_error != "skip":
-        raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
+        raise ParameterError("skipped_path", Text("is only used with ", Fix("on_error", "skip", verb="", option=True)), str(skipped_path))
     files = log_files(paths)
     check_not_input(skipped_path, files, name="skipped_path")
     if skipped_path is not None:
@@ -672,7 +672,7 @@ def _drop_duplicates(results: list[_Batch], files: list[Path], offsets, *, skip:
             err = DataFormatError(path, int(b.game_lines[j]), None, "game_reappears",
                                   f"this game is the same, byte for byte, as the one at "
                                   f"{files[offsets[first[gid][0]] + a.game_files[ja]]}:{int(a.game_lines[ja])}",
-                                  hint="Remove the duplicate log, or load with on_error='skip' to quarantine it.")
+                                  hint=Text("Remove the duplicate log, or ", Fix("on_error", "skip", verb="load with", option=True), " to quarantine it."))
             if not skip:
                 raise err
             lines = _read_text(path).split(b"\n")[int(b.game_lines[j]) - 1:int(b.game_last[j])]
@@ -718,7 +718,7 @@ def load_mjai(
     24
     """
     if on_error == "skip" and skipped_path is None:
-        raise ParameterError("skipped_path", "is required with on_error='skip' so quarantined games are kept",
+        raise ParameterError("skipped_path", Text("is required with ", Fix("on_error", "skip", verb="", option=True), " so quarantined games are kept"),
                              None, hint="Name a side file, or call read_mjai() to get them in memory.")
     return read_mjai(paths, on_error=on_error, skipped_path=skipped_path, overwrite=overwrite, room=room,
                      grades=grades, game_length=game_length, workers=workers, progress=progress).frame

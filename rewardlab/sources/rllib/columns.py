@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.columns import reward_column
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.sources.rllib.compression import (MAX_UNPACKED_BYTES, PICKLE_OVERHEAD, OversizedColumn,
                                                  UndecodableColumn, UnsafePickle, unpack)
 
@@ -39,6 +40,10 @@ RECORDED_NAME = "recorded"
 #: The most bytes one value of a one-value-per-step column takes (ids, steps, rewards, flags): a
 #: packed column of ``n`` steps may decompress to ``n * STEP_VALUE_BYTES + PICKLE_OVERHEAD`` bytes.
 STEP_VALUE_BYTES = 8
+
+
+#: The remedy that lets a trusted file's pickles through (the CLI: ``--option allow_pickle=true``).
+TRUST_PICKLE = Fix("allow_pickle", True, verb="Pass", option=True)
 
 
 class Problem(Exception):
@@ -58,16 +63,15 @@ def decode(name: str, text, *, allow_pickle: bool, limit: int | None = None, whe
         return unpack(text, allow_pickle=allow_pickle, limit=None if allow_pickle else limit)
     except UnsafePickle as exc:
         raise Problem(name, "unsafe_pickle",
-                      f"{where}the compressed column refers to {exc.name}, not only to NumPy arrays; "
-                      "rewardlab decodes RLlib's compressed columns (cloudpickle + LZ4 + base64) "
-                      "without running code from the file. Pass options={'allow_pickle': True} "
-                      "only for files you trust") from None
+                      Text(f"{where}the compressed column refers to {exc.name}, not only to NumPy arrays; "
+                           "rewardlab decodes RLlib's compressed columns (cloudpickle + LZ4 + base64) "
+                           "without running code from the file. ", TRUST_PICKLE, " only for files you trust")) from None
     except OversizedColumn as exc:
         raise Problem(name, "oversized_column", f"{where}the compressed column is refused before decoding "
                       f"it: {exc.reason}; a packed value may decode to at most {MAX_UNPACKED_BYTES} bytes, to "
                       "what its column can need, and to no more than its array's data and "
-                      f"{PICKLE_OVERHEAD} bytes. Pass options={{'allow_pickle': True}} only for files you "
-                      "trust: it lifts these limits") from None
+                      + Text(f"{PICKLE_OVERHEAD} bytes. ", TRUST_PICKLE, " only for files you trust: it lifts these "
+                             "limits")) from None
     except UndecodableColumn as exc:
         raise Problem(name, "undecodable_column", f"{where}the compressed column cannot be decoded: "
                       f"{exc.reason}") from None

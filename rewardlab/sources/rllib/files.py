@@ -138,7 +138,7 @@ def line_batches(obj, *, allow_pickle: bool) -> list[dict]:
             try:
                 out.append(batch_columns(batch, str(policy), allow_pickle=allow_pickle))
             except Problem as bad:
-                bad.message = f"policy {policy!r}: {bad.message}"
+                bad.message = f"policy {policy!r}: " + bad.message  # + keeps a Text's remedy terms
                 raise
         return out
     raise Problem("type", "bad_type", f"type should be 'SampleBatch' or 'MultiAgentBatch', found {kind!r}")

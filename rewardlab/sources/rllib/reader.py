@@ -66,6 +66,7 @@ import polars as pl
 
 from rewardlab.core.columns import done_column, reward_column
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.core.files import check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach, final_column
 from rewardlab.sources.results import LoadResult, write_skipped_lines
@@ -81,11 +82,12 @@ __all__ = ["read_rllib", "load_rllib", "rllib_spec", "RLLIB_SPEC", "FINAL_OBS"]
 #: The column holding each episode's final observation (its last ``new_obs``) on its last row.
 FINAL_OBS = final_column("obs")
 
-_FLAG_HINT = ("Load with options={'unfinished': 'truncate'} to mark such episodes truncated (a run "
-              "with batch_mode='truncate_episodes' stops mid-episode), or on_error='skip' to skip them")
+_FLAG_HINT = Text(Fix("unfinished", "truncate", verb="Load with", option=True), " to mark such episodes truncated "
+                  "(a run with batch_mode='truncate_episodes' stops mid-episode), or ", Fix("on_error", "skip", verb="", option=True), " to skip them")
 
 
-_SKIP_HINT = "Fix the input, or load with on_error='skip' (and skipped_path=...) to skip whole episodes."
+_SKIP_HINT = Text("Fix the input, or ", Fix("on_error", "skip", verb="load with", option=True), " (and ", Fix("skipped_path", "FILE", verb="", option=True),
+                  ") to skip whole episodes.")
 
 
 def rllib_spec(obs: StateColumn | None = None) -> FrameSpec:
@@ -202,7 +204,7 @@ def read_rllib(
                              [str(p) for p in files])
     kind = kinds.pop()
     if skipped_path is not None and on_error != "skip":
-        raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
+        raise ParameterError("skipped_path", Text("is only used with ", Fix("on_error", "skip", verb="", option=True)), str(skipped_path))
     if skipped_path is not None and kind != "line" and Path(skipped_path).suffix.lower() != ".parquet":
         raise ParameterError("skipped_path", "should end with .parquet for Parquet input (the skipped "
                              "rows are kept as Parquet rows)", str(skipped_path))
@@ -358,7 +360,7 @@ def load_rllib(paths, *, on_error: str = "raise", skipped_path=None, overwrite: 
     >>> frame = load_rllib("data/rllib/new_stack_parquet/data", unfinished="truncate")  # doctest: +SKIP
     """
     if on_error == "skip" and skipped_path is None:
-        raise ParameterError("skipped_path", "is required with on_error='skip' so skipped lines are kept",
+        raise ParameterError("skipped_path", Text("is required with ", Fix("on_error", "skip", verb="", option=True), " so skipped lines are kept"),
                              None, hint="Name a side file, or call read_rllib() to get them in memory.")
     return read_rllib(paths, on_error=on_error, skipped_path=skipped_path, overwrite=overwrite,
                       unfinished=unfinished, allow_pickle=allow_pickle).frame

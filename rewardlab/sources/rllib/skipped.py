@@ -16,6 +16,7 @@ import polars as pl
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA
 
 from rewardlab.core.files import atomic_path
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.sources.rllib.files import unit_name
 
 __all__ = ["SKIP_REASONS", "SKIPPED_SCHEMA", "bad_episodes", "unit_keys", "skipped_lines", "skipped_rows",
@@ -30,7 +31,8 @@ SKIP_REASONS: dict[str, str] = {
     "column_length": "every column of a batch has one value per step",
     "undecodable_column": "a compressed column decodes to a numeric array, its bytes matching its shape",
     "oversized_column": "a compressed column decodes within the size its values can need",
-    "unsafe_pickle": "a compressed column holds arrays only (or allow_pickle=True)",
+    "unsafe_pickle": Text("a compressed column holds arrays only (or ", Fix("allow_pickle", True, verb="",
+                                                                           option=True), ")"),
     "ragged": "every step of a column has the same number of values",
     "mixed_dtype": "a column holds numbers, of one shape and dtype in every line and file",
     "bad_flag": "flags are true/false (or 1/0)",

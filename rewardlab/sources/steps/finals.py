@@ -68,6 +68,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.sources.steps import checks as C
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.sources.values import rows_differ, values_text
 from rewardlab.sources.steps.roles import StepRoles
 
@@ -75,9 +76,10 @@ __all__ = ["FinalRows", "split_final_rows", "final_states", "HINTS"]
 
 #: The hints of the final-row rules' errors.
 HINTS = {
-    rule: "A final row (final = true) holds the states after its episode's last step and comes right after "
-    "that step, once per episode, " + what + "; fix the table, or load with on_error='skip' to skip the episode "
-    "and keep it in a side file (final=False reads the final column as a plain column)."
+    rule: Text("A final row (final = true) holds the states after its episode's last step and comes right after "
+               "that step, once per episode, " + what + "; fix the table, or ", Fix("on_error", "skip", verb="load with", option=True),
+               " to skip the episode and keep it in a side file (", Fix("final", False, verb="", option=True),
+               " reads the final column as a plain column).")
     for rule, what in (("final_flag_missing", "and every other row has final = false"),
                        ("final_row_not_last", "as its episode's last row"), ("final_row_twice", "never twice"),
                        ("final_row_alone", "after at least one step of its episode"),

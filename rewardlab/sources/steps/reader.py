@@ -50,6 +50,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.core.files import as_paths, check_input, check_not_input, check_output
 from rewardlab.core.spec import FrameSpec, StateColumn, attach
 from rewardlab.sources.results import LoadResult
@@ -70,7 +71,7 @@ RECORDED, RECORDED_DONE = "reward_recorded", "done_recorded"
 STEPS_SPEC = FrameSpec(name="steps", contract="steps",
                        description="a generic step table: one row per step (Parquet, CSV, JSON lines)")
 
-_HINT = "Fix the row, or load with on_error='skip' to skip its episode and keep it in a side file."
+_HINT = Text("Fix the row, or ", Fix("on_error", "skip", verb="load with", option=True), " to skip its episode and keep it in a side file.")
 
 _STATE_DTYPES = {pl.Boolean: "bool", pl.Int8: "int8", pl.Int16: "int16", pl.Int32: "int32", pl.Int64: "int64",
                  pl.UInt8: "uint8", pl.UInt16: "uint16", pl.UInt32: "uint32", pl.UInt64: "uint64",
@@ -160,7 +161,7 @@ def _missing_role(path: Path, role: str, columns: list[str]) -> StepTableError:
     return StepTableError(
         path, "missing_column", f"no {role} column: none of " + ", ".join(DEFAULT_NAMES[role])
         + " is in the table (columns: " + ", ".join(columns[:40]) + (", ..." if len(columns) > 40 else "") + ")",
-        hint=f"Name it with {role}='COLUMN' (CLI: --option {role}=COLUMN; the format's options: "
+        hint=Text("Name it with ", Fix(role, "COLUMN", verb="", option=True), " (the format's options: ")
         + ", ".join(ROLE_OPTIONS)
         + ", unfinished, on_error, skipped_path, overwrite).")
 
@@ -430,7 +431,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
         raise ParameterError("overwrite", "should be True or False", overwrite)
     files = as_paths(paths)
     if skipped_path is not None and on_error != "skip":
-        raise ParameterError("skipped_path", "is only used with on_error='skip'", str(skipped_path))
+        raise ParameterError("skipped_path", Text("is only used with ", Fix("on_error", "skip", verb="", option=True)), str(skipped_path))
     kinds = [kind_of(p) for p in files]
     for p, k in zip(files, kinds):
         if k is None:
@@ -548,13 +549,14 @@ def _first(problems: C.Problems, where: RowPlaces, *, raw: pl.DataFrame | None =
     if (rule == "flag_mid_episode" and raw is not None and roles is not None and roles.reward is not None
             and roles.final is None and r + 1 < raw.height and raw.get_column(roles.reward)[r + 1] is None):
         hint = ("The next row has no reward: if it holds the state after the episode's last step (the N+1 "
-                "layout), name the column that flags such rows: final='COLUMN' (CLI: --option final=COLUMN). "
-                + hint)
+                "layout), name the column that flags such rows: " + Text(Fix("final", "COLUMN", verb="", option=True))
+                + ". " + hint)
     return where.error(r, column, rule, message(r), hint=hint)
 
 
-_UNFINISHED_HINT = ("Set terminated (the episode ended) or truncated (it was cut short) on its last step, or "
-                    "load with unfinished='truncate' to load such episodes as truncated.")
+_UNFINISHED_HINT = Text("Set terminated (the episode ended) or truncated (it was cut short) on its last step, or ",
+                        Fix("unfinished", "truncate", verb="load with", option=True),
+                        " to load such episodes as truncated.")
 
 
 def _build(raw: pl.DataFrame, roles: StepRoles, converted: dict, flags: dict, ends: np.ndarray,
@@ -653,8 +655,8 @@ def read_tables(paths) -> pl.DataFrame:
     _too_wide(tables, None, problems)
     if problems:
         r, column, rule, message = problems.first
-        raise RowPlaces(tables).error(r, column, rule, message(r), hint="Fix the row, or drop spec= to load "
-                                      "with on_error='skip' (skip its episode and keep it in a side file).")
+        raise RowPlaces(tables).error(r, column, rule, message(r), hint=Text("Fix the row, or drop spec= to ", Fix("on_error", "skip", verb="load with", option=True),
+                                                " (skip its episode and keep it in a side file)."))
     return _combine(tables)
 
 
@@ -673,7 +675,7 @@ def load_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     >>> frame = load_steps("episodes.parquet", episode="ep", unfinished="truncate")  # doctest: +SKIP
     """
     if on_error == "skip" and skipped_path is None:
-        raise ParameterError("skipped_path", "is required with on_error='skip' so skipped rows are kept", None,
+        raise ParameterError("skipped_path", Text("is required with ", Fix("on_error", "skip", verb="", option=True), " so skipped rows are kept"), None,
                              hint="Name a side file, or call rewardlab.sources.steps.read_steps() to get "
                              "them in memory.")
     return read_steps(paths, episode=episode, step=step, agent=agent, terminated=terminated,
