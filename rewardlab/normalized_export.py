@@ -82,7 +82,8 @@ from rewardlab.plugins import apply_plugins, check_plugin
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.plugins.loading import plugin_name, read_plugin
 from rewardlab.scaling import (
-    CHECK_ROWS, ScalingBlowUp, ScalingRoundTrip, StepsScaling, check_reward_range, float_literal, scaling_blowup,
+    CHECK_ROWS, ScalingBlowUp, ScalingRoundTrip, StepsScaling, WrittenPlugin, check_reward_range, float_literal,
+    scaling_blowup,
 )
 from rewardlab.sources.registry import spec_of
 
@@ -419,7 +420,7 @@ def normalized_roundtrip(normalized: NormalizedPlugin, path, data: pl.DataFrame,
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class NormalizedExport:
+class NormalizedExport(WrittenPlugin):
     """What :func:`export_normalized_plugin` wrote: the file, its companion and digest, the round trip.
 
     Attributes
@@ -447,17 +448,9 @@ class NormalizedExport:
     blowup: ScalingBlowUp | None = None
     warnings: tuple = ()
 
-    @property
-    def header(self) -> str:
-        """The file's header comment."""
-        return "\n".join(line for line in self.text.splitlines() if line.startswith("#"))
-
     def __str__(self) -> str:
-        check = str(self.roundtrip) if self.roundtrip is not None else "round trip: not checked (check=False)"
-        keep = (f"it runs {self.plugin} ({'/'.join(self.link)} from its folder) and refuses to run if that file "
-                "is missing there or changed: move or copy both together, or export again")
-        return (f"wrote {self.path}\n{self.header}\n{check}\n{keep}"
-                + "".join(f"\nwarning: {w}" for w in self.warnings))
+        return self.describe(f"it runs {self.plugin} ({'/'.join(self.link)} from its folder) and refuses to run "
+                             "if that file is missing there or changed: move or copy both together, or export again")
 
 
 def export_normalized_plugin(plugin, constants: NormalizationConstants, path, *, data: pl.DataFrame | None,

@@ -73,7 +73,8 @@ from rewardlab.sources.steps.reader import RECORDED
 
 __all__ = ["RECORDED_KEY", "StepsScaling", "ScalingRoundTrip", "ScalingExport", "scaling_roundtrip",
            "export_scaling_plugin", "scaling_keys", "check_scaling_key", "CHECK_ROWS", "BLOWUP_LIMIT",
-           "ScalingBlowUp", "ScalingBlowUpWarning", "scaling_blowup", "float_literal", "check_reward_range"]
+           "ScalingBlowUp", "ScalingBlowUpWarning", "scaling_blowup", "float_literal", "check_reward_range",
+           "WrittenPlugin"]
 
 #: The root IN key under which step-table sources hand the recorded reward to steps plug-ins: the
 #: candidate column ``reward_recorded`` itself (an extra column of the spec; see
@@ -503,8 +504,24 @@ def check_reward_range(reward: np.ndarray, scaling: StepsScaling) -> None:
                              hint="Measure the constants on data where the reward varies (another scope).")
 
 
+class WrittenPlugin:
+    """What the results of the steps exports share (``path``, ``text``, ``roundtrip``, ``warnings``): the
+    file's header, and their text, ending in the warnings."""
+
+    @property
+    def header(self) -> str:
+        """The file's header comment."""
+        return "\n".join(line for line in self.text.splitlines() if line.startswith("#"))
+
+    def describe(self, *more: str) -> str:
+        """``wrote PATH``, the header, the round trip, ``more`` lines, then one ``warning: ...`` line each."""
+        check = str(self.roundtrip) if self.roundtrip is not None else "round trip: not checked (check=False)"
+        return "\n".join([f"wrote {self.path}", self.header, check, *more]) + "".join(
+            f"\nwarning: {w}" for w in self.warnings)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
-class ScalingExport:
+class ScalingExport(WrittenPlugin):
     """What :func:`export_scaling_plugin` wrote: the path, the file's text and the round trip (None unchecked).
 
     ``blowup`` is the data's scaled rewards beyond :data:`BLOWUP_LIMIT`
@@ -520,14 +537,8 @@ class ScalingExport:
     blowup: ScalingBlowUp | None = None
     warnings: tuple = ()
 
-    @property
-    def header(self) -> str:
-        """The file's header comment."""
-        return "\n".join(line for line in self.text.splitlines() if line.startswith("#"))
-
     def __str__(self) -> str:
-        check = str(self.roundtrip) if self.roundtrip is not None else "round trip: not checked (check=False)"
-        return f"wrote {self.path}\n{self.header}\n{check}" + "".join(f"\nwarning: {w}" for w in self.warnings)
+        return self.describe()
 
 
 def _check_constants_match(scaling: StepsScaling, data) -> None:

@@ -203,6 +203,24 @@ def sample_whole_games(frame: pl.DataFrame, prepared, rows: int) -> tuple[np.nda
     return spread_episodes(starts, stops, rows)
 
 
+def _check_sample(plugin, sample, *, path, token, say, at: float, counts: tuple):
+    """check-plugin on the round trip's sample (``sample()`` reads it), cancellable; ``counts``: rows of the
+    data, rows checked, games sampled, games in the data."""
+    token.check(path, "check-plugin")
+    n, checked, sampled, games = counts
+    what = f"all {n:,} transitions" if checked == n else \
+        f"{checked:,} transitions ({sampled:,} whole games of {games:,})"
+    say(at, f"check-plugin in every batch mode on {what}")
+    try:  # a cancel stops check-plugin's child process at once
+        report = check_plugin(sample(), plugin, progress=False, cancel=lambda: token.cancelled)
+    except PluginRunCancelled:
+        token.check(path, "check-plugin")
+        raise
+    token.check(path, "check-plugin")
+    say(1.0, "round trip checked")
+    return report
+
+
 def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=None, expected=None,
                     check_rows: int = CHECK_ROWS, progress=None, cancel: CancelToken | None = None) -> RoundTrip:
     """Load a plug-in file, compare it with ``family`` bit for bit on every row, and run check-plugin.
@@ -277,18 +295,8 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
     file_reward = applied[columns.reward_column(plugin.name)].cast(pl.Float64).to_numpy()
     file_done = applied[columns.done_column(plugin.name)].to_numpy()
     say(n / total, f"compared {n:,} transitions bit for bit")
-    token.check(path, "check-plugin")
-    what = f"all {n:,} transitions" if positions is None else \
-        f"{checked:,} transitions ({sampled:,} whole games of {games:,})"
-    say(n / total, f"check-plugin in every batch mode on {what}")
-    sample = frame if positions is None else frame[positions]
-    try:  # a cancel stops check-plugin's child process at once
-        report = check_plugin(sample, plugin, progress=False, cancel=lambda: token.cancelled)
-    except PluginRunCancelled:
-        token.check(path, "check-plugin")
-        raise
-    token.check(path, "check-plugin")
-    say(1.0, "round trip checked")
+    report = _check_sample(plugin, lambda: frame if positions is None else frame[positions], path=path,
+                           token=token, say=say, at=n / total, counts=(n, checked, sampled, games))
     rewards_differing, dones_differing, largest = compare_bits(file_reward, file_done, lib_reward, lib_done)
     return RoundTrip(
         rows=int(n), rewards_differing=rewards_differing, dones_differing=dones_differing,
@@ -383,18 +391,8 @@ def roundtrip_check_dataset(family, path: str | Path, dataset, *, prepared, game
             token.check(path, "the bit-for-bit comparison")
             raise
     found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
-    token.check(path, "check-plugin")
-    what = f"all {n:,} transitions" if positions is None else \
-        f"{checked:,} transitions ({sampled:,} whole games of {games:,})"
-    say(n / total, f"check-plugin in every batch mode on {what}")
-    sample = base_columns(ds.load() if positions is None else ds.take(positions))
-    try:
-        report = check_plugin(sample, plugin, progress=False, cancel=lambda: token.cancelled)
-    except PluginRunCancelled:
-        token.check(path, "check-plugin")
-        raise
-    token.check(path, "check-plugin")
-    say(1.0, "round trip checked")
+    report = _check_sample(plugin, lambda: base_columns(ds.load() if positions is None else ds.take(positions)),
+                           path=path, token=token, say=say, at=n / total, counts=(n, checked, sampled, games))
     return RoundTrip(rows=int(n), rewards_differing=differing_rewards, dones_differing=differing_dones,
                      max_abs_difference=largest, report=report, warnings=found,
                      checked_rows=checked, checked_games=sampled, games=games)
