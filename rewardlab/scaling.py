@@ -136,8 +136,8 @@ class ScalingBlowUp:
                 f"{self.count:,} of {self.rows:,} steps ({share:.3%}) scale beyond ±{self.limit:g} "
                 f"(constants: shift {self.shift!r}, scale {self.scale!r}, of reward {self.reward!r} over scope "
                 f"{self.scope!r}). A reward that is nearly constant has a tiny std, so its rare other values "
-                "become huge rewards; measure the constants where the reward varies (e.g. scope "
-                "'episode_return' with center=False / --no-center) or leave this reward unscaled")
+                "become huge rewards; measure the constants where the reward varies (e.g. over scope "
+                "'episode_return', dividing without centring) or leave this reward unscaled")
 
 _BODY = '''
 def get_reward(data, contiguous):

@@ -192,6 +192,8 @@ def test_a_folder_of_step_tables_loads_as_one_table_and_names_what_it_left_out(t
     with pytest.warns(FilesLeftOutWarning, match=r"left out 1 file of .*runs that is not a step table.*"
                       r"summary\.parquet$"):
         assert rewardlab.load(runs, episode="ep").equals(want)
+    with pytest.warns(FilesLeftOutWarning, match=r"summary\.parquet$"):  # the same through load_steps
+        assert rewardlab.load_steps(runs, episode="ep").equals(want)
     with pytest.raises(StepTableError, match=r"summary\.parquet: column 'ep': its columns differ"):
         rewardlab.load(str(runs / "*.parquet"), episode="ep")  # a pattern names files: all of them are read
     with warnings.catch_warnings():

@@ -57,6 +57,7 @@ from rewardlab.sources.results import LoadResult
 from rewardlab.sources.steps import checks as C
 from rewardlab.sources.steps import finals as F
 from rewardlab.sources.steps.files import TableFile, kind_of, read_file
+from rewardlab.sources.steps.folders import step_files
 from rewardlab.sources.steps.places import SKIPPED_SCHEMA, RowPlaces, skipped_records, write_skipped
 from rewardlab.sources.steps.roles import DEFAULT_NAMES, RESERVED, ROLE_OPTIONS, StepRoles, detect_roles, mostly
 
@@ -364,7 +365,8 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     Parameters
     ----------
     paths : path or sequence of paths
-        Files of one kind, one dataset, read in the order given.
+        Files of one kind, one dataset, read in the order given; a folder
+        stands for its step tables (:func:`~rewardlab.sources.steps.folders.step_files`).
     episode, step, agent, terminated, truncated, done, reward, time, final : str, None or False
         The column of each role (:mod:`rewardlab.sources.steps.roles`):
         None detects it by its default names, False uses none.  With
@@ -429,7 +431,7 @@ def read_steps(paths, *, episode: str | None = None, step: str | None = None, ag
     check_choice("on_error", on_error, ("raise", "skip"))
     if not isinstance(overwrite, bool):
         raise ParameterError("overwrite", "should be True or False", overwrite)
-    files = as_paths(paths)
+    files = step_files(paths, episode=episode, step=step, agent=agent)  # a folder: its step tables
     if skipped_path is not None and on_error != "skip":
         raise ParameterError("skipped_path", Text("is only used with ", Fix("on_error", "skip", verb="", option=True)), str(skipped_path))
     kinds = [kind_of(p) for p in files]
