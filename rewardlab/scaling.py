@@ -395,7 +395,7 @@ class ScalingRoundTrip:
 
 
 def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec: FrameSpec | None = None,
-                      check_rows: int = CHECK_ROWS) -> ScalingRoundTrip:
+                      check_rows: int = CHECK_ROWS, progress: bool | None = False) -> ScalingRoundTrip:
     """Apply a scaling plug-in file in every batch mode, compare it bit for bit, and run check-plugin.
 
     Parameters
@@ -410,6 +410,9 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
         The frame's spec, when it carries none.
     check_rows : int
         Rows of whole episodes check-plugin runs on (all rows when the frame is no bigger).
+    progress : bool or None
+        A progress bar for each run (None: on an interactive terminal or in
+        Jupyter; what the CLI passes).
 
     Returns
     -------
@@ -429,7 +432,7 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RewardlabWarning)
         for mode in BATCH_MODES:
-            out = apply_plugins(frame, plugin, batch_mode=mode, progress=False, spec=full, contract="steps",
+            out = apply_plugins(frame, plugin, batch_mode=mode, progress=progress, spec=full, contract="steps",
                                 replace=True)  # only its own columns are read back: the data's reward_exported may go
             got = out[reward_col].cast(pl.Float64).to_numpy()
             differing[mode] = (int((got.view(np.uint64) != expected_reward.view(np.uint64)).sum()),
@@ -438,7 +441,7 @@ def scaling_roundtrip(scaling: StepsScaling, path, frame: pl.DataFrame, *, spec:
     stops = np.flatnonzero(expected_done) + 1
     positions, picked, episodes = spread_episodes(np.concatenate(([0], stops[:-1])), stops, check_rows)
     sample = frame if positions is None else frame[positions]
-    report = check_plugin(sample, plugin, progress=False, spec=full, contract="steps")
+    report = check_plugin(sample, plugin, progress=progress, spec=full, contract="steps")
     return ScalingRoundTrip(rows=frame.height, differing=differing, report=report, warnings=found,
                             checked_rows=sample.height, checked_episodes=picked, episodes=episodes)
 
@@ -559,7 +562,8 @@ def _check_constants_match(scaling: StepsScaling, data) -> None:
 def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.DataFrame | None,
                           key: str = RECORDED_KEY, center: bool = True, spec: FrameSpec | None = None,
                           overwrite: bool = False, check: bool = True, source: str | None = None,
-                          check_rows: int = CHECK_ROWS, created: _dt.datetime | None = None) -> ScalingExport:
+                          check_rows: int = CHECK_ROWS, created: _dt.datetime | None = None,
+                          progress: bool | None = False) -> ScalingExport:
     """Write a scaling plug-in for the steps contract (atomic write), after a bit-for-bit round trip on ``data``.
 
     Parameters
@@ -589,6 +593,9 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
         Rows of whole episodes for check-plugin.
     created : datetime, optional
         The time in the header (default now, UTC).
+    progress : bool or None
+        Progress bars for the round trip's runs (None: on an interactive
+        terminal or in Jupyter; what the CLI passes).
 
     Returns
     -------
@@ -637,7 +644,7 @@ def export_scaling_plugin(constants: NormalizationConstants, path, *, data: pl.D
         with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
             trial = Path(tmp) / "exported.py"
             trial.write_text(text, encoding="utf-8")
-            roundtrip = scaling_roundtrip(scaling, trial, data, spec=spec, check_rows=check_rows)
+            roundtrip = scaling_roundtrip(scaling, trial, data, spec=spec, check_rows=check_rows, progress=progress)
         if not roundtrip.ok:
             raise RoundTripError(str(path), roundtrip)
     found = ()

@@ -282,3 +282,22 @@ def test_the_normalization_panels_export_button(frame, companion, tmp_path):
     assert threaded.wait_for_export(60)
     assert "identical to rewardlab" in threaded.export_result.value
     assert (tmp_path / "plugins" / "threaded.py").exists()
+
+
+def test_the_cli_exports_show_progress_on_an_interactive_terminal(tmp_path, capsys, monkeypatch):
+    """The round trips of `export scaling` and `export normalized` draw bars where bars are shown
+    (REWARDLAB_PROGRESS=1 stands for an interactive terminal); silence otherwise."""
+    from rewardlab.cli import main
+
+    scaling = ["export", "scaling", "--data", "data/gym/mountaincar_scripted.parquet", "--scope", "episode_return",
+               "--no-center", "--out", str(tmp_path / "s.py")]
+    normalized = ["export", "normalized", "--plugin", "data/plugins/steps/potential_shaping.py", "--data",
+                  "data/gym/cartpole_random.parquet", "--out", str(tmp_path / "n.py")]
+    monkeypatch.setenv("REWARDLAB_PROGRESS", "0")
+    assert main(scaling) == 0 and "%|" not in capsys.readouterr().err
+    monkeypatch.setenv("REWARDLAB_PROGRESS", "1")
+    assert main([*scaling, "--overwrite"]) == 0
+    err = capsys.readouterr().err
+    assert "apply_plugins (shuffled)" in err and "check_plugin exported" in err
+    assert main(normalized) == 0
+    assert "round trip: 100%" in capsys.readouterr().err.replace("\r", "\n")

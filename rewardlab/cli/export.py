@@ -37,6 +37,7 @@ Julia constructor call).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import warnings
 
@@ -369,7 +370,7 @@ def _export_scaling(args) -> int:
     with warnings.catch_warnings():  # a blow-up is printed with the result (once, in its words), not warned
         warnings.simplefilter("ignore", ScalingBlowUpWarning)
         result = export_scaling_plugin(constants, args.out, data=frame, key=args.key, center=not args.no_center,
-                                       overwrite=args.overwrite, source=args.note)
+                                       overwrite=args.overwrite, source=args.note, progress=None)
     print(result)
     return 0
 
@@ -388,15 +389,32 @@ def _export_normalized(args) -> int:
     frame = load(args.data if len(args.data) > 1 else args.data[0], format=args.format, progress=False,
                  options=format_options(args) or None)
     applied, constants = plugin_constants(frame, args.plugin, scope=args.scope, batch_mode=args.batch_mode,
-                                          progress=False)
+                                          progress=None)  # a bar on an interactive terminal
     constants = dataclasses.replace(constants, source=", ".join(args.data))  # measured on these files
     with warnings.catch_warnings():  # a blow-up is printed with the result (once, in its words), not warned
         warnings.simplefilter("ignore", ScalingBlowUpWarning)
-        result = export_normalized_plugin(args.plugin, constants, args.out, data=applied,
-                                          center=not args.no_center, batch_mode=args.batch_mode,
-                                          overwrite=args.overwrite, source=args.note)
+        with _round_trip_bar() as bar:
+            result = export_normalized_plugin(args.plugin, constants, args.out, data=applied,
+                                              center=not args.no_center, batch_mode=args.batch_mode,
+                                              overwrite=args.overwrite, source=args.note, progress=bar)
     print(result)
     return 0
+
+
+@contextlib.contextmanager
+def _round_trip_bar():
+    """A ``progress(fraction, message)`` callable drawing a bar on an interactive terminal (else doing nothing)."""
+    from tqdm.auto import tqdm
+
+    from rewardlab.core.files import progress_enabled
+
+    with tqdm(total=1000, desc="round trip", disable=not progress_enabled(None), leave=False,
+              bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}") as bar:
+        def report(fraction: float, message: str) -> None:
+            bar.n = min(1000, max(0, int(fraction * 1000)))
+            bar.set_postfix_str(message[:60], refresh=True)
+
+        yield report
 
 
 def _print_snippet(schedule, fmt: str) -> None:
