@@ -82,8 +82,8 @@ from rewardlab.plugins import apply_plugins, check_plugin
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.plugins.loading import plugin_name, read_plugin
 from rewardlab.scaling import (
-    CHECK_ROWS, ScalingBlowUp, ScalingRoundTrip, StepsScaling, WrittenPlugin, check_reward_range, float_literal,
-    scaling_blowup,
+    CHECK_ROWS, ScalingBlowUp, ScalingRoundTrip, StepsScaling, WrittenPlugin, check_reward_range,
+    constants_header, float_literal, scaling_blowup,
 )
 from rewardlab.sources.registry import spec_of
 
@@ -272,11 +272,7 @@ class NormalizedPlugin:
             f"sha-256:     {self.digest}",
             f"shift:       {self.shift!r} ({'the mean' if self.center else 'not centered'})",
             f"scale:       {self.scale!r} (the population std)",
-            f"constants from: rewardlab.normalization_constants of reward {c.reward!r}, scope {c.scope!r}",
-            f"  constants:   mean = {c.mean!r}, std = {c.std!r} (over {c.count:,} values)",
-            f"  data:        {c.source if c.source else '(in memory)'}",
-            f"  rows:        {c.rows:,}",
-            f"  fingerprint: {c.fingerprint}",
+            *constants_header(c),
         ]
         if source is not None:
             header.append(f"source:      {source}")

@@ -74,7 +74,7 @@ from rewardlab.sources.steps.reader import RECORDED
 __all__ = ["RECORDED_KEY", "StepsScaling", "ScalingRoundTrip", "ScalingExport", "scaling_roundtrip",
            "export_scaling_plugin", "scaling_keys", "check_scaling_key", "CHECK_ROWS", "BLOWUP_LIMIT",
            "ScalingBlowUp", "ScalingBlowUpWarning", "scaling_blowup", "float_literal", "check_reward_range",
-           "WrittenPlugin"]
+           "WrittenPlugin", "constants_header"]
 
 #: The root IN key under which step-table sources hand the recorded reward to steps plug-ins: the
 #: candidate column ``reward_recorded`` itself (an extra column of the spec; see
@@ -328,11 +328,7 @@ class StepsScaling:
             f"key:         {self.key!r} (a root IN key of the steps contract)",
             f"shift:       {self.shift!r} ({'the mean' if self.center else 'not centered'})",
             f"scale:       {self.scale!r} (the population std)",
-            f"constants from: rewardlab.normalization_constants of reward {c.reward!r}, scope {c.scope!r}",
-            f"  constants:   mean = {c.mean!r}, std = {c.std!r} (over {c.count:,} values)",
-            f"  data:        {c.source if c.source else '(in memory)'}",
-            f"  rows:        {c.rows:,}",
-            f"  fingerprint: {c.fingerprint}",
+            *constants_header(c),
         ]
         if source is not None:
             header.append(f"source:      {source}")
@@ -505,6 +501,22 @@ def check_reward_range(reward: np.ndarray, scaling: StepsScaling) -> None:
         raise ParameterError("constants", f"should keep every scaled reward within ±{REWARD_LIMIT:g}, but row {row} "
                              f"of the data becomes {float(reward[row])!r}", (scaling.shift, scaling.scale),
                              hint="Measure the constants on data where the reward varies (another scope).")
+
+
+def constants_header(c: NormalizationConstants) -> list[str]:
+    """The header lines of an exported file that say where its constants come from (reward, scope, values,
+    data, rows, fingerprint).
+
+    Examples
+    --------
+    >>> constants_header(NormalizationConstants("recorded", "all", 1.0, 2.0, 4, None, 4, "blake2b-128:00"))[1]
+    '  constants:   mean = 1.0, std = 2.0 (over 4 values)'
+    """
+    return [f"constants from: rewardlab.normalization_constants of reward {c.reward!r}, scope {c.scope!r}",
+            f"  constants:   mean = {c.mean!r}, std = {c.std!r} (over {c.count:,} values)",
+            f"  data:        {c.source if c.source else '(in memory)'}",
+            f"  rows:        {c.rows:,}",
+            f"  fingerprint: {c.fingerprint}"]
 
 
 class WrittenPlugin:
