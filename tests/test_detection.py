@@ -317,3 +317,18 @@ def test_a_folder_of_many_files_is_detected_from_an_even_spread_of_them(tmp_path
     assert detect_source(tmp_path).name == "mjai"
     looked = {q.name for q in seen}
     assert len(looked) == 5 and {"game000.json", "zz_summary.csv"} <= looked  # the first and the last
+
+
+def test_the_cli_prints_a_warning_as_one_line_of_its_own(tmp_path, capsys):
+    """A file left out of a folder of step tables reads 'rewardlab info: warning: ...', not a Python warning
+    with one of rewardlab's source lines."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    renamed(table(4)).write_parquet(runs / "a.parquet")
+    (runs / "summary.csv").write_text("run,mean\n1,3.0\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # as outside the test suite, where warnings are not errors
+        assert main(["info", str(runs), "--option", "episode=ep"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("rewardlab info: warning: left out 1 file of ") and err.rstrip().endswith("summary.csv")
+    assert "FilesLeftOutWarning" not in err and ".py:" not in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import polars as pl
 import pytest
 
@@ -67,9 +69,11 @@ def test_apply_prints_the_scale_warning(tmp_path, dataset, capsys):
     raw = tmp_path / "raw.py"
     raw.write_text("import torch\n\ndef get_reward(data, contiguous):\n"
                    "    data['next', 'reward'] = data['next', 'results'][:, 4].double()\n")
-    assert main(["apply", str(dataset), "--plugin", str(raw), "--out", str(tmp_path / "o.parquet")]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # as outside the test suite, where rewardlab's warnings are not errors
+        assert main(["apply", str(dataset), "--plugin", str(raw), "--out", str(tmp_path / "o.parquet")]) == 0
     err = capsys.readouterr().err
-    assert err.startswith("warning: plug-in 'raw' (") and "rewards are far from the mean 0 / std 1" in err
+    assert err.startswith("rewardlab apply: warning: plug-in 'raw' (") and "rewards are far from the mean 0 / std 1" in err
 
 
 def test_check_plugin_exit_status(tmp_path, dataset, capsys):

@@ -116,6 +116,10 @@ def test_folder_session_opens_games_from_their_parts(pair):
     assert b._find_key(dict(key)) == 333  # a key never handed out: found by reading the parts
     with pytest.raises(ParameterError, match="should be an episode of the data"):
         b.episode({"game_id": "no-such-game", "seat": 0})
+    with pytest.raises(ParameterError, match=r"`episode` should name the episode columns \['game_id', 'seat'\]"):
+        b.episode({"game_id": key["game_id"]})
+    with pytest.raises(ParameterError, match=r"`episode` should be an episode index in \[0, "):
+        b.episode(b.table.rank.size)
 
 
 def test_folder_export_round_trips_part_by_part_and_writes_the_same_file(pair, tmp_path):
@@ -224,6 +228,10 @@ def test_comparison_on_a_rewards_folder_equals_the_frame(rewards):
         assert da.outcome == db.outcome and da.steps.equals(db.steps)
     with pytest.raises(ParameterError, match="should be an episode of the data"):
         b.episode({"game_id": "no-such-game", "seat": 0})
+    with pytest.raises(ParameterError, match=r"`episode` should name episode columns among \["):
+        b.episode({"player": 3})
+    with pytest.raises(ParameterError, match="`episode` should be an episode index or its key values"):
+        b.episode("first")
 
 
 def test_comparison_on_a_folder_refuses_plugins_with_the_command(rewards):

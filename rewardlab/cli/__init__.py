@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from rewardlab._version import __version__
-from rewardlab.core.errors import RewardlabError
+from rewardlab.core.errors import RewardlabError, RewardlabWarning
 from rewardlab.core.fronts import Front, command_front as front_of_flags, render
 
 __all__ = ["main", "build_parser", "command_front", "command_flags"]
@@ -97,14 +98,30 @@ def command_flags(parser: argparse.ArgumentParser, args: argparse.Namespace | No
     return flags
 
 
+def _warning_printer(command: str, front: Front, other):
+    """A ``warnings.showwarning`` that prints a :class:`~rewardlab.core.errors.RewardlabWarning` as
+    ``rewardlab COMMAND: warning: ...`` (worded by ``front``, no source line of rewardlab's own) and hands
+    any other warning to ``other``."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, RewardlabWarning):
+            print(f"rewardlab {command}: warning: {render(message, front)}", file=file or sys.stderr)
+        else:
+            other(message, category, filename, lineno, file, line)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    front = command_front(parser.commands[args.command], args)
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():  # rewardlab's warnings as one line each, in the command's words
+            warnings.showwarning = _warning_printer(args.command, front, warnings.showwarning)
+            return int(args.func(args) or 0)
     except RewardlabError as exc:
-        text = render(exc, command_front(parser.commands[args.command], args))
+        text = render(exc, front)
         print(f"rewardlab {args.command}: error: {text}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `rewardlab info ... | head`

@@ -135,15 +135,10 @@ def _load(paths: list[str], format: str | None, options: dict | None = None):
 
 
 def _forward(caught) -> None:
-    """Print the reward-scale warnings a run recorded as ``warning: ...`` (the contracts that ask for mean 0 /
-    std 1 give them: kanachan's); pass the others on."""
-    from rewardlab.core.errors import RewardScaleWarning
-
+    """Warn again what a run recorded, after its summary (the CLI prints rewardlab's warnings as one line each:
+    :func:`rewardlab.cli.main`)."""
     for w in caught:
-        if issubclass(w.category, RewardScaleWarning):
-            print(f"warning: {w.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _apply_parts(args, names) -> int:

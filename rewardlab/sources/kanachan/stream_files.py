@@ -56,9 +56,9 @@ __all__ = ["stream_kanachan_files", "FileChunks", "worker_main"]
 
 @dataclass
 class FileChunks:
-    """What a worker made of one file: its chunks' spool files, rows, skipped lines, games, and its error."""
+    """What a worker made of one file: its chunks' spool files and skipped lines, its games, and its error."""
 
-    chunks: list  # (IPC file, rows, skipped lines as a frame)
+    chunks: list  # (IPC file, skipped lines as a frame)
     games: int
     error: BaseException | None = None
 
@@ -71,7 +71,7 @@ def _stream_one(index: int, path: str, chunk_bytes: int, skip: bool, threads: in
         for k, result in enumerate(stream.run()):
             target = Path(spool) / f"{index:06d}-{k:06d}.arrow"
             result.frame.write_ipc(target, compression="uncompressed")
-            chunks.append((str(target), result.frame.height, result.skipped))
+            chunks.append((str(target), result.skipped))
     except DataFormatError as exc:  # raised after the chunks before it, as the serial stream does
         return FileChunks(chunks, stream.games, exc)
     return FileChunks(chunks, stream.games)
@@ -205,7 +205,7 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
                     handed += 1
                 done = results[index].result()
                 this_file = GameIdSet()
-                for target, rows, skipped in done.chunks:
+                for target, skipped in done.chunks:
                     frame = pl.read_ipc(target)
                     Path(target).unlink()
                     frame, names = _renumber(frame, games)
