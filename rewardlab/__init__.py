@@ -71,6 +71,8 @@ _EXPORTS = {
         "step_difference",
     ),
     "rewardlab.analysis.episodes": ("EpisodeDetail", "episode_detail"),
+    "rewardlab.diagnostics.run": ("Diagnosis", "diagnose"),
+    "rewardlab.diagnostics.base": ("DiagnosisOptions", "Finding", "register_diagnostic", "Diagnostic"),
     "rewardlab.analysis.episode_summary": ("episode_summary",),
     "rewardlab.domains.mahjong.episodes": ("mahjong_episode_detail",),
     "rewardlab.plots": (

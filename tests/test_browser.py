@@ -19,7 +19,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,14 +30,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from chromium import CHROMIUM_ARGS, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "02_tuning_ranking.ipynb"
 OUTPUT = ROOT / "test-output"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SERVER_START_S = 90
 KERNEL_RUN_S = 240
 EXPORT_S = 300
@@ -70,24 +68,6 @@ FIGURE_BOXES = """(root) => [...root.querySelectorAll('.jupyter-matplotlib-figur
           widget: box(f.parentElement), buttons: toolbar ? toolbar.querySelectorAll('button').length : 0,
           visibility: toolbar ? getComputedStyle(toolbar).visibility : null};
 }).filter(b => b.canvas && b.canvas[2] - b.canvas[0] > 10 && b.canvas[3] - b.canvas[1] > 10)"""
-
-
-def _find_chromium() -> str | None:
-    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-def _require_chromium() -> str:
-    path = _find_chromium()
-    if path is None:
-        message = ("no chromium found (/usr/bin/chromium, or chromium / chromium-browser on PATH); "
-                   "install Debian's package: apt-get install -y chromium")
-        if os.environ.get("CI"):
-            pytest.fail(message + " [CI is set, so this test may not be skipped]")
-        pytest.skip(message)
-    return path
 
 
 def _free_port() -> int:
@@ -196,7 +176,7 @@ class LabServer:
 @pytest.fixture
 def lab(tmp_path, sample_path):
     """A JupyterLab server over a temporary copy of the tuning notebook."""
-    _require_chromium()
+    require_chromium()
     try:
         import playwright.sync_api  # noqa: F401  (PyPI, in the test extras)
     except ImportError:
@@ -236,7 +216,7 @@ def _expected_texts(frame) -> dict[str, str]:
 def test_tuner_in_jupyterlab(lab, sample_path, sample_frame, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    chromium = _require_chromium()
+    chromium = require_chromium()
     started = time.monotonic()
     expected = _expected_texts(sample_frame)
     with sync_playwright() as pw:
@@ -453,10 +433,9 @@ def _written_path(result_text: str) -> str:
 
 
 def test_missing_chromium_skips_only_outside_ci(monkeypatch):
-    monkeypatch.setattr(sys.modules[__name__], "_find_chromium", lambda: None)
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="no chromium found .* apt-get install -y chromium"):
-        _require_chromium()
+        require_chromium(find=lambda: None)
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI is set, so this test may not be skipped"):
-        _require_chromium()
+        require_chromium(find=lambda: None)

@@ -13,7 +13,7 @@ from hypothesis.extra import numpy as hnp
 
 from analysis_data import rewards_table, with_rewards
 from rewardlab.analysis.compare import (
-    compare_rewards, correlation_matrix, epic_distance, episode_return_table, most_disagreeing_episodes,
+    compare_rewards, correlation_matrix, pearson_distance, episode_return_table, most_disagreeing_episodes,
     rankdata, step_difference,
 )
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError
@@ -65,9 +65,9 @@ def test_constant_column_has_undefined_correlation():
         correlation_matrix(np.zeros((2, 2)), method="kendall")
 
 
-def test_epic_distance_values():
-    np.testing.assert_allclose(epic_distance(np.array([1.0, 0.0, -1.0])), [0.0, math.sqrt(0.5), 1.0])
-    assert epic_distance(1.0000000002) == 0.0  # rounding above 1 is clipped
+def test_pearson_distance_values():
+    np.testing.assert_allclose(pearson_distance(np.array([1.0, 0.0, -1.0])), [0.0, math.sqrt(0.5), 1.0])
+    assert pearson_distance(1.0000000002) == 0.0  # rounding above 1 is clipped
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +94,12 @@ def test_compare_rewards(frame):
     cmp = compare_rewards(frame, ["top", "points", "scaled"])
     assert cmp.names == ("top", "points", "scaled") and cmp.episodes == int(frame["end_of_game"].sum())
     i, j = cmp.names.index("points"), cmp.names.index("scaled")
-    assert cmp.pearson[i, j] == pytest.approx(1.0) and cmp.epic[i, j] == pytest.approx(0.0, abs=1e-6)
+    assert cmp.pearson[i, j] == pytest.approx(1.0) and cmp.pearson_distance[i, j] == pytest.approx(0.0, abs=1e-6)
     assert cmp.spearman[i, j] == pytest.approx(1.0)
     pairs = cmp.pairs()
-    assert pairs.height == 3 and pairs.columns == ["a", "b", "pearson", "spearman", "epic"]
-    np.testing.assert_allclose(pairs["epic"].to_numpy(), np.sqrt((1 - pairs["pearson"].to_numpy()) / 2))
+    assert pairs.height == 3 and pairs.columns == ["a", "b", "pearson", "spearman", "pearson_distance"]
+    assert not hasattr(cmp, "epic") and "epic" not in pairs.columns  # not EPIC: no name that says so
+    np.testing.assert_allclose(pairs["pearson_distance"].to_numpy(), np.sqrt((1 - pairs["pearson"].to_numpy()) / 2))
     m = cmp.matrix("spearman")
     assert m.columns == ["reward", "top", "points", "scaled"] and m.height == 3
     # the returns table can be passed directly

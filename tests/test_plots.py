@@ -10,9 +10,11 @@ import pytest
 
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError
 from rewardlab.plots import (
-    plot_correlation_heatmap, plot_normalization, plot_return_distribution, plot_return_scatter,
-    plot_reward_by_rank, plot_reward_distribution,
+    plot_correlation_heatmap, plot_episode_steps, plot_normalization, plot_return_distribution,
+    plot_return_scatter, plot_reward_by_rank, plot_reward_distribution, plot_step_marks, plot_term_shares,
 )
+from rewardlab.plots.axes import OWN_LABEL
+from rewardlab.plots.diagnostics import MARK_BAND_COLOR, MARK_DOT_COLOR
 
 matplotlib.use("Agg")
 
@@ -195,3 +197,92 @@ def test_legends_of_ten_candidates_lie_outside_the_axes():
     assert _legend_outside(plot_return_scatter(pl.DataFrame(values), x=LONG[0], y=LONG[1]))
     before, after = plot_normalization(pl.DataFrame({"raw": rng.normal(size=50), "constants": rng.normal(size=50)}))
     assert _legend_outside(before) and _legend_outside(after)
+
+
+# --------------------------------------------------------------------------
+# One episode's steps with the marked ones, a composite reward's terms
+# --------------------------------------------------------------------------
+
+
+def band_edges(collection):
+    """(left, right) of each band of a broken_barh collection, in x order."""
+    return sorted((float(p.vertices[:, 0].min()), float(p.vertices[:, 0].max())) for p in collection.get_paths())
+
+
+def test_episode_steps_draws_each_series_the_marks_and_the_end():
+    steps = np.arange(10.0) + 100.0
+    rewards = {"a$x$": np.arange(10.0), "b": -np.arange(10.0)}
+    marked = np.array([7, 2, 3, 3])
+    ax = plot_episode_steps(steps, rewards, marked=marked, title="ep 4", ended="truncated", color="C2")
+    assert ax.figure.get_label() == OWN_LABEL  # a figure of its own, like the other plots
+    series, end = ax.lines[:2], ax.lines[2]
+    assert [line.get_label() for line in series] == [r"a\$x\$", "b"]  # $ escaped: no mathematics
+    assert [line.get_color() for line in series] == ["C2", "C3"]
+    for line, y in zip(series, rewards.values()):
+        np.testing.assert_array_equal(line.get_xdata(), steps)
+        np.testing.assert_array_equal(line.get_ydata(), y)
+    assert end.get_label() == "end (truncated)" and float(end.get_xdata()[0]) == 109.0
+    bands, dots = ax.collections
+    # steps 102-103 and 107, half a step on each side: a loop over the positions as reference
+    expected, run = [], []
+    for p in sorted(set(marked.tolist())):
+        if run and p != run[-1] + 1:
+            expected.append((steps[run[0]] - 0.5, steps[run[-1]] + 0.5))
+            run = []
+        run.append(p)
+    expected.append((steps[run[0]] - 0.5, steps[run[-1]] + 0.5))
+    assert band_edges(bands) == expected
+    assert matplotlib.colors.to_hex(bands.get_facecolor()[0]) == MARK_BAND_COLOR
+    np.testing.assert_array_equal(dots.get_offsets(), np.column_stack([steps[marked], rewards["a$x$"][marked]]))
+    assert matplotlib.colors.to_hex(dots.get_facecolor()[0]) == MARK_DOT_COLOR
+    assert ax.get_legend_handles_labels()[1] == [r"a\$x\$", "b", "steps a finding names (4)", "end (truncated)"]
+    assert ax.get_title() == "ep 4" and ax.get_legend() is not None
+
+
+def test_episode_steps_on_given_axes_without_marks():
+    fig, ax = plt.subplots()
+    out = plot_episode_steps(np.arange(3.0), {"r": np.zeros(3)}, ax=ax)
+    assert out is ax and len(ax.lines) == 2 and not ax.collections  # the series and the end
+    assert ax.lines[1].get_label() == "end"
+    out = plot_episode_steps(np.arange(3.0), {"r": np.zeros(3)}, ax=ax, marked=np.array([], dtype=np.int64))
+    assert not ax.collections
+
+
+def test_episode_steps_checks_its_arguments():
+    with pytest.raises(ParameterError, match="one value per step"):
+        plot_episode_steps(np.arange(3.0), {"r": np.zeros(4)})
+    with pytest.raises(ParameterError, match="positions into steps"):
+        plot_episode_steps(np.arange(3.0), {"r": np.zeros(3)}, marked=np.array([3]))
+    with pytest.raises(ParameterError, match="at least one series"):
+        plot_episode_steps(np.arange(3.0), {})
+    with pytest.raises(ParameterError, match="Axes"):
+        plot_episode_steps(np.arange(3.0), {"r": np.zeros(3)}, ax="left")
+
+
+def test_step_marks_as_bands_merge_neighbours_and_lines_stay_the_default():
+    ax = plot_step_marks([4.0, 0.0, 2.0, 10.0, 2.0], width=2.0, label="")
+    assert band_edges(ax.collections[-1]) == [(-1.0, 5.0), (9.0, 11.0)] and not ax.lines
+    assert ax.get_legend_handles_labels()[1] == []  # "" draws no legend entry
+    ax = plot_step_marks([1.0, 3.0], label="f")
+    assert [float(line.get_xdata()[0]) for line in ax.lines] == [1.0, 3.0] and not ax.collections
+    with pytest.raises(ParameterError, match="width"):
+        plot_step_marks([1.0], width=0.0)
+
+
+def test_term_shares_bars_words_and_labels():
+    names = ["a$", "b", "c"]
+    shares = np.array([1.2, -0.2, np.nan])
+    ax = plot_term_shares(names, shares, np.array([2.0, 0.5, 0.0]))
+    assert ax.figure.get_label() == OWN_LABEL
+    widths = [bar.get_width() for bar in ax.patches]
+    assert widths == [1.2, -0.2, 0.0]  # a flat total's NaN share shows as an empty bar
+    colors = [matplotlib.colors.to_hex(bar.get_facecolor()) for bar in ax.patches]
+    assert colors == [matplotlib.colors.to_hex(c) for c in ("C0", "C3", "C0")]
+    assert [t.get_text() for t in ax.texts] == ["  120.0% (std 2)", "  -20.0% (std 0.5)", "  n/a (flat total)"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [r"a\$", "b", "c"]
+    assert ax.yaxis_inverted()  # the first term on top
+    fig, given = plt.subplots()
+    assert plot_term_shares(["x"], [0.5], [1.0], ax=given) is given and len(given.patches) == 1
+    with pytest.raises(ParameterError, match="one value per term"):
+        plot_term_shares(names, shares[:2], np.ones(3))
+

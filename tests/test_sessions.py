@@ -413,7 +413,8 @@ def test_comparison_matches_a_loop(reward_frame):
         (dict(chosen=()), "`chosen` should name at least one candidate. Received ()."),
         (dict(b="score"), "`b` should differ from `a`. Received 'score'."),
         (dict(k=0), "`k` should be a positive integer. Received 0."),
-        (dict(metric="kendall"), "`metric` should be one of 'pearson', 'spearman', 'epic'. Received 'kendall'."),
+        (dict(metric="kendall"), "`metric` should be one of 'pearson', 'spearman', 'pearson_distance', 'epic'. "
+                                   "Received 'kendall'."),
     ]:
         with pytest.raises(ParameterError) as err:
             s.update(**changes)

@@ -214,10 +214,13 @@ def test_comparison_on_a_rewards_folder_equals_the_frame(rewards):
     out, applied = rewards
     a, b = ComparisonSession(applied), ComparisonSession(str(out))
     assert b.frame is None and a.candidates == b.candidates == ("rank_top", "raw_points")
-    for metric in ("pearson", "spearman", "epic"):
+    for metric in ("pearson", "spearman", "pearson_distance", "epic"):  # epic: columns only, the fallback
         a.update(metric=metric)
         b.update(metric=metric)
-        assert a.results.matrix.equals(b.results.matrix), metric
+        assert a.results.matrix.equals(b.results.matrix) and a.results.shown == b.results.shown, metric
+    assert b.results.shown == "pearson_distance" and "ComparisonSession(rewardlab.load(DATA)" in b.results.epic_note
+    with pytest.raises(ParameterError, match="should be a frame in memory for the diagnostics"):
+        b.run_diagnostics()
     ra, rb = a.results, b.results
     assert ra.returns.equals(rb.returns) and ra.disagreements.equals(rb.disagreements)
     for name in ra.chosen:  # fewer rows than the sample limit: every step reward

@@ -221,13 +221,22 @@ def test_comparison_board(sample_frame, small_frame, tmp_path):
     frame = RoundDelta.from_preset("thousands").with_columns(frame, "delta")
     board = ComparisonBoard(frame)
     s = board.session
-    assert s.chosen == ("top", "points", "delta") and "epic" in board.pairs.value
+    assert s.chosen == ("top", "points", "delta") and "pearson_distance" in board.pairs.value
+    assert "epic" not in board.pairs.value  # the Pearson distance of returns is not called EPIC
     assert "<div style='max-height:320px;overflow:auto'>" in board.pairs.value  # scrolls at 10 candidates
     draws = [p.draws for p in (board.steps_plot, board.matrix_plot, board.scatter_plot)]
-    board.metric.value = "epic"
-    assert s.metric == "epic"  # only the matrix is drawn again
+    board.metric.value = "pearson_distance"
+    assert s.metric == "pearson_distance"  # only the matrix is drawn again
     assert [p.draws for p in (board.steps_plot, board.matrix_plot, board.scatter_plot)] == \
         [draws[0], draws[1] + 1, draws[2]]
+    assert board.matrix_plot.axes[0].get_title() == "Pearson distance of episode returns"
+    board.metric.value = "epic"  # reward columns, no plug-in: the labelled fallback, with the reason, nothing run
+    assert s.results.shown == "pearson_distance" and not s.results.epic_pending and not board.epic_task.running
+    assert board.matrix_plot.axes[0].get_title() == "Pearson distance of episode returns (fallback: not EPIC)"
+    assert "EPIC cannot be shown: top, points, delta: a reward column of the data, not a plug-in" in \
+        board.matrix_note.value
+    assert board.epic_button.layout.display == "none"
+    assert s.results.matrix.equals(s.results.comparison.matrix("pearson_distance"))
     board.chosen.value = ("top", "delta")
     assert s.chosen == ("top", "delta") and s.results.comparison.names == ("top", "delta")
     board.b.value = "delta"

@@ -1,4 +1,4 @@
-"""Comparing candidate reward plug-ins: correlations of episode returns, EPIC-style distance, disagreements.
+"""Comparing candidate reward plug-ins: correlations of episode returns, Pearson distance, disagreements.
 
 Candidates are compared on the same episodes, found through the frame's
 spec (:func:`rewardlab.sources.registry.spec_of`, or ``spec=``): an episode
@@ -8,22 +8,24 @@ frame, one player's whole game: ``end_of_game``, or a change of ``game_id`` /
 that every candidate has one return per episode.  Tables of episode returns
 carry the spec's episode key columns.
 
-The EPIC-style distance between two candidates is ``sqrt((1 - rho) / 2)``
+The Pearson distance between two candidates is ``sqrt((1 - rho) / 2)``
 with ``rho`` the Pearson correlation of their episode returns: 0 for
 returns that are a positive affine map of each other, 1/sqrt(2) for
-uncorrelated returns, 1 for perfectly anti-correlated ones (Gleave et al.'s
-EPIC applies the same map to canonicalized rewards over a coverage
-distribution; here the coverage distribution is the dataset's episodes).
+uncorrelated returns, 1 for perfectly anti-correlated ones.  It is *not*
+EPIC: EPIC (:mod:`rewardlab.analysis.epic`, the ``epic`` diagnostic) applies
+the same map to rewards canonicalized so that potential shaping cancels;
+episode returns are not canonicalized, so adding potential shaping to a
+reward changes this distance.
 
 Examples
 --------
 >>> import numpy as np
->>> from rewardlab.analysis.compare import correlation_matrix, epic_distance
+>>> from rewardlab.analysis.compare import correlation_matrix, pearson_distance
 >>> x = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 7.0]])
 >>> np.round(correlation_matrix(x, method="spearman"), 6)
 array([[1., 1.],
        [1., 1.]])
->>> float(epic_distance(1.0))
+>>> float(pearson_distance(1.0))
 0.0
 """
 
@@ -38,6 +40,7 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice, check_int
 from rewardlab.sources.registry import known_specs, spec_of
+from rewardlab.analysis.epic import pearson_distance
 from rewardlab.analysis.scopes import episode_end_expr, summed_segments
 from rewardlab.analysis.sums import tie_groups
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
@@ -45,7 +48,7 @@ from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, 
 __all__ = [
     "rankdata",
     "correlation_matrix",
-    "epic_distance",
+    "pearson_distance",
     "episode_return_table",
     "RewardComparison",
     "compare_rewards",
@@ -136,18 +139,6 @@ def correlation_matrix(x, *, method: str = "pearson") -> np.ndarray:
     return rho
 
 
-def epic_distance(rho):
-    """EPIC-style distance ``sqrt((1 - rho) / 2)`` from a correlation (scalar or array).
-
-    Examples
-    --------
-    >>> round(float(epic_distance(0.0)), 6)
-    0.707107
-    """
-    r = np.clip(np.asarray(rho, dtype=np.float64), -1.0, 1.0)
-    return np.sqrt((1.0 - r) / 2.0)
-
-
 # --------------------------------------------------------------------------
 # Frame layer
 # --------------------------------------------------------------------------
@@ -232,20 +223,23 @@ class RewardComparison:
         The candidates, in matrix order.
     episodes : int
         Episodes compared.
-    pearson, spearman, epic : numpy.ndarray of shape ``[K, K]``
-        Correlation matrices and the EPIC-style distance ``sqrt((1 - pearson) / 2)``.
+    pearson, spearman : numpy.ndarray of shape ``[K, K]``
+        Correlation matrices of the episode returns.
+    pearson_distance : numpy.ndarray of shape ``[K, K]``
+        ``sqrt((1 - pearson) / 2)`` of the episode returns (not EPIC: not invariant to shaping;
+        see :func:`rewardlab.analysis.epic.pearson_distance`).
 
     Examples
     --------
     >>> cmp = compare_rewards(frame)  # doctest: +SKIP
-    >>> cmp.pairs().sort("epic", descending=True).head(3)  # doctest: +SKIP
+    >>> cmp.pairs().sort("pearson_distance", descending=True).head(3)  # doctest: +SKIP
     """
 
     names: tuple[str, ...]
     episodes: int
     pearson: np.ndarray
     spearman: np.ndarray
-    epic: np.ndarray
+    pearson_distance: np.ndarray
 
     def matrix(self, metric: str = "spearman") -> pl.DataFrame:
         """One metric as a square frame: column ``reward`` then one column per candidate.
@@ -254,28 +248,29 @@ class RewardComparison:
         --------
         >>> cmp.matrix("pearson")  # doctest: +SKIP
         """
-        check_choice("metric", metric, ("pearson", "spearman", "epic"))
+        check_choice("metric", metric, ("pearson", "spearman", "pearson_distance"))
         m = getattr(self, metric)
         return pl.DataFrame({"reward": list(self.names)} | {n: m[:, i] for i, n in enumerate(self.names)})
 
     def pairs(self) -> pl.DataFrame:
-        """One row per unordered pair: ``a, b, pearson, spearman, epic``.
+        """One row per unordered pair: ``a, b, pearson, spearman, pearson_distance``.
 
         Examples
         --------
         >>> cmp.pairs().columns  # doctest: +SKIP
-        ['a', 'b', 'pearson', 'spearman', 'epic']
+        ['a', 'b', 'pearson', 'spearman', 'pearson_distance']
         """
         i, j = np.triu_indices(len(self.names), k=1)
         return pl.DataFrame({
             "a": [self.names[k] for k in i], "b": [self.names[k] for k in j],
-            "pearson": self.pearson[i, j], "spearman": self.spearman[i, j], "epic": self.epic[i, j],
+            "pearson": self.pearson[i, j], "spearman": self.spearman[i, j],
+            "pearson_distance": self.pearson_distance[i, j],
         }, schema={"a": pl.String, "b": pl.String, "pearson": pl.Float64, "spearman": pl.Float64,
-                   "epic": pl.Float64})
+                   "pearson_distance": pl.Float64})
 
 
 def compare_rewards(data, rewards=None, *, spec: FrameSpec | None = None) -> RewardComparison:
-    """Pearson and Spearman correlation and EPIC-style distance of episode returns, for every pair.
+    """Pearson and Spearman correlation and Pearson distance of episode returns, for every pair.
 
     Parameters
     ----------
@@ -297,7 +292,7 @@ def compare_rewards(data, rewards=None, *, spec: FrameSpec | None = None) -> Rew
     >>> f = pl.DataFrame({"game_id": ["g", "h", "i"], "seat": [0, 0, 0],
     ...                   "reward_a": [1.0, 2.0, 3.0], "reward_b": [2.0, 4.0, 6.0]})
     >>> cmp = compare_rewards(f)
-    >>> round(float(cmp.pearson[0, 1]), 9), bool(cmp.epic[0, 1] < 1e-6)
+    >>> round(float(cmp.pearson[0, 1]), 9), bool(cmp.pearson_distance[0, 1] < 1e-6)
     (1.0, True)
     """
     table = _returns_table(data, rewards, spec)
@@ -308,7 +303,7 @@ def compare_rewards(data, rewards=None, *, spec: FrameSpec | None = None) -> Rew
     x = table.select(names).to_numpy().astype(np.float64)
     pearson = correlation_matrix(x, method="pearson")
     spearman = correlation_matrix(x, method="spearman")
-    return RewardComparison(names, int(x.shape[0]), pearson, spearman, epic_distance(pearson))
+    return RewardComparison(names, int(x.shape[0]), pearson, spearman, pearson_distance(pearson))
 
 
 def _returns_table(data, rewards, spec: FrameSpec | None) -> pl.DataFrame:

@@ -33,6 +33,8 @@ COMMAND_MODULES = (
     "rewardlab.cli.plugins",
     "rewardlab.cli.analysis",
     "rewardlab.cli.export",
+    "rewardlab.cli.diagnose",
+    "rewardlab.cli.report",
 )
 
 

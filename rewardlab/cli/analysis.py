@@ -44,8 +44,9 @@ def register(sub) -> None:
     p = sub.add_parser(
         "compare", help="how candidate rewards agree: correlations, distances, most disagreeing episodes",
         description="Sum each candidate reward over each whole episode and compare the candidates pair by "
-        "pair: Pearson and Spearman correlation of the episode returns, the EPIC-style distance "
-        "sqrt((1 - pearson) / 2), and the episodes where the two disagree most (returns standardized "
+        "pair: Pearson and Spearman correlation of the episode returns, the Pearson distance "
+        "sqrt((1 - pearson) / 2) (not EPIC: not invariant to shaping; `rewardlab diagnose` measures EPIC), "
+        "and the episodes where the two disagree most (returns standardized "
         "per candidate). The command-line twin of the lab's comparison board. A rewards dataset folder "
         "is read part by part.")
     p.add_argument("data", nargs="+", metavar="REWARDS",
@@ -56,7 +57,7 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=5, metavar="K",
                    help="most disagreeing episodes shown per pair (default 5; 0: none)")
     p.add_argument("--json", action="store_true",
-                   help="print JSON: {source, episodes, rewards, pairs: [{a, b, pearson, spearman, epic, "
+                   help="print JSON: {source, episodes, rewards, pairs: [{a, b, pearson, spearman, pearson_distance, "
                    "most_disagreeing: [...]}]}")
     add_engine_options(p, work="read")
     add_input_options(p)
@@ -228,13 +229,14 @@ def _compare(args) -> int:
                           "pairs": [_clean(p) for p in pairs]}, indent=2, default=str))
         return 0
     print(f"{source}: {cmp.episodes:,} episodes, {len(cmp.names)} candidates ({', '.join(cmp.names)})")
-    print("episode returns compared pair by pair (epic = sqrt((1 - pearson) / 2): 0 same ranking of "
-          "episodes up to scale, 1 opposite)\n")
+    print("episode returns compared pair by pair (pearson_distance = sqrt((1 - pearson) / 2): 0 returns "
+          "equal up to scale and shift, 1 opposite; not EPIC, not invariant to shaping)\n")
     width = max(len(n) for n in cmp.names)
-    print(f"  {'a':<{width}}  {'b':<{width}}  {'pearson':>9}  {'spearman':>9}  {'epic':>7}")
-    for p in sorted(pairs, key=lambda p: -p["epic"] if p["epic"] == p["epic"] else 0.0):
+    print(f"  {'a':<{width}}  {'b':<{width}}  {'pearson':>9}  {'spearman':>9}  {'pearson_distance':>16}")
+    for p in sorted(pairs, key=lambda p: -p["pearson_distance"] if p["pearson_distance"] == p["pearson_distance"]
+                    else 0.0):
         print(f"  {p['a']:<{width}}  {p['b']:<{width}}  {p['pearson']:>9.4f}  {p['spearman']:>9.4f}  "
-              f"{p['epic']:>7.4f}")
+              f"{p['pearson_distance']:>16.4f}")
     for p in pairs:
         if not p["most_disagreeing"]:
             continue

@@ -217,7 +217,7 @@ def _apply(args) -> int:
                                    strict=args.strict, isolate=True, timeout=args.timeout,
                                    replace=args.replace)
         # keys, context, the data's own rewards (a step table's reward_recorded) and the plug-ins'
-        kept = rewards_table_columns(frame.columns, spec, names)
+        kept = rewards_table_columns(result.columns, spec, names)
         write_table(result.select(kept), tmp, spec=spec)  # the spec, projected; a checksum in every page
     print(f"wrote {result.height:,} transitions x {len(names)} plug-in(s) to {out}")
     for name in names:

@@ -20,6 +20,8 @@ A contract says what a reward plug-in receives and must give back:
                     values: ``check_plugin`` runs them to tell whether a
                     plug-in reads padding (none by default), and
                     ``missing_finals`` which last steps lack one
+``recombination``   whether a plug-in can be evaluated on recombined
+                    transitions ``(s_i, a_j, s'_j)`` (EPIC), and why not
 ==================  ==========================================================
 
 The reward's post-conditions (:func:`rewardlab.contracts.checks.check_reward`) and the
@@ -37,6 +39,7 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -46,7 +49,33 @@ from rewardlab.contracts.checks import DONE_KEY, REWARD_KEY, Violation, check_re
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import ParameterError, check_choice
 
-__all__ = ["Contract", "ContractArrays"]
+__all__ = ["Contract", "ContractArrays", "Recombination"]
+
+
+@dataclass(frozen=True)
+class Recombination:
+    """Whether a contract's plug-ins can be evaluated on recombined transitions, and why not.
+
+    A recombined transition ``(s_i, a_j, s'_j)`` pairs a recorded state with another row's
+    recorded action and next state (EPIC's sample-based canonicalization,
+    :mod:`rewardlab.analysis.epic`): it only makes sense where a reward is a function of
+    ``(state, action, next state)``.
+
+    Attributes
+    ----------
+    possible : bool
+    reason : str
+        Why not (a sentence), or what is recombined when possible.
+
+    Examples
+    --------
+    >>> Recombination(False, "no states").possible
+    False
+    """
+
+    possible: bool
+    reason: str = ""
+
 
 
 @runtime_checkable
@@ -226,6 +255,21 @@ class Contract:
         """Bool ``[N]``: True on each episode's last row whose next state is padding because the data lacks
         the final state; None for a contract whose padding is part of it (nothing to report)."""
         return None
+
+    def recombination(self, spec: FrameSpec | None = None) -> Recombination:
+        """Whether the contract's plug-ins can be evaluated on recombined transitions of frames of ``spec``.
+
+        A contract that can build such a batch overrides this (the steps contract, when the spec declares
+        state columns); the default says it cannot.
+
+        Examples
+        --------
+        >>> from rewardlab.contracts import get_contract
+        >>> get_contract("kanachan").recombination().possible
+        False
+        """
+        return Recombination(False, f"the {self.name!r} contract does not say how to build a batch of recombined "
+                             "(state, action, next state) transitions")
 
     def locator_columns(self, spec: FrameSpec | None) -> tuple[tuple[str, str], ...] | None:
         """``(column, label)`` pairs that describe a row in messages (None: the runner's default).

@@ -9,6 +9,8 @@ finite, every episode's last step is still ``done``, and it measures the
 rewards' scale (kanachan's wiki advises mean 0 / std 1; whether a contract
 asks for it is :func:`rewardlab.contracts.advice.scale_advice`'s question).
 
+Reward terms beside the reward are checked in :mod:`rewardlab.contracts.terms`.
+
 Each check returns ``None`` or a :class:`Violation` with a rule name, a
 message that echoes the offending value and the batch-relative row of the
 first offending transition; :mod:`rewardlab.plugins.runner` adds the plug-in, the
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-
 import numpy as np
 import torch
 
@@ -45,6 +46,7 @@ __all__ = [
     "key_text",
     "first_change",
     "check_reward",
+    "check_float_values",
     "check_done",
     "check_done_form",
     "check_in_fields",
@@ -203,23 +205,47 @@ def check_reward(reward, batch_size: int, *, returned=None) -> Violation | None:
             msg += (f" (it returned a tensor of shape {list(returned.shape)} instead: assign it, "
                     f'`data["next", "reward"] = ...`, and return None)')
         return Violation("reward_missing", msg)
-    bad_type = tensor_type_problem(name, reward)
+    return check_float_values(reward, batch_size, name=name, rule="reward")
+
+
+def check_float_values(value, batch_size: int, *, name: str, rule: str) -> Violation | None:
+    """Check a value a plug-in writes as a reward would be: a plain CPU float16/32/64 tensor of shape ``[B]``
+    or ``[B, 1]``, finite (the reward, each reward term).
+
+    Parameters
+    ----------
+    value : object
+        What the plug-in left (not None).
+    batch_size : int
+        ``B``, the batch's size.
+    name : str
+        How messages write its key (``data["next", "reward"]``).
+    rule : str
+        The rules' prefix: ``{rule}_type``, ``{rule}_device``, ``{rule}_dtype``, ``{rule}_shape``,
+        ``{rule}_not_finite`` (row: the first non-finite one).
+
+    Examples
+    --------
+    >>> check_float_values(torch.tensor([0.0, float("nan")]), 2, name="r", rule="term").rule
+    'term_not_finite'
+    """
+    bad_type = tensor_type_problem(name, value)
     if bad_type is not None:
-        return Violation("reward_type", bad_type)
-    if reward.device.type != "cpu":
-        return Violation("reward_device", f"{name} should be on the CPU; got device {reward.device}")
-    if reward.dtype not in REWARD_DTYPES:
-        return Violation("reward_dtype", f"{name} should have dtype float16, float32 or float64; "
-                         f"got {reward.dtype}")
-    if tuple(reward.shape) not in ((batch_size,), (batch_size, 1)):
-        return Violation("reward_shape", f"{name} should have shape [B] or [B, 1] with B = "
-                         f"{batch_size}; got {list(reward.shape)}")
-    values = reward.detach().reshape(-1).numpy()  # NumPy: no thread pool for a scan
+        return Violation(f"{rule}_type", bad_type)
+    if value.device.type != "cpu":
+        return Violation(f"{rule}_device", f"{name} should be on the CPU; got device {value.device}")
+    if value.dtype not in REWARD_DTYPES:
+        return Violation(f"{rule}_dtype", f"{name} should have dtype float16, float32 or float64; "
+                         f"got {value.dtype}")
+    if tuple(value.shape) not in ((batch_size,), (batch_size, 1)):
+        return Violation(f"{rule}_shape", f"{name} should have shape [B] or [B, 1] with B = "
+                         f"{batch_size}; got {list(value.shape)}")
+    values = value.detach().reshape(-1).numpy()  # NumPy: no thread pool for a scan
     finite = np.isfinite(values)
     if not finite.all():
         row = int(np.argmin(finite))
         n_bad = int(finite.size - np.count_nonzero(finite))
-        return Violation("reward_not_finite", f"{name} should be finite; got {float(values[row])} at "
+        return Violation(f"{rule}_not_finite", f"{name} should be finite; got {float(values[row])} at "
                          f"batch row {row} ({n_bad} non-finite value{'s' if n_bad > 1 else ''} in the "
                          "batch)", row)
     return None

@@ -28,8 +28,11 @@ Examples
 The functions live by subject: :mod:`~rewardlab.plots.distributions` (step
 rewards, episode returns, correlations, a pair's scatter, reward by final
 rank), :mod:`~rewardlab.plots.schedules` (normalization, epsilon schedules),
-:mod:`~rewardlab.plots.episodes` (one episode, episode summaries), with what
-they share in :mod:`~rewardlab.plots.axes`.
+:mod:`~rewardlab.plots.episodes` (one episode, episode summaries),
+:mod:`~rewardlab.plots.diagnostics` (a distance matrix with its standard errors,
+the steps a finding points at, one episode's step rewards with those steps
+marked, a composite reward's terms), with what they share in
+:mod:`~rewardlab.plots.axes`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from rewardlab.plots.axes import legend_outside
 from rewardlab.plots.distributions import (
     plot_correlation_heatmap, plot_return_distribution, plot_return_scatter, plot_reward_by_rank,
     plot_reward_distribution,
+)
+from rewardlab.plots.diagnostics import (
+    plot_distance_matrix, plot_episode_steps, plot_step_marks, plot_term_shares,
 )
 from rewardlab.plots.episodes import plot_episode, plot_episode_summary
 from rewardlab.plots.schedules import plot_epsilon_schedule, plot_normalization
@@ -52,5 +58,9 @@ __all__ = [
     "plot_epsilon_schedule",
     "plot_episode",
     "plot_episode_summary",
+    "plot_distance_matrix",
+    "plot_step_marks",
+    "plot_episode_steps",
+    "plot_term_shares",
     "legend_outside",
 ]

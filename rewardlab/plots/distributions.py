@@ -212,12 +212,13 @@ def plot_return_distribution(returns, *, ax=None, bins: int = 40, spec: FrameSpe
 
 def plot_correlation_heatmap(matrix: pl.DataFrame, *, ax=None, annotate: bool = True,
                              vmin: float = -1.0, vmax: float = 1.0):
-    """Heat map of a square matrix between candidates (correlations or EPIC distances).
+    """Heat map of a square matrix between candidates (correlations, Pearson distances or EPIC distances).
 
     Parameters
     ----------
     matrix : polars.DataFrame
-        :meth:`rewardlab.analysis.compare.RewardComparison.matrix`: a ``reward``
+        :meth:`rewardlab.analysis.compare.RewardComparison.matrix` or
+        :meth:`rewardlab.diagnostics.epic.EpicMatrix.matrix`: a ``reward``
         column of names, then one column per candidate in the same order.
     ax : Axes, optional
     annotate : bool

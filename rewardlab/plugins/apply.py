@@ -33,7 +33,7 @@ from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, 
 from rewardlab.plugins.runner import resolve
 
 __all__ = ["apply_plugins", "REWARD_DTYPES", "column_clashes", "check_column_clashes", "RENAME_HINT", "scale_message",
-           "rewards_table_columns"]
+           "rewards_table_columns", "term_series"]
 
 #: Polars dtype of a reward column, by the dtype the plug-in returned (what kanachan keeps).
 REWARD_DTYPES = {"float16": pl.Float16, "float32": pl.Float32, "float64": pl.Float64}
@@ -135,7 +135,10 @@ def apply_plugins(
     -------
     polars.DataFrame or list of them
         ``frame`` with ``reward_<name>`` and ``done_<name>`` (Boolean) per
-        plug-in (with ``replace``, in place of the columns of those names).  Given shards, the
+        plug-in (with ``replace``, in place of the columns of those names),
+        and ``term_<name>.<term>`` (Float64, :func:`rewardlab.core.columns.term_column`)
+        per reward term a plug-in writes under ``("next", "reward_terms", term)``
+        (a plug-in's earlier term columns in the frame are dropped).  Given shards, the
         list of shards, each with its columns.  A reward column
         has the dtype the plug-in returned (Float16, Float32 or Float64:
         what kanachan's trainer receives).
@@ -151,7 +154,8 @@ def apply_plugins(
     ContractError
         A plug-in broke the contract (reward missing, wrong type, shape, dtype
         or device, non-finite; IN field changed; done not bool, wrong shape,
-        or an episode's last step not done), with the batch and first offending row.
+        or an episode's last step not done; a reward term of the wrong form or
+        term names that vary from call to call), with the batch and first offending row.
     ParameterError
         Bad arguments, duplicate plug-in names, a plug-in named like a
         column of the frame (without ``replace``).
@@ -218,7 +222,7 @@ def apply_plugins(
     for outcome, loaded_plugin, (item, _, _) in zip(outcomes, loaded, items):
         outcome.plugin = item if isinstance(item, Plugin) else loaded_plugin
     raise_first(resolve(outcomes, ShardLocator(shards, columns=chosen.locator_columns(frame_spec))))
-    added = []
+    added, stale = [], []
     for outcome in outcomes:
         scale = reward_scale(outcome.rewards, outcome.dones)
         if n and scale_advice(chosen, scale):  # only where the contract asks for mean 0 / std 1
@@ -227,10 +231,25 @@ def apply_plugins(
         added.append(pl.Series(columns.reward_column(outcome.plugin.name), outcome.rewards,
                                  dtype=pl.Float64).cast(dtype))
         added.append(pl.Series(columns.done_column(outcome.plugin.name), outcome.dones, dtype=pl.Boolean))
+        added += term_series(outcome.plugin.name, outcome.terms)
+        stale += columns.term_columns(shards[0].columns, outcome.plugin.name).values()
+    stale = [c for c in stale if c not in {s.name for s in added}]
     if single:
-        return keep_spec(shards[0], shards[0].with_columns(added))
+        return keep_spec(shards[0], shards[0].drop(stale).with_columns(added))
     starts = np.cumsum([0] + [s.height for s in shards]).tolist()
-    return [keep_spec(s, s.with_columns([c.slice(a, s.height) for c in added])) for s, a in zip(shards, starts)]
+    return [keep_spec(s, s.drop(stale).with_columns([c.slice(a, s.height) for c in added]))
+            for s, a in zip(shards, starts)]
+
+
+def term_series(name: str, terms: dict) -> list[pl.Series]:
+    """The Float64 columns ``term_<name>.<term>`` of a plug-in's reward terms (``{term: array [N]}``), in order.
+
+    Examples
+    --------
+    >>> [s.name for s in term_series("shaped", {"task": np.zeros(2), "bonus": np.ones(2)})]
+    ['term_shaped.task', 'term_shaped.bonus']
+    """
+    return [pl.Series(columns.term_column(name, term), values, dtype=pl.Float64) for term, values in terms.items()]
 
 
 def rewards_table_columns(frame_columns, spec: FrameSpec, names=()) -> list[str]:
@@ -239,7 +258,9 @@ def rewards_table_columns(frame_columns, spec: FrameSpec, names=()) -> list[str]
     The keys, the context every analysis needs and the spec's structure
     (those present), the data's own rewards (``reward_<n>`` with its
     ``done_<n>``, e.g. a step table's recorded reward), then
-    ``reward_<name>`` / ``done_<name>`` of each plug-in in ``names``.
+    ``reward_<name>`` / ``done_<name>`` of each plug-in in ``names``, each
+    followed by its reward terms' columns (``term_<name>.<term>``) present in
+    ``frame_columns`` (pass the applied frame's columns to keep them).
 
     Examples
     --------
@@ -247,13 +268,16 @@ def rewards_table_columns(frame_columns, spec: FrameSpec, names=()) -> list[str]
     >>> rewards_table_columns(["e", "t", "x", "reward_rec", "done_rec"], FrameSpec(name="s", episode=("e",), step="t"),
     ...                       ["top"])
     ['e', 't', 'reward_rec', 'done_rec', 'reward_top', 'done_top']
+    >>> rewards_table_columns(["e", "reward_top", "done_top", "term_top.task"], FrameSpec(name="s", episode=("e",)),
+    ...                       ["top"])
+    ['e', 'reward_top', 'done_top', 'term_top.task']
     """
     have = list(frame_columns)
     kept = [c for c in dict.fromkeys([*S.KEY_COLUMNS, *S.REWARDS_TABLE_CONTEXT, *spec.structure]) if c in have]
     names = list(names)
     recorded = [n for n in columns.reward_names(have) if n not in names and columns.done_column(n) in have]
     for name in [*recorded, *names]:
-        kept += [columns.reward_column(name), columns.done_column(name)]
+        kept += [columns.reward_column(name), columns.done_column(name), *columns.term_columns(have, name).values()]
     return kept
 
 

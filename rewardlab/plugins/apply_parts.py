@@ -16,7 +16,8 @@ The plug-ins see exactly the batches of one pass over the whole frame
 
 The rewards dataset has the input's parts, row for row, each holding the
 input's keys and context (what the analyses need) and ``reward_<name>`` /
-``done_<name>`` per plug-in; its manifest names the input as its base.  It
+``done_<name>`` per plug-in, with ``term_<name>.<term>`` per reward term a
+plug-in writes; its manifest names the input as its base.  It
 is written to a staging folder and renamed onto its name only when every
 part is done: a failed, killed or interrupted run leaves nothing there.
 
@@ -57,7 +58,8 @@ from rewardlab.core.spec import attach
 from rewardlab.engines import check_engine
 from rewardlab.engines.embedded import available_cores
 from rewardlab.plugins import isolation
-from rewardlab.plugins.apply import REWARD_DTYPES, check_column_clashes, rewards_table_columns, scale_message
+from rewardlab.plugins.apply import (REWARD_DTYPES, check_column_clashes, rewards_table_columns, scale_message,
+                                     term_series)
 from rewardlab.plugins.batch_modes import DEFAULT_NUM_WORKERS, check_run_options, mode_setting
 from rewardlab.plugins.execution import (
     check_isolation, failed_plugin, failure_error, load_items, plugin_items, progress_bar,
@@ -199,8 +201,9 @@ def _run_task(task: _Task) -> _Done:
                     o.plugin = o.plugin.portable()
                     o.rewards = o.rewards[:0]
                     o.dones = o.dones[:0]
+                    o.terms = {}
                 return ("failed", outcomes)
-            send(("part", k, [(o.rewards, o.dones, o.reward_dtype) for o in outcomes]))
+            send(("part", k, [(o.rewards, o.dones, o.reward_dtype, o.terms) for o in outcomes]))
         return ("ok", None)
 
     loaded_names: list = []
@@ -213,7 +216,7 @@ def _run_task(task: _Task) -> _Done:
         index = task.indexes[k]
         base = ds.read(index, list(task.keep))
         added, scales = [], []
-        for i, ((rewards, dones, dtype), (_, name)) in enumerate(zip(results, task.plugins)):
+        for i, ((rewards, dones, dtype, terms), (_, name)) in enumerate(zip(results, task.plugins)):
             scale = _Scale()
             scale.add(rewards, dones)
             scales.append(scale)
@@ -223,10 +226,11 @@ def _run_task(task: _Task) -> _Done:
             added.append(pl.Series(columns.reward_column(name), rewards, dtype=pl.Float64)
                          .cast(REWARD_DTYPES[dtype or "float64"]))
             added.append(pl.Series(columns.done_column(name), dones, dtype=pl.Boolean))
+            added += term_series(name, terms)
         frame = attach(base.with_columns(added), spec.project(base.columns))
         entry = write_part_file(Path(task.staging), index, frame, dataset_id=task.dataset_id)
         done.entries[index] = entry
-        _journal(Path(task.staging), task.indexes[0], index, entry, scales, [d for _, _, d in results])
+        _journal(Path(task.staging), task.indexes[0], index, entry, scales, [r[2] for r in results])
 
     if task.isolate:
         result = isolation.run_in_child(job, timeout=task.timeout, on_part=on_part, feed=feed())
@@ -389,7 +393,8 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     names = [name for _, name, _ in items]
     if not replace:
         check_column_clashes(ds.all_columns, [(name, path) for _, name, path in items])
-    added = {c for n in names for c in (columns.reward_column(n), columns.done_column(n))}
+    added = {c for n in names for c in (columns.reward_column(n), columns.done_column(n),
+                                        *columns.term_columns(ds.all_columns, n).values())}
     keep = [c for c in rewards_table_columns(ds.all_columns, ds.spec) if c not in added]
     settings = {"mode": batch_mode, "batch_size": size, "seed": seed, "contiguous": contiguous,
                 "num_workers": num_workers, "strict": strict, "convention": convention, "contract": chosen.name,

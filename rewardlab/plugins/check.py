@@ -29,6 +29,7 @@ from rewardlab.plugins.execution import (
     plugin_items, progress_bar,
 )
 from rewardlab.plugins.loading import Plugin
+from rewardlab.plugins.probes import padding_probes, padding_warning
 from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
 from rewardlab.plugins.runner import Locator, RunOutcome, resolve
 from rewardlab.contracts.kanachan.trainer_scope import TRAINER_NAMES, UNAVAILABLE
@@ -479,7 +480,7 @@ def check_plugin(
                                    contract=chosen)
             outcome.plugin = loaded.portable()
             send(outcome)
-        for probe in _padding_probes(chosen, arrays):  # does the plug-in read padded next states?
+        for probe in padding_probes(chosen, arrays):  # does the plug-in read padded next states?
             [outcome] = run_shards(probe, [loaded], mode="episodes", batch_size=None, seed=seed,
                                    contiguous=False, num_workers=num_workers, strict=strict, collect=True,
                                    bar=None, convention=configs[0].convention, setting="episodes (padding probe)",
@@ -534,7 +535,7 @@ def check_plugin(
     episodes = sum(int(chosen.episode_flags(a).sum()) for a in arrays)
     missing = [chosen.missing_finals(a) for a in arrays]  # None: the contract pads by definition
     lacking = None if any(m is None for m in missing) else sum(int(m.sum()) for m in missing)
-    padding = _padding_warning(chosen, arrays, first, probes, probe_failed, locator, lacking or 0)
+    padding = padding_warning(chosen, arrays, first, probes, probe_failed, locator, lacking or 0)
     return CheckReport(
         plugin=report_plugin, transitions=n, episodes=episodes,
         runs=runs,
@@ -546,38 +547,6 @@ def check_plugin(
         final_states=None if lacking is None else (episodes - lacking, episodes),
         contract=chosen.name, data=frame_spec.name if frame_spec is not None else None,
         trainer=chosen.trainer, scale_asked=chosen.asks_unit_scale)
-
-
-def _padding_probes(contract: Contract, arrays: list):
-    """Each probe of the contract (:meth:`Contract.padding_probes`) as a list of shard arrays."""
-    probes = [contract.padding_probes(a) for a in arrays]
-    for k in range(max((len(p) for p in probes), default=0)):
-        yield [p[k] if p else a for p, a in zip(probes, arrays)]
-
-
-def _padding_warning(contract: Contract, arrays: list, first: RunOutcome, probes: list, failed: bool,
-                     locator: Locator, lacking: int) -> tuple:
-    """The warning for a plug-in whose rewards change with the padding after last steps lacking a final state."""
-    if first.error is not None or not (probes or failed):
-        return ()
-    keys = sorted({k for a in arrays for k in contract.padded_states(a)})
-    what = (f"{' and '.join(keys)} on the last step of the {lacking:,} episode{'s' if lacking != 1 else ''} "
-            "whose final state the data lacks (there it is the state's padding, not an observation)")
-    remedy = ("load data that keeps each episode's final state (rewardlab.record, RLlib with new_obs, "
-              "Minari, a step table with final rows or next_ columns), or leave the next state alone where "
-              '("next", "done") is True')
-    if failed or any(p.error is not None for p in probes):
-        return (f"the plug-in failed when the padding in {what} was changed, so it reads it; {remedy}",)
-    changed = np.zeros(first.rewards.shape[0], dtype=bool)
-    for probe in probes:
-        changed |= ~np.isclose(probe.rewards, first.rewards, rtol=1e-7, atol=1e-9, equal_nan=True)
-    rows = np.flatnonzero(changed)
-    if rows.size == 0:
-        return ()
-    shown = "; ".join(locator.transition(int(r)) for r in rows[:5])
-    more = f" and {rows.size - 5:,} more" if rows.size > 5 else ""
-    return (f"the plug-in reads {what}: its reward changes when that padding does, on {rows.size:,} "
-            f"step{'s' if rows.size != 1 else ''} ({shown}{more}); {remedy}",)
 
 
 def _label(cfg: _Config, num_workers: int) -> str:

@@ -60,7 +60,8 @@ import torch
 from tensordict import TensorDict
 
 from rewardlab.sources.kanachan import schema as S
-from rewardlab.contracts.checks import Violation, changed_in_place, check_in_fields
+from rewardlab.contracts.checks import REWARD_DTYPES, Violation, changed_in_place, check_in_fields
+from rewardlab.contracts.terms import TERMS_KEY, check_terms, find_terms
 from rewardlab.contracts.base import Contract, ContractArrays
 from rewardlab.contracts.registry import DEFAULT_CONTRACT, get_contract
 from rewardlab.core.errors import ContractError, PluginRuntimeError
@@ -285,6 +286,14 @@ class RunOutcome:
     convention : str or None
         The contract's convention the TensorDicts were built in (kanachan:
         ``"offline"`` or ``"simulation"``); None for a contract that has none.
+    terms : dict of str to float64 array of shape ``[N]``
+        The named reward terms the plug-in wrote under ``("next", "reward_terms", name)``
+        (:data:`rewardlab.contracts.terms.TERMS_KEY`), exactly (widened to float64), by
+        name in the order first seen; NaN where it gave none of the right form.  Empty for
+        a plug-in that writes no terms (nothing is allocated for it).
+    term_names : tuple of str or None
+        The term names of the plug-in's first call (``()``: none); None before any call.
+        Later calls must write the same set (rule ``term_names_vary``).
 
     Examples
     --------
@@ -305,6 +314,8 @@ class RunOutcome:
     reward_dtypes: tuple = ()
     contiguous: bool | None = None
     convention: str | None = "offline"
+    terms: dict = dataclasses.field(default_factory=dict)
+    term_names: tuple | None = None
 
     @property
     def reward_dtype(self) -> str | None:
@@ -447,6 +458,7 @@ def run_plugins(
     contract: Contract | str | None = None,
     row_offset: int = 0,
     first_batch: int = 0,
+    term_names: list | None = None,
 ) -> list[RunOutcome]:
     """Call every plug-in on every batch; check the contract after each call.
 
@@ -498,6 +510,10 @@ def run_plugins(
         position of ``arrays``' first row and the number of batches before
         it in a stream of shards (:func:`rewardlab.plugins.shards.run_shards`).
         The outcomes' arrays are indexed by ``arrays``' rows.
+    term_names : list or None
+        Per plug-in, the reward term names an earlier part of the same pass
+        saw (a tuple; None: no call yet), so the rule ``term_names_vary``
+        holds across the windows of a stream of shards; None: no call yet for any.
 
     Returns
     -------
@@ -525,8 +541,10 @@ def run_plugins(
     in_keys = contract.in_keys(arrays)
     n = arrays.n
     ends = contract.episode_flags(arrays)
-    outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), ends.copy(), convention=convention)
-                for p in plugins]
+    names = [None] * len(plugins) if term_names is None else list(term_names)
+    outcomes = [RunOutcome(p, mode, batch_size, np.full(n, np.nan), ends.copy(), convention=convention,
+                           term_names=None if t is None else tuple(t))
+                for p, t in zip(plugins, names)]
     runs = [_Run(o, collect, contract.entry_point, row_offset) for o in outcomes]
     first_index = first_batch
     context = _Context(arrays, mode, options, setting, bar, status, interrupts_are_plugins,
@@ -660,9 +678,33 @@ def _run_chunk(run: _Run, ctx: _Context, chunk: _Chunk, leaves: dict, pristine: 
                 outcome.reward_dtypes += (dtype,)
         if bad_done is None or bad_done.rule == "done_last_step":
             outcome.dones[rows] = done.detach().numpy()
+        terms = find_terms(after)
+        if terms or outcome.term_names:  # a plug-in without terms pays nothing more
+            found += _take_terms(outcome, terms, size, rows)
+        elif outcome.term_names is None:
+            outcome.term_names = ()
         if ctx.bar is not None:
             ctx.bar.update(size)
         if ctx.status is not None:
             ctx.status.advance(size)
         for v in found:
             run.problem(v, desc, rows)
+
+
+def _take_terms(outcome: RunOutcome, terms: dict, size: int, rows) -> list[Violation]:
+    """Check a call's reward terms; keep those of the right form (even non-finite) in ``outcome.terms``."""
+    bad = check_terms(terms, size, names=outcome.term_names)
+    depth = len(TERMS_KEY) + 1
+    if outcome.term_names is None:
+        outcome.term_names = tuple(k[-1] for k in terms if len(k) == depth)
+    if bad is None or bad.rule in ("term_not_finite", "term_names_vary"):
+        for key, value in terms.items():
+            if (len(key) != depth or key[-1] not in outcome.term_names or type(value) is not torch.Tensor
+                    or value.layout != torch.strided or value.dtype not in REWARD_DTYPES or value.device.type != "cpu"
+                    or tuple(value.shape) not in ((size,), (size, 1))):
+                continue
+            kept = outcome.terms.get(key[-1])
+            if kept is None:
+                kept = outcome.terms[key[-1]] = np.full(outcome.rewards.shape[0], np.nan)
+            kept[rows] = value.detach().reshape(-1).numpy()
+    return [] if bad is None else [bad]

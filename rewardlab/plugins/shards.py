@@ -308,7 +308,9 @@ def merge_outcomes(parts: list[RunOutcome]) -> RunOutcome:
 
     Rewards and dones are concatenated; calls and problem counts add up
     (the first problem of each rule is kept, in the order found); the first
-    error is kept; reward dtypes in the order first seen.
+    error is kept; reward dtypes in the order first seen.  Reward terms are
+    concatenated by name (names in the order first seen; NaN over a part that
+    has none of a name); the term names are the first part's that made a call.
 
     Examples
     --------
@@ -331,14 +333,28 @@ def merge_outcomes(parts: list[RunOutcome]) -> RunOutcome:
         calls=sum(p.calls for p in parts), problems=problems,
         error=next((p.error for p in parts if p.error is not None), None), reward_dtypes=dtypes,
         contiguous=next((p.contiguous for p in parts if p.contiguous is not None), None),
-        convention=head.convention)
+        convention=head.convention, terms=_merge_terms(parts),
+        term_names=next((p.term_names for p in parts if p.term_names is not None), None))
+
+
+def _merge_terms(parts: list[RunOutcome]) -> dict:
+    """The parts' reward terms concatenated by name (NaN over a part without a name); {} when none has any."""
+    names = list(dict.fromkeys(name for p in parts for name in p.terms))
+    if not names:
+        return {}
+    if len(parts) == 1:
+        return dict(parts[0].terms)
+    return {name: np.concatenate([p.terms[name] if name in p.terms else np.full(p.rewards.shape[0], np.nan)
+                                  for p in parts]) for name in names}
 
 
 def _cut(outcome: RunOutcome, rows: int) -> tuple[RunOutcome, RunOutcome]:
     """The first ``rows`` rows (with every count) and the rest (rows only)."""
-    head = dataclasses.replace(outcome, rewards=outcome.rewards[:rows], dones=outcome.dones[:rows])
+    head = dataclasses.replace(outcome, rewards=outcome.rewards[:rows], dones=outcome.dones[:rows],
+                               terms={k: v[:rows] for k, v in outcome.terms.items()})
     tail = RunOutcome(outcome.plugin, outcome.mode, outcome.batch_size, outcome.rewards[rows:],
-                      outcome.dones[rows:], convention=outcome.convention)
+                      outcome.dones[rows:], convention=outcome.convention,
+                      terms={k: v[rows:] for k, v in outcome.terms.items()}, term_names=outcome.term_names)
     return head, tail
 
 
@@ -434,7 +450,8 @@ def stream_shards(
         counted = _Counted(plan)
         outs = dict(zip(active, run_plugins(
             window, None, [plugins[i] for i in active], counted, mode=mode, batch_size=batch_size,
-            row_offset=at["offset"], first_batch=at["batches"], **options))) if active else {}
+            row_offset=at["offset"], first_batch=at["batches"],
+            term_names=[buffers[i].term_names for i in active], **options))) if active else {}
         at["batches"] += counted.drain()
         at["offset"] += done
         for i, plugin in enumerate(plugins):

@@ -64,6 +64,9 @@ Modules
 * :mod:`rewardlab.sessions.ranking`, :mod:`rewardlab.sessions.epsilon`,
   :mod:`rewardlab.sessions.normalization`,
   :mod:`rewardlab.sessions.comparison`: one tuner each.
+* :mod:`rewardlab.sessions.board_diagnostics`: the comparison board's EPIC
+  matrix and diagnostics panel (:data:`METRICS`, :class:`FindingEpisode`),
+  which :class:`ComparisonSession` inherits.
 
 Examples
 --------
@@ -80,6 +83,7 @@ False
 
 from rewardlab.sessions.base import HISTORY_LIMIT, Session
 from rewardlab.sessions.inputs import CancelToken, locate, parse_number
+from rewardlab.sessions.board_diagnostics import METRICS, FindingEpisode
 from rewardlab.sessions.comparison import ComparisonResults, ComparisonSession
 from rewardlab.sessions.epsilon import SCHEDULE_KINDS, EpsilonResults, EpsilonScheduleSession
 from rewardlab.sessions.normalization import NormalizationResults, NormalizationSession
@@ -117,4 +121,6 @@ __all__ = [
     "NormalizationResults",
     "ComparisonSession",
     "ComparisonResults",
+    "FindingEpisode",
+    "METRICS",
 ]

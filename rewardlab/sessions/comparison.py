@@ -1,9 +1,26 @@
 """The comparison session: candidate reward plug-ins side by side on one dataset.
 
+The matrix shown (:data:`METRICS`) is a correlation of episode returns, their
+Pearson distance ``sqrt((1 - pearson) / 2)`` (``"pearson_distance"``: not
+shaping-invariant), or EPIC (``"epic"``: :func:`rewardlab.diagnostics.epic.epic_matrix`,
+the distance of canonicalized rewards over recombined transitions, with its
+standard error).  EPIC runs the plug-ins, so it is computed only when asked
+(:meth:`ComparisonSession.compute_epic`) and kept per set of candidates; where
+it cannot run (reward columns, a contract that cannot recombine transitions) the
+board says why and shows the Pearson distance, titled as such.  The reward
+diagnostics (:meth:`ComparisonSession.run_diagnostics`) keep their findings,
+and :meth:`ComparisonSession.open_finding` opens a finding's episode.  EPIC and
+the diagnostics live in :mod:`rewardlab.sessions.board_diagnostics`
+(:class:`~rewardlab.sessions.board_diagnostics.BoardDiagnostics`, which the
+session inherits); this module holds the session, its data and candidates, the
+correlations and the drill-down into episodes.
+
 Examples
 --------
 >>> s = ComparisonSession(frame, ["data/plugins/rank_top.py", "data/plugins/raw_points.py"])  # doctest: +SKIP
 >>> s.results.comparison.pairs()  # doctest: +SKIP
+>>> s.metric = "epic"; _ = s.compute_epic()  # doctest: +SKIP
+>>> _ = s.run_diagnostics(); s.open_finding(0).detail  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -20,10 +37,14 @@ from rewardlab.analysis.compare import (
     compare_rewards, episode_key_columns, episode_return_table, most_disagreeing_episodes,
 )
 from rewardlab.core.errors import FrameError, ParameterError, check_choice, check_int
+from rewardlab.diagnostics.base import DiagnosisOptions
+from rewardlab.diagnostics.epic import epic_matrix
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
+from rewardlab.plugins.loading import plugin_name
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.analysis.episodes import EpisodeDetail, episode_keys
 from rewardlab.sessions.base import Param, Session, check_fingerprint, saved_data
+from rewardlab.sessions.board_diagnostics import METRIC_TITLES, METRICS, BoardDiagnostics, FindingEpisode
 from rewardlab.sessions.episodes import open_episode
 from rewardlab.sessions.inputs import (
     CancelToken, cancel_token, check_bool, load_frame, progress_callback, source_paths,
@@ -35,7 +56,9 @@ from rewardlab.sources.datasets import PartedDataset, is_dataset_folder, read_pa
 from rewardlab.sources.datasets.work import map_parts
 from rewardlab.sources.registry import spec_of
 
-__all__ = ["ComparisonResults", "ComparisonSession"]
+# METRICS, METRIC_TITLES, FindingEpisode (rewardlab.sessions.board_diagnostics) and epic_matrix
+# (rewardlab.diagnostics.epic) are re-exported here, where they were first.
+__all__ = ["METRICS", "METRIC_TITLES", "ComparisonResults", "ComparisonSession", "FindingEpisode", "epic_matrix"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -45,6 +68,13 @@ class ComparisonResults:
     Attributes
     ----------
     chosen : tuple of str
+    metric : str
+        The matrix asked for (:data:`METRICS`).
+    shown : str
+        The matrix shown: ``metric``, except ``"pearson_distance"`` where EPIC was asked for but cannot
+        be shown (not computed yet, or not evaluable: :attr:`epic_note` says why).
+    title : str
+        What the matrix is, in words (a fallback says it is one).
     step_rewards : dict of str to float array ``[n_rows]``
         Each chosen candidate's step rewards (for overlaid distributions);
         on a dataset folder of more than
@@ -53,9 +83,20 @@ class ComparisonResults:
     returns : polars.DataFrame
         Episode returns (:func:`rewardlab.analysis.compare.episode_return_table`) of the chosen.
     comparison : RewardComparison or None
-        Correlations and EPIC-style distances (None with fewer than two chosen).
+        Correlations and Pearson distances of episode returns (None with fewer than two chosen).
     matrix : polars.DataFrame or None
-        ``comparison.matrix(metric)``.
+        The matrix shown: column ``reward``, then one column per candidate (EPIC's holds the
+        evaluable candidates only).
+    stderr : polars.DataFrame or None
+        EPIC's standard errors, shaped as :attr:`matrix` (None unless ``shown == "epic"``).
+    epic_note : str or None
+        Why EPIC is not shown, or which chosen candidates it leaves out and why (None otherwise).
+    epic_pending : bool
+        EPIC was asked for and can run, but has not run for these candidates
+        (:meth:`ComparisonSession.compute_epic`).
+    pairs : polars.DataFrame or None
+        ``comparison.pairs()``, with ``epic`` and ``epic_stderr`` columns once EPIC ran for the chosen
+        (null for a pair it could not evaluate).
     pair_returns : polars.DataFrame
         Episode returns of the pair ``(a, b)`` (keys, then columns ``a`` and ``b``).
     disagreements : polars.DataFrame or None
@@ -65,17 +106,23 @@ class ComparisonResults:
 
     chosen: tuple
     metric: str
+    shown: str
+    title: str
     a: str
     b: str
     step_rewards: dict
     returns: pl.DataFrame
     comparison: object
     matrix: pl.DataFrame | None
+    stderr: pl.DataFrame | None
+    epic_note: str | None
+    epic_pending: bool
+    pairs: pl.DataFrame | None
     pair_returns: pl.DataFrame
     disagreements: pl.DataFrame | None
 
 
-class ComparisonSession(Session):
+class ComparisonSession(BoardDiagnostics, Session):
     """Compare candidate reward plug-ins on one dataset.
 
     Parameters
@@ -93,13 +140,21 @@ class ComparisonSession(Session):
         How the plug-ins are applied (see :func:`rewardlab.apply_plugins`).
     chosen : sequence of str, optional
         Candidates shown (default: all).
-    metric : {"pearson", "spearman", "epic"}
-        The matrix shown.
+    metric : {"pearson", "spearman", "pearson_distance", "epic"}
+        The matrix shown: correlations of episode returns, their Pearson
+        distance ``sqrt((1 - pearson) / 2)``, or EPIC (computed when asked:
+        :meth:`compute_epic`).
     k : int
         How many most-disagreeing episodes to list.
     spec : FrameSpec, optional
         How the frame's rows form episodes; default: the spec the frame
         carries or its columns show (:func:`rewardlab.sources.registry.spec_of`).
+    diagnosis_options : DiagnosisOptions, optional
+        EPIC's sample and discount, and the diagnostics' defaults (None: ``DiagnosisOptions()``).
+    epic : callable, optional
+        What computes EPIC, called as :func:`rewardlab.diagnostics.epic.epic_matrix` (the default).
+    diagnose : callable, optional
+        What runs the diagnostics, called as :func:`rewardlab.diagnostics.run.diagnose` (the default).
 
     Attributes
     ----------
@@ -131,15 +186,17 @@ class ComparisonSession(Session):
     chosen = Param("The candidates shown (names of reward columns).")
     a = Param("First candidate of the pair whose disagreements are listed.")
     b = Param("Second candidate of the pair.")
-    metric = Param("Matrix shown: pearson, spearman, or epic (distance).")
+    metric = Param("Matrix shown: pearson, spearman, pearson_distance (of episode returns), or epic.")
     k = Param("How many most-disagreeing episodes to list (>= 1).")
     _param_names = ("chosen", "a", "b", "metric", "k")
     _numeric = {"k": "int"}
     state_kind = "comparison"
 
     def __init__(self, data, plugins=(), *, batch_mode: str = "episodes", batch_size: int | None = None,
-                 chosen=None, metric: str = "spearman", k: int = 10, spec: FrameSpec | None = None):
+                 chosen=None, metric: str = "spearman", k: int = 10, spec: FrameSpec | None = None,
+                 diagnosis_options: DiagnosisOptions | None = None, epic=None, diagnose=None):
         super().__init__()
+        self.setup_diagnostics(options=diagnosis_options, epic=epic, diagnose=diagnose)
         self._read_data(data, spec)
         self._add_candidates(plugins, batch_mode=batch_mode, batch_size=batch_size, chosen=chosen, metric=metric,
                              k=k)
@@ -209,8 +266,10 @@ class ComparisonSession(Session):
                cancel: CancelToken | None = None) -> pl.DataFrame:
         applied = apply_plugins(frame, plugins, batch_mode=self.batch_mode, batch_size=self.batch_size,
                                 progress=progress, cancel=None if cancel is None else (lambda: cancel.cancelled))
-        self.plugin_paths += [str(Path(p.path if isinstance(p, Plugin) else p).expanduser().resolve())
-                              for p in plugins]  # absolute: a state file is read from any folder
+        paths = [str(Path(p.path if isinstance(p, Plugin) else p).expanduser().resolve()) for p in plugins]
+        self.plugin_paths += paths  # absolute: a state file is read from any folder
+        self.record_plugins({p.name if isinstance(p, Plugin) else plugin_name(p): p if isinstance(p, Plugin)
+                             else path for p, path in zip(plugins, paths)})
         return applied
 
     def _refuse_plugins(self) -> None:
@@ -292,7 +351,7 @@ class ComparisonSession(Session):
         check_choice("b", params["b"], self.candidates)
         if params["a"] == params["b"] and len(self.candidates) > 1:
             raise ParameterError("b", "should differ from `a`", params["b"])
-        check_choice("metric", params["metric"], ("pearson", "spearman", "epic"))
+        check_choice("metric", params["metric"], METRICS)
         params["k"] = check_int("k", params["k"], low=1, rule="should be a positive integer", integral_float=True)
         return params
 
@@ -307,10 +366,12 @@ class ComparisonSession(Session):
                          if p["a"] != p["b"] else None)
         steps = {c: self._dataset_steps[c] if self.dataset is not None
                  else self.frame[columns.reward_column(c)].to_numpy() for c in chosen}
-        return ComparisonResults(chosen=chosen, metric=p["metric"], a=p["a"], b=p["b"], step_rewards=steps,
-                                 returns=returns, comparison=comparison,
-                                 matrix=None if comparison is None else comparison.matrix(p["metric"]),
-                                 pair_returns=pair, disagreements=disagreements)
+        view = self.matrix_view(comparison, chosen, p["metric"])
+        return ComparisonResults(chosen=chosen, metric=p["metric"], shown=view.shown, title=view.title, a=p["a"],
+                                 b=p["b"], step_rewards=steps, returns=returns, comparison=comparison,
+                                 matrix=view.matrix, stderr=view.stderr, epic_note=view.note,
+                                 epic_pending=view.pending, pairs=view.pairs, pair_returns=pair,
+                                 disagreements=disagreements)
 
     # -- drill-down ----------------------------------------------------------------
     def episode(self, episode) -> EpisodeDetail:
@@ -450,7 +511,8 @@ class ComparisonSession(Session):
 
     @classmethod
     def _open_state(cls, state: SavedState, data, path, on_mismatch: str, *, plugins=None, batch_mode=None,
-                    batch_size=None, spec: FrameSpec | None = None, **options) -> "ComparisonSession":
+                    batch_size=None, spec: FrameSpec | None = None, diagnosis_options=None, epic=None,
+                    diagnose=None, **options) -> "ComparisonSession":
         """The session the state describes: its data checked against the file's fingerprint, then the
         plug-ins the caller passed applied (never the ones the file names)."""
         saved = _saved_options(state, path)
@@ -467,6 +529,7 @@ class ComparisonSession(Session):
             plugins = ()
         session = cls.__new__(cls)
         Session.__init__(session)
+        session.setup_diagnostics(options=diagnosis_options, epic=epic, diagnose=diagnose)
         session._read_data(saved_data(state, data, path), spec)
         if saved["base_fingerprint"] is not None and on_mismatch == "raise":  # "warn": the whole data warns later
             check_fingerprint(state, path, session.base_fingerprint, session._data_rows(), on_mismatch="raise",
@@ -483,9 +546,9 @@ class ComparisonSession(Session):
             out.update({f"{name}: return mean": values.mean(), f"{name}: return std": values.std(ddof=0),
                         f"{name}: return min": values.min(), f"{name}: return median": values.median(),
                         f"{name}: return max": values.max()})
-        if r.comparison is not None and r.a in r.chosen and r.b in r.chosen and r.a != r.b:
-            i, j = r.comparison.names.index(r.a), r.comparison.names.index(r.b)
-            out[f"{r.metric}: {r.a} vs {r.b}"] = float(getattr(r.comparison, r.metric)[i, j])
+        names = [] if r.matrix is None else r.matrix["reward"].to_list()
+        if r.a in names and r.b in names and r.a != r.b:
+            out[f"{r.shown}: {r.a} vs {r.b}"] = float(r.matrix[r.b][names.index(r.a)])
         return out
 
 

@@ -375,12 +375,13 @@ def source_paths(data) -> tuple[str, ...] | None:
 
 
 def base_columns(frame: pl.DataFrame) -> pl.DataFrame:
-    """The frame without reward / done columns (so a re-applied plug-in cannot clash).
+    """The frame without reward / done / reward-term columns (so a re-applied plug-in cannot clash).
 
     Examples
     --------
     >>> base_columns(pl.DataFrame({"x": [1], "reward_a": [0.0], "done_a": [True]})).columns
     ['x']
     """
-    keep = [c for c in frame.columns if not c.startswith((columns.REWARD_PREFIX, columns.DONE_PREFIX))]
+    keep = [c for c in frame.columns
+            if not c.startswith((columns.REWARD_PREFIX, columns.DONE_PREFIX, columns.TERM_PREFIX))]
     return frame.select(keep) if len(keep) != len(frame.columns) else frame

@@ -518,7 +518,7 @@ def known_specs() -> dict[str, FrameSpec]:
 #: columns: one stream, trajectories cut at each reward's done flags.
 REWARDS_ONLY = FrameSpec(name="rewards", description="reward_* / done_* columns only: one stream")
 
-_REWARD_PREFIXES = ("reward_", "done_")
+_REWARD_PREFIXES = ("reward_", "done_", "term_")
 
 
 def _columns(data) -> list[str]:

@@ -1,9 +1,15 @@
-"""The comparison board: candidate plug-ins side by side (distributions, correlation matrix, disagreements).
+"""The comparison board: candidate plug-ins side by side (distributions, a matrix, disagreements, diagnostics).
+
+The matrix is a correlation of episode returns, their Pearson distance, or
+EPIC with its standard error (run in the background when chosen, kept per set
+of candidates); the diagnostics panel lists the reward diagnostics' findings,
+coloured by verdict, and opens a finding's episode in the episode view.
 
 Examples
 --------
 >>> board = ComparisonBoard(frame, ["data/plugins/rank_top.py", "data/plugins/raw_points.py"])  # doctest: +SKIP
 >>> board.metric.value = "epic"  # doctest: +SKIP
+>>> board.diagnose_button.click()  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -12,9 +18,15 @@ import html
 
 import ipywidgets as W
 
+import polars as pl
+
 from rewardlab.analysis.limits import display_limits
-from rewardlab.plots import plot_correlation_heatmap, plot_return_scatter, plot_reward_distribution
+from rewardlab.diagnostics.base import VERDICTS
+from rewardlab.plots import legend_outside, plot_correlation_heatmap, plot_episode, plot_return_scatter, \
+    plot_reward_distribution
+from rewardlab.plots.diagnostics import VERDICT_COLORS, plot_distance_matrix, plot_step_marks
 from rewardlab.sessions import ComparisonSession
+from rewardlab.sessions.comparison import METRICS
 from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
@@ -24,7 +36,7 @@ __all__ = ["ComparisonBoard"]
 
 
 class ComparisonBoard(SessionWidget):
-    """Candidate plug-ins side by side: distributions, correlation matrix, disagreements.
+    """Candidate plug-ins side by side: distributions, a matrix, disagreements, diagnostics.
 
     Parameters
     ----------
@@ -33,8 +45,9 @@ class ComparisonBoard(SessionWidget):
     batch_mode : str
         How the plug-ins are applied (see :func:`rewardlab.apply_plugins`).
     background : bool
-        Apply an added plug-in in a background thread, so the notebook stays
-        responsive and Cancel works (False: in the click handler, e.g. in tests).
+        Apply an added plug-in, compute EPIC and run the diagnostics in a
+        background thread, so the notebook stays responsive and Cancel works
+        (False: in the click handler, e.g. in tests).
 
     Attributes
     ----------
@@ -43,6 +56,14 @@ class ComparisonBoard(SessionWidget):
     a, b : Dropdown
         The pair whose most-disagreeing episodes are listed (and scattered).
     metric : ToggleButtons
+        :data:`~rewardlab.sessions.comparison.METRICS`; choosing ``"epic"``
+        starts EPIC in the background where it has not run for the chosen
+        candidates (so does choosing other candidates while it is shown).
+    epic_button, epic_task, epic_result : Button, BackgroundTask, HTML
+        Compute EPIC again (shown while it is asked for and not computed),
+        its progress and Cancel, and what stopped it.
+    matrix_note : HTML
+        Why the matrix is not EPIC although asked for (the fallback's reason), or what EPIC left out.
     k : NumberText
     add_path, add_button : Text, Button
         Load a plug-in file (e.g. your own) as one more candidate.
@@ -57,11 +78,25 @@ class ComparisonBoard(SessionWidget):
         makes its two candidates the pair; clicking a point of the scatter
         opens that episode in :attr:`episode_view`.
     pairs, disagreements : HTML
+        Every pair's correlations and Pearson distance (and EPIC ± stderr once computed); the
+        pair's most disagreeing episodes.
     episode : Dropdown
         One of the most disagreeing episodes, opened in :attr:`episode_view`.
     episode_view : EpisodeView
         The opened episode (:meth:`ComparisonSession.episode`): its running
         returns and tables (the outcome, the rounds or sub-episodes, every step).
+    diagnose_button, diagnose_task, diagnose_result : Button, BackgroundTask, HTML
+        Run the reward diagnostics on the chosen candidates
+        (:meth:`ComparisonSession.run_diagnostics`), progress and Cancel, and a count by verdict.
+    verdicts : SelectMultiple
+        The verdicts listed (all by default).
+    findings : HTML
+        The findings of those verdicts, coloured by verdict, worst first.
+    finding : Select
+        One of them: its first episode opens in :attr:`episode_view`, the
+        finding's steps marked on its plot and listed in :attr:`finding_steps`.
+    diagnostics : VBox
+        The diagnostics panel (all of the above).
 
     Examples
     --------
@@ -81,8 +116,17 @@ class ComparisonBoard(SessionWidget):
                                        style=STYLE, layout=WIDE), "a")
         self.b = self._bind(W.Dropdown(options=list(s.candidates), value=s.b, description="b",
                                        style=STYLE, layout=WIDE), "b")
-        self.metric = self._bind(W.ToggleButtons(options=["pearson", "spearman", "epic"], value=s.metric,
-                                                 description="matrix", style=STYLE), "metric")
+        self.metric = self._bind(W.ToggleButtons(options=list(METRICS), value=s.metric, description="matrix",
+                                                 style=STYLE), "metric")
+        self.metric.observe(self._maybe_epic, names="value")
+        self.chosen.observe(self._maybe_epic, names="value")
+        self.epic_button = W.Button(description="compute EPIC", layout=W.Layout(display="none"))
+        self.epic_button.add_class("rewardlab-epic")
+        self.epic_button.on_click(self._on_epic)
+        self.epic_task = BackgroundTask(background=background, css="rewardlab-epic")
+        self.epic_result = W.HTML()
+        self.matrix_note = W.HTML()
+        self.matrix_note.add_class("rewardlab-matrix-note")
         self.k = self._bind(NumberText(value=s.k, description="episodes", style=STYLE, layout=NARROW,
                                        continuous_update=False), "k")
         self.add_path = W.Text(placeholder="path/to/your_plugin.py", description="add file", style=STYLE,
@@ -110,13 +154,149 @@ class ComparisonBoard(SessionWidget):
         self.episode.add_class("rewardlab-episode-select")
         self.episode.observe(self._on_episode, names="value")
         self.episode_view = EpisodeView()
+        self._build_diagnostics(background)
         self.add_class("rewardlab-comparison")
         self.children = [W.HTML("<b>Plug-in comparison</b>"),
                          W.HBox([self.chosen, W.VBox([self.a, self.b, self.metric, self.k])]),
                          W.HBox([self.add_path, self.add_button, self.add_task]), self.add_result,
-                         self.state_bar, self.error, self.plot, self.pairs, self.disagreements,
+                         self.state_bar, self.error, W.HBox([self.epic_button, self.epic_task]), self.epic_result,
+                         self.plot, self.matrix_note, self.pairs, self.disagreements, self.diagnostics,
                          self.episode, self.episode_view, self.pinned]
         self.refresh()
+
+    # -- EPIC ---------------------------------------------------------------------------
+    def _maybe_epic(self, _change=None) -> None:
+        """EPIC chosen (or other candidates while it is): run it in the background where it has not run."""
+        if not self._syncing and self.session.results.epic_pending:
+            self._on_epic()
+
+    def _on_epic(self, _button=None) -> None:
+        if self.epic_task.running:
+            return
+        self.epic_button.disabled = True
+        self.epic_result.value = "<i>EPIC: running the plug-ins on recombined transitions…</i>"
+        self.epic_task.start(lambda progress, token: self.session.compute_epic(progress=progress, cancel=token),
+                             finish=self._epic_done, name="rewardlab-epic")
+
+    def _epic_done(self, _result, error: BaseException | None) -> None:
+        self.epic_button.disabled = False
+        self.epic_result.value = "" if error is None else error_html(error, "EPIC")
+
+    def wait_for_epic(self, timeout: float | None = None) -> bool:
+        """Wait for EPIC being computed in the background; True when it is not running any more."""
+        return self.epic_task.wait(timeout)
+
+    # -- diagnostics panel ------------------------------------------------------------
+    def _build_diagnostics(self, background: bool) -> None:
+        self.diagnose_button = W.Button(description="Run diagnostics", icon="stethoscope")
+        self.diagnose_button.add_class("rewardlab-diagnose")
+        self.diagnose_button.on_click(self._on_diagnose)
+        self.diagnose_task = BackgroundTask(background=background, css="rewardlab-diagnose")
+        self.diagnose_result = W.HTML()
+        self.verdicts = W.SelectMultiple(options=list(VERDICTS), value=list(VERDICTS), description="verdicts",
+                                         rows=len(VERDICTS), style=STYLE, layout=W.Layout(width="170px"))
+        self.verdicts.observe(lambda _: self._render_findings(), names="value")
+        self.findings = W.HTML()
+        self.findings.add_class("rewardlab-findings")
+        self.finding = W.Select(options=[("(run the diagnostics)", None)], value=None, rows=8,
+                                description="open", style=STYLE, layout=W.Layout(width="720px"))
+        self.finding.add_class("rewardlab-finding-select")
+        self.finding.observe(self._on_finding, names="value")
+        self.finding_steps = W.HTML()
+        self._diagnosis_rendered = -1
+        self.diagnostics = W.VBox([W.HTML("<b>Reward diagnostics</b> (the chosen candidates)"),
+                                   W.HBox([self.diagnose_button, self.diagnose_task]), self.diagnose_result,
+                                   W.HBox([self.verdicts, self.finding]), self.findings, self.finding_steps])
+        self.diagnostics.add_class("rewardlab-diagnostics")
+
+    def _on_diagnose(self, _button=None) -> None:
+        if self.diagnose_task.running:
+            return
+        self.diagnose_button.disabled = True
+        self.diagnose_result.value = "<i>running the diagnostics (the plug-ins run again)…</i>"
+        self.diagnose_task.start(lambda progress, token: self.session.run_diagnostics(progress=progress,
+                                                                                      cancel=token),
+                                 finish=self._diagnosed, name="rewardlab-diagnose")
+
+    def _diagnosed(self, diagnosis, error: BaseException | None) -> None:
+        self.diagnose_button.disabled = False
+        if error is not None:
+            self.diagnose_result.value = error_html(error, "the diagnostics")
+            return
+        counts = {v: sum(f.verdict == v for f in diagnosis.findings) for v in VERDICTS}
+        self.diagnose_result.value = "<small>" + ", ".join(
+            f"<span style='color:{VERDICT_COLORS[v]}'><b>{n}</b> {v}</span>" for v, n in counts.items() if n) \
+            + (f"; {len(diagnosis.errors)} diagnostics stopped" if getattr(diagnosis, "errors", ()) else "") \
+            + "</small>"
+
+    def wait_for_diagnostics(self, timeout: float | None = None) -> bool:
+        """Wait for the diagnostics running in the background; True when they are not running any more."""
+        return self.diagnose_task.wait(timeout)
+
+    def _on_session(self, session) -> None:
+        super()._on_session(session)
+        if session.diagnosis_version != self._diagnosis_rendered:
+            self._diagnosis_rendered = session.diagnosis_version
+            self._render_findings()
+
+    def _render_findings(self) -> None:
+        """The findings of the verdicts ticked: the coloured table and the list that opens them."""
+        s = self.session
+        shown = s.finding_indices(tuple(self.verdicts.value)) if s.findings else []
+        rows = []
+        for k in shown:
+            f = s.findings[k]
+            color = VERDICT_COLORS[f.verdict]
+            pair = f.candidate + (f" vs {f.other}" if f.other else "")
+            rows.append(f"<tr style='border-left:4px solid {color}'><td>{k}</td>"
+                        f"<td style='color:{color};font-weight:bold'>{html.escape(f.verdict)}</td>"
+                        f"<td>{html.escape(f.diagnostic)}</td><td>{html.escape(pair)}</td>"
+                        f"<td style='text-align:left'>{html.escape(f.summary)}</td><td>{len(f.episodes)}</td></tr>")
+        self.findings.value = "" if not s.findings else (
+            "<div style='max-height:320px;overflow:auto'><table><thead><tr><th>#</th><th>verdict</th>"
+            "<th>diagnostic</th><th>candidate</th><th style='text-align:left'>finding</th><th>episodes</th></tr>"
+            "</thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+        options = [("(choose a finding)" if s.findings else "(run the diagnostics)", None)]
+        for k in shown:
+            f = s.findings[k]
+            if f.episodes:
+                pair = f.candidate + (f" vs {f.other}" if f.other else "")
+                words = f"[{f.verdict}] {f.diagnostic} · {pair}: {f.summary}"
+                options.append((words if len(words) <= 150 else words[:149] + "…", k))
+        if [o[1] for o in options] != [o[1] for o in self.finding.options]:
+            self.finding.options = options
+            self.finding.value = None
+            self.finding_steps.value = ""
+
+    def _on_finding(self, change) -> None:
+        """A finding chosen: its first episode opens in the episode view, its steps marked."""
+        index = change["new"]
+        if index is None:
+            return
+        s, opened = self.session, []
+        if not s.attempt(lambda: opened.append(s.open_finding(index))):
+            self.finding_steps.value = ""
+            return
+        o = opened[0]
+        if self.episode.value is not None:
+            self.episode.value = None  # the disagreement list lets go of the view
+        self.episode_view.show(o.detail)
+        color = VERDICT_COLORS[o.finding.verdict]
+
+        def marked(axes):
+            plot_episode(o.detail, ax=axes[0])
+            plot_step_marks(o.marks, ax=axes[0], label=f"{o.finding.diagnostic} ({o.finding.verdict})", color=color)
+            legend_outside(axes[0])
+
+        if o.marks:
+            self.episode_view.plot.draw(marked)
+        steps = o.detail.steps[list(o.positions[:50])] if o.positions else None
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=40):
+            self.finding_steps.value = (
+                f"<div style='color:{color}'>{html.escape(o.finding.diagnostic)} on "
+                f"{html.escape(o.finding.candidate)}: episode {o.episode} opened below"
+                + (f"; its {len(o.positions)} step(s) there are marked on the plot:</div>" + steps._repr_html_()
+                   if steps is not None else "; it names no single step there.</div>"))
 
     def _on_add(self, _button=None) -> None:
         path = self.add_path.value.strip()
@@ -167,7 +347,8 @@ class ComparisonBoard(SessionWidget):
         i, j = int(round(y)), int(round(x))
         if not (0 <= i < len(names) and 0 <= j < len(names)):
             return ""
-        return f"{r.metric}({names[i]}, {names[j]}) = {fmt(r.matrix[names[j]][i])}: click to compare this pair"
+        error = "" if r.stderr is None else f" ± {fmt(r.stderr[names[j]][i])}"
+        return f"{r.shown}({names[i]}, {names[j]}) = {fmt(r.matrix[names[j]][i])}{error}: click to compare this pair"
 
     def _point_readout(self, x: float, y: float) -> str:
         r = self.session.results
@@ -213,8 +394,13 @@ class ComparisonBoard(SessionWidget):
                 axes[0].text(0.5, 0.5, "choose two or more\ncandidates", ha="center", va="center")
                 axes[0].set_axis_off()
                 return
-            plot_correlation_heatmap(r.matrix, ax=axes[0], vmin=0.0 if r.metric == "epic" else -1.0)
-            axes[0].set_title(f"{r.metric} of episode returns")
+            if r.shown == "epic":
+                names = r.matrix["reward"].to_list()
+                plot_distance_matrix(names, r.matrix.select(names).to_numpy(), r.stderr.select(names).to_numpy(),
+                                     ax=axes[0], title=r.title)
+            else:
+                plot_correlation_heatmap(r.matrix, ax=axes[0], vmin=0.0 if r.shown == "pearson_distance" else -1.0)
+                axes[0].set_title(r.title, fontsize="medium")
             axes[0].format_coord = self._cell_readout
 
         def scatter(axes):
@@ -227,15 +413,19 @@ class ComparisonBoard(SessionWidget):
 
         for name, pane, draw, key, width in (
                 ("steps", self.steps_plot, steps, (r.chosen,), 4.2 + 2.0 * names),
-                ("matrix", self.matrix_plot, matrix, (r.chosen, r.metric), height + 0.8),
+                ("matrix", self.matrix_plot, matrix, (r.chosen, r.metric, r.shown, r.title), height + 0.8),
                 ("scatter", self.scatter_plot, scatter, (r.a, r.b), 4.0)):
             key = (*key, round(width, 3), round(height, 3))
             if self._shown.get(name) != key:
                 pane.draw(draw, figsize=(width, height))
                 self._shown[name] = key
-        self.pairs.value = ("<div>every pair (episode returns):</div><div style='max-height:320px;"
-                            "overflow:auto'>" + r.comparison.pairs()._repr_html_() + "</div>") \
-            if r.comparison is not None else ""
+        self.pairs.value = ("<div>every pair (correlations and Pearson distance of episode returns"
+                            + (", EPIC ± stderr" if "epic" in r.pairs.columns else "") + "):</div><div style="
+                            "'max-height:320px;overflow:auto'>" + r.pairs._repr_html_() + "</div>") \
+            if r.pairs is not None else ""
+        self.matrix_note.value = "" if r.epic_note is None else \
+            f"<small style='color:#555555'>{html.escape(r.epic_note)}</small>"
+        self.epic_button.layout.display = None if r.epic_pending else "none"
         self.disagreements.value = (
             f"<div>episodes where <b>{html.escape(r.a)}</b> and <b>{html.escape(r.b)}</b> disagree most "
             "(standardized returns):</div>" + r.disagreements._repr_html_()) if r.disagreements is not None \

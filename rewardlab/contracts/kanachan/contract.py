@@ -23,7 +23,7 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.contracts.kanachan.batching import CONVENTIONS, FrameArrays
 from rewardlab.contracts.checks import Violation, check_done
 from rewardlab.contracts.kanachan.batching import IN_KEYS
-from rewardlab.contracts.base import Contract
+from rewardlab.contracts.base import Contract, Recombination
 from rewardlab.core.spec import FrameSpec
 
 __all__ = ["KanachanContract", "KANACHAN"]
@@ -69,6 +69,17 @@ class KanachanContract(Contract):
         if convention == "simulation":
             eor = eor | eog
         return eog, eor
+
+    def recombination(self, spec: FrameSpec | None = None) -> Recombination:
+        """Never: kanachan's round results are not functions of recombined transitions.
+
+        Examples
+        --------
+        >>> KanachanContract().recombination().possible
+        False
+        """
+        return Recombination(False, "kanachan's round results are not functions of recombined (state, action, "
+                             "next state) transitions (its frames are game records)")
 
     def check_done(self, done, end_of_game: np.ndarray, end_of_round: np.ndarray) -> Violation | None:
         """:func:`rewardlab.contracts.checks.check_done`."""

@@ -11,6 +11,20 @@ back: ``("next", "reward")``, a finite float16/32/64 CPU tensor of shape
 ``("next", "done")``, which it may set (to cut a trajectory early) but must
 leave True wherever an episode ends (terminated or truncated).
 
+Optionally, reward terms: a plug-in whose reward is a sum of named parts may
+write each beside the reward, ``data["next", "reward_terms", NAME] = tensor``
+(NAME matching ``[A-Za-z_][A-Za-z0-9_]*``; a finite float16/32/64 CPU tensor of
+shape ``[B]`` or ``[B, 1]``, like the reward; the same names on every call).
+rewardlab checks them like the reward (rules ``term_shape``, ``term_dtype``,
+``term_not_finite``, ``term_names_vary``, ...: :func:`rewardlab.contracts.terms.check_terms`),
+keeps them as columns ``term_<plug-in>.<NAME>`` and measures them (the
+``terms`` diagnostic).  They need not sum to the reward.  A trainer reads
+``("next", "reward")`` and ignores the other keys; a plug-in without terms is
+unchanged.  The kanachan contract accepts them the same way: kanachan's offline
+replay buffer checks only ``("next", "reward")`` after ``get_reward`` and
+stores the whole TensorDict, so terms ride along into its training batches
+(memory: one value per term and row) and its losses never read them.
+
 The entry point is called as kanachan's is, ``get_reward(data, contiguous)``:
 ``contiguous`` is True only in the ``episodes`` batch mode with
 ``contiguous=True`` (whole episodes, in order), so a plug-in can rely on
@@ -30,7 +44,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.contracts.checks import Violation, check_done_form, key_text
-from rewardlab.contracts.base import Contract
+from rewardlab.contracts.base import Contract, Recombination
 from rewardlab.contracts.steps.arrays import StepsArrays
 from rewardlab.core.spec import FrameSpec
 
@@ -87,6 +101,21 @@ class StepsContract(Contract):
     def padded_states(self, arrays: StepsArrays) -> tuple[str, ...]:
         """The ``("next", state)`` keys that hold padding on some last step."""
         return tuple(key_text(("next", name)) for name in arrays.states) if arrays.missing_final.any() else ()
+
+    def recombination(self, spec: FrameSpec | None = None) -> Recombination:
+        """Recorded states x recorded (action, next state) pairs, each row a one-step episode handed as
+        truncated (:mod:`rewardlab.contracts.steps.recombine`); not where the spec declares no state.
+
+        Examples
+        --------
+        >>> STEPS.recombination().possible
+        True
+        """
+        if spec is not None and not spec.states:
+            return Recombination(False, f"the frame's spec ({spec.name}) declares no state columns, so there is "
+                                 "no (state, action, next state) to recombine")
+        return Recombination(True, "recorded states x recorded (action, next state) pairs, each row a one-step "
+                             "episode handed as truncated (rewardlab.contracts.steps.recombine)")
 
     def check_done(self, done, ends: np.ndarray, terminated: np.ndarray,
                    truncated: np.ndarray) -> Violation | None:
