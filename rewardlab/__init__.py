@@ -26,7 +26,7 @@ from rewardlab.core.lazy import install
 _SUBMODULES = {
     "errors": "rewardlab.core.errors",
     "schema": "rewardlab.sources.kanachan.schema",
-    "families": "rewardlab.domains.mahjong.families",
+    "families": "rewardlab.families",
     "schedules": "rewardlab.schedules",
 }
 
@@ -79,9 +79,10 @@ _EXPORTS = {
         "plot_correlation_heatmap", "plot_episode_summary", "plot_normalization", "plot_return_distribution",
         "plot_return_scatter", "plot_reward_by_rank", "plot_reward_distribution",
     ),
+    "rewardlab.families": ("Provenance", "RewardFamily"),
     "rewardlab.domains.mahjong.families": (
-        "Points", "PointsParams", "PreparedFrame", "Provenance", "Ranking", "RankingParams",
-        "RankingPoints", "RankingPointsParams", "RewardFamily", "RoundDelta",
+        "Points", "PointsParams", "PreparedFrame", "Ranking", "RankingParams",
+        "RankingPoints", "RankingPointsParams", "RoundDelta",
         "RoundDeltaParams", "check_seed_normalization", "prepare_frame",
     ),
     "rewardlab.schedules": ("ExplorerSchedule", "KanachanEpsilonGreedy"),

@@ -33,7 +33,6 @@ PosixPath('houou.py')
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import os
 from pathlib import Path
 
@@ -41,8 +40,10 @@ from rewardlab.core.files import atomic_open, check_output
 from rewardlab.core.fronts import Fix, Say, Text
 from rewardlab._version import __version__
 from rewardlab.core.errors import ExportWriteError, FileAccessError, OutputExistsError, ParameterError, RewardlabError
-from rewardlab.domains.mahjong.families.base import EXPORT_HELPERS, RewardFamily, check_reward_range
+from rewardlab.domains.mahjong.families.base import EXPORT_HELPERS
 from rewardlab.domains.mahjong.families.presets import FAMILIES
+from rewardlab.families.base import RewardFamily
+from rewardlab.families.rendering import check_reward_range, format_value, render_literal, sanitize_comment
 from rewardlab.plugins.loading import plugin_name
 
 __all__ = ["export_plugin", "render_plugin", "sanitize_comment", "as_family", "constants_fit",
@@ -61,45 +62,6 @@ _FORMULAS = {
                     "delta: the acting player's score change in that round (results[seat])."],
 }
 
-_MAX_COMMENT = 300
-
-
-def sanitize_comment(text: object, *, limit: int = _MAX_COMMENT) -> str:
-    """``text`` as one line of printable ASCII, safe inside a ``#`` comment.
-
-    Line breaks, control and non-ASCII characters are escaped the way Python
-    escapes them (``\\n``, ``\\x00``, ``\\u2028``), so nothing can end the
-    comment; long text is cut to ``limit`` characters with ``...``.
-
-    Examples
-    --------
-    >>> sanitize_comment('a.tsv\\nimport os; os.system("x")')
-    'a.tsv\\\\nimport os; os.system("x")'
-    """
-    escaped = "".join(ch if " " <= ch <= "~" else ascii(ch)[1:-1] for ch in str(text))
-    if len(escaped) > limit:
-        escaped = escaped[: limit - 3] + "..."
-    return escaped
-
-
-def _literal(name: str, value) -> str:
-    """Python source of a number or tuple of numbers, refusing anything else."""
-    if isinstance(value, tuple):
-        if not value:
-            raise ParameterError(name, "should not be empty", value)
-        return "(" + ", ".join(_literal(f"{name}[{k}]", v) for k, v in enumerate(value)) + ")"
-    if type(value) is int:
-        return repr(value)
-    if type(value) is float:
-        if not math.isfinite(value):
-            raise ParameterError(name, "should be a finite number to be written into a plug-in", value)
-        text = repr(value)
-        if float(text) != value:  # pragma: no cover - repr round-trips floats by definition
-            raise ParameterError(name, "should round-trip through repr", value)
-        return text
-    raise ParameterError(name, "should be an int or float (or a tuple of them) to be written into a "
-                         "plug-in", value)
-
 
 def as_family(family_or_params) -> RewardFamily:
     """A family object from a family or a parameter dataclass instance.
@@ -117,12 +79,6 @@ def as_family(family_or_params) -> RewardFamily:
             return cls(family_or_params)
     raise ParameterError("family_or_params", "should be a reward family (e.g. Ranking) or its "
                          "parameters (e.g. RankingParams)", type(family_or_params).__name__)
-
-
-def _format_value(value) -> str:
-    if isinstance(value, tuple):
-        return "[" + ", ".join(repr(v) for v in value) + "]"
-    return repr(value)
 
 
 def constants_fit(family: RewardFamily) -> str:
@@ -184,7 +140,7 @@ def render_plugin(family_or_params, *, source: str | None = None,
     Everything is checked here, before any file is touched: every literal
     is a finite number, the raw and normalized rewards stay within
     ``±REWARD_LIMIT`` for every input the file can receive
-    (:func:`rewardlab.domains.mahjong.families.base.check_reward_range`), and constants
+    (:func:`rewardlab.families.rendering.check_reward_range`), and constants
     fitted for other parameters are refused unless ``keep_constants``.
 
     Parameters
@@ -230,7 +186,7 @@ def render_plugin(family_or_params, *, source: str | None = None,
     if not isinstance(created, _dt.datetime):
         raise ParameterError("created", "should be a datetime", created)
     literals = family.export_literals()
-    assignments = [f"{name} = {_literal(name, value)}" for name, value in literals.items()]
+    assignments = [f"{name} = {render_literal(name, value)}" for name, value in literals.items()]
     for name in literals:  # fixed names from the family classes; checked all the same
         if not name.startswith("_RL_") or not name.isidentifier():
             raise ParameterError("name", "should be an identifier starting with _RL_", name)
@@ -246,7 +202,7 @@ def render_plugin(family_or_params, *, source: str | None = None,
         f"family:      {family.name} ({family.title})",
     ]
     for k, v in family.parameter_summary().items():
-        header.append(f"parameter:   {k} = {_format_value(v)}")
+        header.append(f"parameter:   {k} = {format_value(v)}")
     header += [
         f"constants:   mean = {p.mean!r}, std = {p.std!r}",
         f"constants from: {prov.describe()}",

@@ -64,8 +64,8 @@ from rewardlab.core.errors import ParameterError, RewardlabWarning, RoundTripErr
 from rewardlab.core.fronts import Fix, Text
 from rewardlab.core.spec import FrameSpec, attached
 from rewardlab.contracts.advice import warn_outside
-from rewardlab.domains.mahjong.families.base import REWARD_LIMIT
-from rewardlab.export import plugin_target, sanitize_comment, write_text
+from rewardlab.export import plugin_target, write_text
+from rewardlab.families.rendering import REWARD_LIMIT, float_literal, sanitize_comment
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.sources.registry import spec_of
@@ -203,19 +203,6 @@ def check_scaling_key(frame: pl.DataFrame, key, *, spec: FrameSpec | None = None
         kind = " (a vector per step)" if isinstance(dtype, (pl.Array, pl.List)) else ""
         raise ParameterError(name, f"should be {what}; {key!r} holds {dtype}{kind}", key, hint=hint)
     return here
-
-
-def float_literal(name: str, value) -> str:
-    """``repr(value)`` of a finite float, to be written into a plug-in; anything else is refused (``name``).
-
-    Examples
-    --------
-    >>> float_literal("shift", 0.1)
-    '0.1'
-    """
-    if type(value) is not float or not math.isfinite(value):
-        raise ParameterError(name, "should be a finite float to be written into a plug-in", value)
-    return repr(value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -76,7 +76,7 @@ import re
 import numpy as np
 
 from rewardlab.core.errors import ParameterError, check_int
-from rewardlab.domains.mahjong.families.base import check_real, param_field
+from rewardlab.families.parameters import check_real, param_field
 
 __all__ = [
     "ExplorerSchedule",

@@ -107,7 +107,8 @@ def test_ci_runs_the_readme_test_command():
 #: (README "Layout"; DEVELOPERS.md "Code layout and habits").
 LAYERS = (
     ("rewardlab._version", 0), ("rewardlab.core", 0), ("rewardlab.engines", 0), ("rewardlab.sources", 1), ("rewardlab.contracts", 2),
-    ("rewardlab.plugins", 3), ("rewardlab.analysis", 4), ("rewardlab.domains", 5), ("rewardlab.dataset", 6),
+    ("rewardlab.plugins", 3), ("rewardlab.analysis", 4), ("rewardlab.domains", 5), ("rewardlab.families", 4.5),
+    ("rewardlab.dataset", 6),
     ("rewardlab.export", 6), ("rewardlab.scaling", 6), ("rewardlab.normalized_export", 6), ("rewardlab.schedules", 6), ("rewardlab.plots", 6),
     ("rewardlab.diagnostics", 6), ("rewardlab.report", 6),
     ("rewardlab.sessions", 7),

@@ -608,7 +608,7 @@ def test_stale_constants_are_not_exported_silently(small_frame, tmp_path):
 
 
 def test_export_checks_what_the_session_holds_with_progress(sample_frame, tmp_path, monkeypatch):
-    from rewardlab.domains.mahjong.families import PreparedFrame, RewardFamily
+    from rewardlab.domains.mahjong.families import MahjongFamily as RewardFamily, PreparedFrame
     from rewardlab.sessions import sample_whole_games
 
     s = RankingTuningSession(sample_frame, preset="tenhou_tokujo_6dan")

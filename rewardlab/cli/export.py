@@ -208,7 +208,7 @@ def _parse_vector(text: str) -> tuple[float, ...]:
 
 
 def _normalize(family, args, prepared):
-    from rewardlab.domains.mahjong.families import Provenance
+    from rewardlab.families.provenance import Provenance
 
     flag = getattr(args, "wiki_flag", "--wiki-normalization")
     if args.std is not None and (args.normalize_from or getattr(args, "wiki_normalization", False)):
@@ -274,7 +274,7 @@ def _prepare(path, args):
 
 
 def _report(family, path, prepared, dataset: str | None) -> None:
-    from rewardlab.domains.mahjong.families.base import SCOPE_WORDS, population_constants
+    from rewardlab.families.provenance import SCOPE_WORDS, population_constants
 
     print(f"wrote {path}")
     print(f"  {family.describe()}")

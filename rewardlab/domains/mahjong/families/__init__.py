@@ -8,6 +8,9 @@ Families
 * :class:`RoundDelta`: ``(delta - offset) / divisor`` at every round end,
   ``done`` at every round end and at the end of the game.
 
+Each is a :class:`MahjongFamily`, itself a :class:`rewardlab.families.RewardFamily`
+(the family core, whose names ``RewardFamily``, ``Provenance``, ``field_hints`` and
+``population_constants`` are re-exported here), registered on the core's registry.
 Each normalizes ``(raw - mean) / std`` with constants that are typed, taken
 from the wiki's recipe, or measured on data
 (:meth:`RewardFamily.with_constants_from`), and records where they came from
@@ -33,9 +36,11 @@ from rewardlab.core.lazy import install
 
 #: Where each public name lives: ``{module: names}``.
 _EXPORTS = {
-    "rewardlab.domains.mahjong.families.base": (
-        "Provenance", "RewardFamily", "field_hints", "population_constants",
-    ),
+    "rewardlab.domains.mahjong.families.base": ("MahjongFamily",),
+    # the family core (rewardlab.families), re-exported: the same objects
+    "rewardlab.families.base": ("RewardFamily",),
+    "rewardlab.families.parameters": ("field_hints",),
+    "rewardlab.families.provenance": ("Provenance", "population_constants"),
     "rewardlab.domains.mahjong.families.prepared": ("PreparedFrame", "prepare_frame"),
     "rewardlab.domains.mahjong.families.prepared_parts": ("prepare_dataset",),
     "rewardlab.domains.mahjong.families.ranking": (

@@ -29,16 +29,14 @@ from rewardlab.domains.mahjong.families.base import (
     affine_extremes,
     end_of_game_export_body,
     PreparedFrame,
-    Provenance,
-    RewardFamily,
+    MahjongFamily,
     td_game_rows,
-    check_real,
-    mean_field,
-    param_field,
-    provenance_field,
-    std_field,
-    validate_normalization,
 )
+from rewardlab.families.parameters import (
+    check_real, mean_field, param_field, provenance_field, std_field, validate_normalization,
+)
+from rewardlab.families.provenance import Provenance
+from rewardlab.families.base import register_family
 from rewardlab.domains.mahjong.families.preset_values import POINTS_PRESETS
 
 __all__ = ["PointsParams", "Points", "POINTS_PRESETS", "check_divisor"]
@@ -107,7 +105,8 @@ class PointsParams:
 
 
 @dataclasses.dataclass(frozen=True)
-class Points(RewardFamily):
+@register_family
+class Points(MahjongFamily):
     """End-of-game reward from the final score (see the module docstring).
 
     Examples
@@ -127,11 +126,11 @@ class Points(RewardFamily):
     raw = (score.to(_RL_torch.float64) - _RL_OFFSET) / _RL_DIVISOR
 ''')
 
-    def _raw_frame(self, prepared: PreparedFrame) -> np.ndarray:
+    def raw_values(self, prepared: PreparedFrame) -> np.ndarray:
         p = self.params
         return (prepared.score.astype(np.float64) - p.offset) / p.divisor
 
-    def _raw_td(self, data):
+    def raw_td(self, data):
         p = self.params
         end_of_game, rows, seat, scores = td_game_rows(data)
         score = scores.gather(1, seat.unsqueeze(1)).squeeze(1)

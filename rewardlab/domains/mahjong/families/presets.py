@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 from rewardlab.core.errors import ParameterError
-from rewardlab.domains.mahjong.families.base import RewardFamily
+from rewardlab.families.base import RewardFamily
 from rewardlab.domains.mahjong.families.points import Points
 from rewardlab.domains.mahjong.families.ranking import Ranking
 from rewardlab.domains.mahjong.families.ranking_points import RankingPoints

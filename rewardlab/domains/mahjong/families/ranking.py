@@ -42,19 +42,17 @@ import torch
 from rewardlab.domains.mahjong.families.base import (
     end_of_game_export_body,
     PreparedFrame,
-    Provenance,
-    RewardFamily,
+    MahjongFamily,
     td_game_rows,
     td_ranks,
     check_vector,
-    mean_field,
-    param_field,
-    population_constants,
     prepare_frame,
-    provenance_field,
-    std_field,
-    validate_normalization,
 )
+from rewardlab.families.parameters import (
+    mean_field, param_field, provenance_field, std_field, validate_normalization,
+)
+from rewardlab.families.provenance import Provenance, population_constants
+from rewardlab.families.base import register_family
 from rewardlab.domains.mahjong.families.preset_values import RANKING_PRESETS
 
 __all__ = ["RankingParams", "Ranking", "RANKING_PRESETS", "SeedNormalizationCheck",
@@ -124,7 +122,8 @@ _SEED_DETAIL = "mean and sample std (n - 1) of the 4-entry vector, as in the ran
 
 
 @dataclasses.dataclass(frozen=True)
-class Ranking(RewardFamily):
+@register_family
+class Ranking(MahjongFamily):
     """End-of-game reward by final rank (see the module docstring).
 
     Examples
@@ -151,10 +150,10 @@ class Ranking(RewardFamily):
         return self.with_constants(mean, std, provenance=Provenance.seed(_SEED_DETAIL,
                                                                          fitted_for=self.parameter_key()))
 
-    def _raw_frame(self, prepared: PreparedFrame) -> np.ndarray:
+    def raw_values(self, prepared: PreparedFrame) -> np.ndarray:
         return np.asarray(self.params.vector, dtype=np.float64)[prepared.rank]
 
-    def _raw_td(self, data):
+    def raw_td(self, data):
         end_of_game, rows, seat, scores = td_game_rows(data)
         rank = td_ranks(scores, seat)
         raw = torch.tensor(self.params.vector, dtype=torch.float64)[rank]

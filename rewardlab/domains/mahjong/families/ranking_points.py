@@ -26,18 +26,17 @@ from rewardlab.core.errors import check_int
 from rewardlab.domains.mahjong.families.base import (
     end_of_game_export_body,
     PreparedFrame,
-    Provenance,
-    RewardFamily,
+    MahjongFamily,
     td_game_rows,
     td_ranks,
     SCORE_RANGE,
     check_vector,
-    mean_field,
-    param_field,
-    provenance_field,
-    std_field,
-    validate_normalization,
 )
+from rewardlab.families.parameters import (
+    mean_field, param_field, provenance_field, std_field, validate_normalization,
+)
+from rewardlab.families.provenance import Provenance
+from rewardlab.families.base import register_family
 from rewardlab.domains.mahjong.families.preset_values import RANKING_POINTS_PRESETS
 from rewardlab.domains.mahjong.families.ranking import VECTOR_DOC
 
@@ -109,7 +108,8 @@ class RankingPointsParams:
 
 
 @dataclasses.dataclass(frozen=True)
-class RankingPoints(RewardFamily):
+@register_family
+class RankingPoints(MahjongFamily):
     """End-of-game reward by rank plus floor-divided points (see the module docstring).
 
     Examples
@@ -131,12 +131,12 @@ class RankingPoints(RewardFamily):
     raw = _RL_torch.tensor(_RL_VECTOR, dtype=_RL_torch.float64)[rank] + points.to(_RL_torch.float64)
 ''')
 
-    def _raw_frame(self, prepared: PreparedFrame) -> np.ndarray:
+    def raw_values(self, prepared: PreparedFrame) -> np.ndarray:
         p = self.params
         points = np.floor_divide(prepared.score - p.offset, p.divisor)
         return np.asarray(p.vector, dtype=np.float64)[prepared.rank] + points.astype(np.float64)
 
-    def _raw_td(self, data):
+    def raw_td(self, data):
         p = self.params
         end_of_game, rows, seat, scores = td_game_rows(data)
         rank = td_ranks(scores, seat)

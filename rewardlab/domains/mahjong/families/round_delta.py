@@ -30,16 +30,14 @@ from rewardlab.domains.mahjong.families.base import (
     affine_extremes,
     SCOPE_ROUND,
     PreparedFrame,
-    Provenance,
-    RewardFamily,
+    MahjongFamily,
     td_seat,
-    check_real,
-    mean_field,
-    param_field,
-    provenance_field,
-    std_field,
-    validate_normalization,
 )
+from rewardlab.families.parameters import (
+    check_real, mean_field, param_field, provenance_field, std_field, validate_normalization,
+)
+from rewardlab.families.provenance import Provenance
+from rewardlab.families.base import register_family
 from rewardlab.domains.mahjong.families.preset_values import ROUND_DELTA_PRESETS
 from rewardlab.domains.mahjong.families.points import check_divisor
 
@@ -94,7 +92,8 @@ class RoundDeltaParams:
 
 
 @dataclasses.dataclass(frozen=True)
-class RoundDelta(RewardFamily):
+@register_family
+class RoundDelta(MahjongFamily):
     """Reward from each round's score delta; done at every round end (see the module docstring).
 
     Examples
@@ -126,11 +125,11 @@ def get_reward(data, contiguous):
     data["next", "done"] = done
 '''
 
-    def _raw_frame(self, prepared: PreparedFrame) -> np.ndarray:
+    def raw_values(self, prepared: PreparedFrame) -> np.ndarray:
         p = self.params
         return (prepared.round_arrays()[1].astype(np.float64) - p.offset) / p.divisor
 
-    def _raw_td(self, data):
+    def raw_td(self, data):
         p = self.params
         done = data["next", "end_of_round"] | data["next", "end_of_game"]
         rows = done.nonzero().squeeze(1)

@@ -1,0 +1,43 @@
+"""The family core: what every tunable reward family shares, whatever its domain.
+
+* :mod:`rewardlab.families.parameters`: parameter fields (doc and widget
+  hints), the normalization fields and their checks.
+* :mod:`rewardlab.families.provenance`: :class:`Provenance` of the
+  normalization constants, constants measured on data, staleness.
+* :mod:`rewardlab.families.rendering`: the literal-only rendering of
+  exported files and :data:`REWARD_LIMIT`.
+* :mod:`rewardlab.families.base`: :class:`RewardFamily` and the registry
+  domains register their families on (:func:`register_family`).
+
+The domains' families live with their domain (the mahjong ones in
+:mod:`rewardlab.domains.mahjong.families`, also re-exported from
+:mod:`rewardlab`) and register here; the core names no domain.  Every name
+is imported from its module on first use (PEP 562), so ``import
+rewardlab.families`` loads no torch.
+
+Examples
+--------
+>>> import rewardlab.families as families
+>>> families.Provenance.typed().describe()
+'typed by the user'
+"""
+
+from __future__ import annotations
+
+from rewardlab.core.lazy import install
+
+#: Where each public name lives: ``{module: names}``.
+_EXPORTS = {
+    "rewardlab.families.base": ("RewardFamily", "register_family", "registered_families", "get_family"),
+    "rewardlab.families.parameters": (
+        "param_field", "field_hints", "check_real", "check_normalization", "mean_field", "std_field",
+        "provenance_field", "validate_normalization",
+    ),
+    "rewardlab.families.provenance": ("Provenance", "SCOPE_WORDS", "constants_stale", "population_constants"),
+    "rewardlab.families.rendering": (
+        "REWARD_LIMIT", "check_reward_range", "float_literal", "format_value", "render_literal",
+        "sanitize_comment",
+    ),
+}
+
+install(globals(), _EXPORTS)
