@@ -19,6 +19,7 @@ import pytest
 import rewardlab
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources import storage
+from rewardlab.sources.storage import verification
 from rewardlab.cli import main
 from rewardlab.dataset import write_dataset
 from rewardlab.core.errors import DataFormatError
@@ -33,9 +34,9 @@ def _write(frame, path):
 
 @pytest.fixture(autouse=True)
 def _fresh_verification_cache():
-    storage._VERIFIED.clear()  # each test's files are new; do not let a verified identity linger
+    storage.clear_verified_cache()  # each test's files are new; do not let a verified identity linger
     yield
-    storage._VERIFIED.clear()
+    storage.clear_verified_cache()
 
 
 # ----------------------------------------------------------------------------
@@ -237,8 +238,8 @@ def test_a_flipped_bit_in_a_data_page_is_an_error_naming_the_file(tmp_path, samp
 def test_verification_is_remembered_per_file_identity(tmp_path, small_frame, monkeypatch):
     path = _write(small_frame, tmp_path / "d.parquet")
     calls = []
-    real = storage._verify_parquet
-    monkeypatch.setattr(storage, "_verify_parquet", lambda p: calls.append(p) or real(p))
+    real = verification.verify_parquet
+    monkeypatch.setattr(verification, "verify_parquet", lambda p: calls.append(p) or real(p))
     rewardlab.scan_kanachan(path)
     rewardlab.scan_kanachan(path)
     assert calls == [path]

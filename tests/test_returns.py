@@ -28,7 +28,7 @@ def scan_loop(coef, offset, reverse):
     acc = 0.0
     order = range(n - 1, -1, -1) if reverse else range(n)
     for t in order:
-        acc = offset[t] + coef[t] * acc
+        acc = offset[t] + (coef[t] * acc if coef[t] != 0 else 0.0)  # a cut starts afresh
         out[t] = acc
     return np.array(out)
 
@@ -95,6 +95,20 @@ def test_linear_scan_matches_loop(seed, n, p_done, reverse):
     offset = rng.normal(size=n)
     np.testing.assert_allclose(linear_scan(coef, offset, reverse=reverse), scan_loop(coef, offset, reverse),
                                rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("reverse", [True, False])
+def test_a_non_finite_value_does_not_cross_a_cut(reverse):
+    rng = np.random.default_rng(7)
+    n = 300
+    coef = rng.uniform(0.1, 1.0, n) * (rng.random(n) > 0.1)
+    offset = rng.normal(size=n)
+    offset[rng.choice(n, 6, replace=False)] = [np.nan, np.inf, -np.inf, np.nan, np.inf, np.nan]
+    got, want = linear_scan(coef, offset, reverse=reverse), scan_loop(coef, offset, reverse)
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-10, atol=1e-10)
+    assert finite.sum() > n // 2  # the cuts kept most of the stream finite
 
 
 @settings(max_examples=80, deadline=None)

@@ -337,7 +337,7 @@ def test_load_kanachan_refuses_another_sources_dataset(tmp_path, toy_frame):
 
 def test_an_arrow_dataset_of_a_frame_in_several_chunks_round_trips(tmp_path, small_frame, monkeypatch):
     """The IPC writer (pyarrow, to carry the spec) must unify the chunks' Categorical dictionaries."""
-    monkeypatch.setattr(storage, "PARQUET_ROW_GROUP", small_frame.height // 3)  # a game per row group
+    monkeypatch.setattr(storage.writing, "PARQUET_ROW_GROUP", small_frame.height // 3)  # a game per row group
     storage.write_dataset(small_frame, tmp_path / "groups.parquet")
     frame = rewardlab.load(tmp_path / "groups.parquet")  # one chunk per row group, each its own dictionary
     assert frame.n_chunks() > 1

@@ -167,7 +167,7 @@ def test_metadata_listing_a_wrong_width_is_refused(tmp_path, small_frame, load):
 
 def test_stored_width_disagreeing_with_the_metadata_is_refused(tmp_path, small_frame):
     path = tmp_path / "d.parquet"
-    table = storage._to_fixed_size_binary(small_frame)  # metadata says sparse is 29 x <i2 ...
+    table = storage.to_fixed_size_binary(small_frame)  # metadata says sparse is 29 x <i2 ...
     data = small_frame[S.SPARSE].to_numpy()[:, :28].astype("<i2")  # ... but store 28 per row
     column = pa.FixedSizeBinaryArray.from_buffers(pa.binary(56), len(data), [None, pa.py_buffer(data.copy())])
     pq.write_table(table.set_column(table.schema.get_field_index(S.SPARSE), S.SPARSE, column), path)
@@ -207,7 +207,7 @@ def test_a_dataset_file_with_wrong_dtypes_is_refused(tmp_path, small_frame, suff
 def test_a_marked_file_whose_array_columns_are_lists_is_refused(tmp_path, small_frame):
     path = tmp_path / "d.parquet"
     marked = small_frame.to_arrow()
-    marked = marked.replace_schema_metadata(storage._to_fixed_size_binary(small_frame).schema.metadata)
+    marked = marked.replace_schema_metadata(storage.to_fixed_size_binary(small_frame).schema.metadata)
     pq.write_table(marked, path)
     with pytest.raises(DataFormatError, match=r"column 'grades' is stored as fixed_size_list<.*: uint8>\[4\], "
                        r"should be fixed_size_binary\[4\] \(4 x <u1\)"):

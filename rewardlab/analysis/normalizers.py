@@ -54,7 +54,7 @@ from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range, check_positive
 from rewardlab.analysis.returns import as_array
-from rewardlab.analysis.replay_kernels import gymnasium_replay, sb3_replay
+from rewardlab.analysis.replay_kernels import gymnasium_replay, initial_state, sb3_replay
 from rewardlab.analysis.scopes import RETURN_SCOPES, cut_expr, declared_spec, scope_mask_expr, trajectory_end_expr
 from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward
@@ -66,6 +66,7 @@ __all__ = [
     "gymnasium_normalize_reward",
     "sb3_normalize_reward",
     "normalized_rewards",
+    "replay_inputs",
     "constants_column",
     "normalization_summary",
     "REPLAY_METHODS",
@@ -210,8 +211,8 @@ def gymnasium_normalize_reward(reward, terminated, *, gamma: float = 0.99,
     r, term, gamma, epsilon = _check_common(reward, terminated, "terminated", gamma, epsilon)
     n = r.shape[0]
     normalized, returns, var = np.empty(n), np.empty(n), np.empty(n)
-    gymnasium_replay(np.ascontiguousarray(r), np.ascontiguousarray(term), gamma, epsilon, RMS_PRIOR_COUNT,
-                     normalized, returns, var)
+    gymnasium_replay(np.ascontiguousarray(r), np.ascontiguousarray(term), gamma, epsilon,
+                     initial_state(RMS_PRIOR_COUNT), normalized, returns, var)
     return NormalizerReplay(normalized, returns, var, np.zeros(n, dtype=bool))
 
 
@@ -254,8 +255,8 @@ def sb3_normalize_reward(reward, done, *, gamma: float = 0.99, epsilon: float = 
     n = r.shape[0]
     normalized, returns, var = np.empty(n, dtype=np.float32), np.empty(n), np.empty(n)
     clipped = np.empty(n, dtype=bool)
-    sb3_replay(np.ascontiguousarray(r), np.ascontiguousarray(d), gamma, epsilon, clip_reward, RMS_PRIOR_COUNT,
-               normalized, returns, var, clipped)
+    sb3_replay(np.ascontiguousarray(r), np.ascontiguousarray(d), gamma, epsilon, clip_reward,
+               initial_state(RMS_PRIOR_COUNT), normalized, returns, var, clipped)
     return NormalizerReplay(normalized, returns, var, clipped)
 
 
@@ -310,6 +311,35 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
     >>> normalized_rewards(f, "a").columns
     ['raw', 'gymnasium', 'sb3', 'sb3_clipped']
     """
+    df = replay_inputs(data, reward, constants=constants, spec=spec)
+    r = df["raw"].to_numpy()
+    b = df["boundary"].to_numpy()
+    gym = gymnasium_normalize_reward(r, df["terminated"].to_numpy(), gamma=gamma, epsilon=epsilon)
+    sb3 = sb3_normalize_reward(r, b, gamma=gamma, epsilon=epsilon, clip_reward=clip_reward)
+    cols = {"raw": r}
+    if constants is not None:
+        cols["constants"] = np.where(df["in_scope"].to_numpy(), constants.apply(r), r)
+    cols |= {"gymnasium": gym.normalized, "sb3": sb3.normalized.astype(np.float64), "sb3_clipped": sb3.clipped}
+    return pl.DataFrame(cols)
+
+
+def replay_inputs(data, reward: str, *, constants: NormalizationConstants | None = None,
+                  spec: FrameSpec | None = None) -> pl.DataFrame:
+    """What the replays of :func:`normalized_rewards` read, per row: ``raw``, ``boundary``, ``terminated``
+    (and ``in_scope`` with ``constants``).
+
+    ``boundary`` ends a trajectory (SB3's ``done``), ``terminated`` is
+    Gymnasium's (every trajectory end but a cut one).  A dataset folder's
+    replay (:mod:`rewardlab.analysis.normalizer_parts`) reads each part
+    through here, so both read the same flags.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"reward_a": [0.0, 4.0], "done_a": [False, True]})
+    >>> replay_inputs(f, "a").columns
+    ['raw', 'boundary', 'terminated']
+    """
     lf, _ = lazy_table(data)
     names = column_names(lf)
     name = resolve_reward(names, reward)
@@ -323,16 +353,7 @@ def normalized_rewards(data, reward: str, *, constants: NormalizationConstants |
              boundary.alias("boundary"), terminated.alias("terminated")]
     if constants is not None:
         exprs.append(_in_scope_expr(names, name, constants, here, declared))
-    df = lf.select(exprs).collect()
-    r = df["raw"].to_numpy()
-    b = df["boundary"].to_numpy()
-    gym = gymnasium_normalize_reward(r, df["terminated"].to_numpy(), gamma=gamma, epsilon=epsilon)
-    sb3 = sb3_normalize_reward(r, b, gamma=gamma, epsilon=epsilon, clip_reward=clip_reward)
-    cols = {"raw": r}
-    if constants is not None:
-        cols["constants"] = np.where(df["in_scope"].to_numpy(), constants.apply(r), r)
-    cols |= {"gymnasium": gym.normalized, "sb3": sb3.normalized.astype(np.float64), "sb3_clipped": sb3.clipped}
-    return pl.DataFrame(cols)
+    return lf.select(exprs).collect()
 
 
 def _in_scope_expr(names: list[str], name: str, constants, here: FrameSpec, declared) -> pl.Expr:

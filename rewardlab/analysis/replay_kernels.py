@@ -26,16 +26,27 @@ must hold ``T`` elements of the dtype named.  Call them through the checked
 
 Compiled by numba on first use and cached on disk next to this module
 (``python -m rewardlab.analysis.replay_kernels`` compiles them now; ``make``
-does once per install).  A plain-Python twin of each loop lives in the tests.
+does once per install).  The running state (``[G, mean, var, count]``) is an
+argument, read first and written back, so a dataset folder's parts replayed in
+order (:mod:`rewardlab.analysis.normalizer_parts`) equal one replay.  A plain-Python twin of each loop lives in the tests.
 
 Examples
 --------
 >>> import numpy as np
 >>> n = 3
 >>> out, ret, var = np.empty(n), np.empty(n), np.empty(n)
->>> gymnasium_replay(np.ones(n), np.zeros(n, dtype=np.bool_), 0.5, 1e-8, 1e-4, out, ret, var)
+>>> state = initial_state(1e-4)
+>>> gymnasium_replay(np.ones(n), np.zeros(n, dtype=np.bool_), 0.5, 1e-8, state, out, ret, var)
 >>> ret
 array([1.  , 1.5 , 1.75])
+
+The state carries on: a stream replayed in two pieces equals one replay.
+
+>>> first, rest = initial_state(1e-4), np.empty(n)
+>>> gymnasium_replay(np.ones(2), np.zeros(2, dtype=np.bool_), 0.5, 1e-8, first, out[:2], ret[:2], var[:2])
+>>> gymnasium_replay(np.ones(1), np.zeros(1, dtype=np.bool_), 0.5, 1e-8, first, rest[:1], ret[2:], var[2:])
+>>> bool(first[0] == 1.75)
+True
 """
 
 from __future__ import annotations
@@ -45,7 +56,7 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["gymnasium_replay", "sb3_replay"]
+__all__ = ["gymnasium_replay", "sb3_replay", "initial_state"]
 
 
 @njit(nogil=True, cache=True)
@@ -61,15 +72,16 @@ def _rms_update(x, mean, var, count):
 
 
 @njit(nogil=True, cache=True)
-def gymnasium_replay(reward, terminated, gamma, epsilon, prior_count, normalized, returns, var_out):
+def gymnasium_replay(reward, terminated, gamma, epsilon, state, normalized, returns, var_out):
     """Fill ``normalized``, ``returns`` and ``var_out`` (float64 ``[T]``) for one environment's stream.
 
-    ``reward`` float64 ``[T]``, ``terminated`` bool ``[T]``; ``gamma``,
-    ``epsilon`` and ``prior_count`` (``RunningMeanStd``'s initial count) as
-    the wrapper has them.
+    ``reward`` float64 ``[T]``, ``terminated`` bool ``[T]``; ``gamma`` and
+    ``epsilon`` as the wrapper has them; ``state`` the running state
+    ``[G, mean, var, count]`` (float64 ``[4]``: :func:`initial_state` for a
+    fresh wrapper), read first and updated in place, so a stream replayed in
+    pieces (a dataset folder's parts, in order) equals one replay bit for bit.
     """
-    g = 0.0
-    mean, var, count = 0.0, 1.0, prior_count
+    g, mean, var, count = state[0], state[1], state[2], state[3]
     for t in range(reward.shape[0]):
         r = reward[t]
         keep = 0.0 if terminated[t] else 1.0  # numpy's `1 - terminated`, an int, as float64
@@ -78,17 +90,18 @@ def gymnasium_replay(reward, terminated, gamma, epsilon, prior_count, normalized
         returns[t] = g
         var_out[t] = var
         normalized[t] = r / math.sqrt(var + epsilon)
+    state[0], state[1], state[2], state[3] = g, mean, var, count
 
 
 @njit(nogil=True, cache=True)
-def sb3_replay(reward, done, gamma, epsilon, clip_reward, prior_count, normalized, returns, var_out, clipped):
+def sb3_replay(reward, done, gamma, epsilon, clip_reward, state, normalized, returns, var_out, clipped):
     """Fill ``normalized`` (float32), ``returns``, ``var_out`` (float64) and ``clipped`` (bool), all ``[T]``.
 
     ``reward`` float64 ``[T]`` (what the vectorized environment handed over;
-    ``DummyVecEnv`` stores rewards as float32 first), ``done`` bool ``[T]``.
+    ``DummyVecEnv`` stores rewards as float32 first), ``done`` bool ``[T]``;
+    ``state`` as in :func:`gymnasium_replay`, updated in place.
     """
-    g = 0.0
-    mean, var, count = 0.0, 1.0, prior_count
+    g, mean, var, count = state[0], state[1], state[2], state[3]
     for t in range(reward.shape[0]):
         r = reward[t]
         g = g * gamma + r
@@ -104,6 +117,18 @@ def sb3_replay(reward, done, gamma, epsilon, clip_reward, prior_count, normalize
         normalized[t] = np.float32(x)
         if done[t]:
             g = 0.0
+    state[0], state[1], state[2], state[3] = g, mean, var, count
+
+
+def initial_state(prior_count: float) -> np.ndarray:
+    """A fresh normalizer's running state ``[G, mean, var, count]``: ``[0, 0, 1, prior_count]``.
+
+    Examples
+    --------
+    >>> initial_state(1e-4).tolist()
+    [0.0, 0.0, 1.0, 0.0001]
+    """
+    return np.array([0.0, 0.0, 1.0, float(prior_count)])
 
 
 def compile_all() -> None:
@@ -117,9 +142,9 @@ def compile_all() -> None:
     for writable in (True, False):
         f8, flags = np.zeros(n), np.zeros(n, dtype=np.bool_)
         f8.flags.writeable = flags.flags.writeable = writable
-        gymnasium_replay(f8, flags, 0.99, 1e-8, 1e-4, np.empty(n), np.empty(n), np.empty(n))
-        sb3_replay(f8, flags, 0.99, 1e-8, 10.0, 1e-4, np.empty(n, dtype=np.float32), np.empty(n), np.empty(n),
-                   np.empty(n, dtype=np.bool_))
+        gymnasium_replay(f8, flags, 0.99, 1e-8, initial_state(1e-4), np.empty(n), np.empty(n), np.empty(n))
+        sb3_replay(f8, flags, 0.99, 1e-8, 10.0, initial_state(1e-4), np.empty(n, dtype=np.float32), np.empty(n),
+                   np.empty(n), np.empty(n, dtype=np.bool_))
 
 
 if __name__ == "__main__":  # `python -m rewardlab.analysis.replay_kernels`: compile now (make does, once per install)

@@ -13,6 +13,9 @@ Two layers, in the style of TorchRL's ``objectives/value/functional.py``:
   terminal flags through the frame's spec
   (:func:`rewardlab.sources.registry.spec_of`, or ``spec=``):
   :func:`trajectory_returns` (older name `episode_returns`), :func:`reward_to_go`, :func:`gae`.
+  A dataset folder is read part by part (:mod:`rewardlab.analysis.returns_parts`;
+  ``out=`` writes the per-step columns as a folder of the same parts), with
+  the same results bit for bit: parts hold whole episodes.
 
 Episode boundaries in the frame layer
 -------------------------------------
@@ -66,6 +69,7 @@ import torch
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, attach
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range
+from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 from rewardlab.sources.registry import spec_of
 from rewardlab.analysis.scopes import cut_expr, episode_end_expr, trajectory_end_expr
 from rewardlab.analysis.sums import segment_sums
@@ -156,6 +160,11 @@ def linear_scan(coef, offset, *, reverse: bool = True):
     array([3., 4., 4.])
     >>> linear_scan(np.array([0.0, 0.5, 0.5]), np.array([1.0, 2.0, 4.0]), reverse=False)
     array([1.  , 2.5 , 5.25])
+
+    A non-finite value stays behind a cut (``coef`` 0):
+
+    >>> linear_scan(np.array([0.5, 0.0, 0.5]), np.array([1.0, 2.0, np.nan]))
+    array([ 2.,  2., nan])
     """
     b = as_array(offset, "offset")
     a = as_array(coef, "coef", length=b.shape[0])
@@ -177,9 +186,16 @@ def _reverse_scan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if n == 0:
         return x
     A[-1] = 0.0  # nothing follows the last step
+    # a non-finite value must not cross a cut: 0 * inf is NaN, so where the window's product is 0 the
+    # step adds nothing (only checked when some value is not finite: finite data keeps the plain path)
+    guard = not (np.isfinite(x).all() and np.isfinite(A).all())
     s = 1
     while s < n and A.any():
-        x[:-s] += A[:-s] * x[s:]
+        with np.errstate(invalid="ignore" if guard else "warn"):
+            step = A[:-s] * x[s:]
+        if guard:
+            step[A[:-s] == 0.0] = 0.0
+        x[:-s] += step
         A[:-s] *= A[s:]
         A[-s:] = 0.0
         s *= 2
@@ -461,12 +477,26 @@ class _Trajectories:
         return [self.frame[k].gather(rows) for k in self.keys]
 
 
+def _is_folder(data) -> bool:
+    """True for a dataset folder (a path holding a manifest, or an opened one): it is read part by part."""
+    return isinstance(data, PartedDataset) or is_dataset_folder(data)
+
+
+def _frame_only(out) -> None:
+    if out is not None:
+        raise ParameterError("out", "applies to a dataset folder (on a frame, the result is returned)", str(out),
+                             hint="Pass a dataset folder (`rewardlab convert ... --out FOLDER`) as data, or "
+                             "write the returned frame yourself.")
+
+
 def _result(table: pl.DataFrame, spec: FrameSpec) -> pl.DataFrame:
     """Attach the data's spec (projected to the table's key columns) to an output table."""
     return attach(table, spec.project(table.columns)) if spec.episode else table
 
 
-def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None) -> pl.DataFrame:
+def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None, engine: str = "embedded",
+                       workers: int | None = None, address: str | None = None,
+                       progress: bool | None = None) -> pl.DataFrame:
     """One row per trajectory of plug-in ``reward``: its undiscounted return (a *trajectory return*) and length.
 
     Trajectories end at ``done_<name>`` and at every episode end (see the
@@ -477,13 +507,18 @@ def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None) -> p
 
     Parameters
     ----------
-    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
-        A rewards table or a frame with ``reward_<name>`` / ``done_<name>``.
+    data : polars.DataFrame, LazyFrame, path(s) to Parquet, or a dataset folder
+        A rewards table or a frame with ``reward_<name>`` / ``done_<name>``;
+        a dataset folder (or :class:`~rewardlab.sources.datasets.PartedDataset`)
+        is read part by part (:mod:`rewardlab.analysis.returns_parts`).
     reward : str
         The plug-in name.
     spec : FrameSpec, optional
         How the rows form episodes (default: the frame's spec, see
         :func:`rewardlab.sources.registry.spec_of`).
+    engine, workers, address, progress
+        A dataset folder only: where its parts run (:mod:`rewardlab.engines`)
+        and a bar over them (default: when interactive).
 
     Returns
     -------
@@ -505,6 +540,11 @@ def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None) -> p
     >>> trajectory_returns(f, "a")["return"].to_list()
     [3.0, 4.0]
     """
+    if _is_folder(data):
+        from rewardlab.analysis.returns_parts import trajectory_returns_of_dataset  # same floor; it imports this
+
+        return trajectory_returns_of_dataset(data, reward, spec=spec, engine=engine, workers=workers,
+                                             address=address, progress=progress)
     tr = _Trajectories(data, reward, spec)
     returns, lengths = segment_returns(tr.reward, tr.boundary)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64) if lengths.size else \
@@ -525,7 +565,9 @@ episode_returns = trajectory_returns
 
 
 def reward_to_go(data, reward: str, *, gamma: float, next_value=None,
-                 flag_truncated: bool = False, spec: FrameSpec | None = None):
+                 flag_truncated: bool = False, spec: FrameSpec | None = None, out=None, overwrite: bool = False,
+                 engine: str = "embedded", workers: int | None = None, address: str | None = None,
+                 progress: bool | None = None):
     """Discounted reward-to-go of plug-in ``reward`` at every step (trajectories as in :func:`trajectory_returns`).
 
     At a step where the spec's ``truncated`` flag fires the episode was cut,
@@ -537,8 +579,10 @@ def reward_to_go(data, reward: str, *, gamma: float, next_value=None,
 
     Parameters
     ----------
-    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
-        A rewards table or a frame with ``reward_<name>`` / ``done_<name>``.
+    data : polars.DataFrame, LazyFrame, path(s) to Parquet, or a dataset folder
+        A rewards table or a frame with ``reward_<name>`` / ``done_<name>``;
+        a dataset folder is read part by part, with the same results bit
+        for bit (:func:`rewardlab.analysis.returns_parts.reward_to_go_of_dataset`).
     reward : str
         The plug-in name.
     gamma : float
@@ -554,11 +598,21 @@ def reward_to_go(data, reward: str, *, gamma: float, next_value=None,
         trajectory ended truncated and was not bootstrapped).
     spec : FrameSpec, optional
         How the rows form episodes (default: the frame's spec).
+    out : path, optional
+        A dataset folder only: write the result as a dataset folder there,
+        part for part (the episode keys and the columns returned; its
+        manifest names ``data`` as its base), and return it opened.  Without
+        it, a folder's result is returned in memory.
+    overwrite : bool
+        Replace a dataset folder at ``out``.
+    engine, workers, address, progress
+        A dataset folder only: as :func:`trajectory_returns`.
 
     Returns
     -------
     polars.Series, or polars.DataFrame with ``flag_truncated=True``
-        Float64, named ``return_to_go_<name>``, one value per row.
+        Float64, named ``return_to_go_<name>``, one value per row; with
+        ``out``, the written folder (a :class:`~rewardlab.sources.datasets.PartedDataset`).
 
     Examples
     --------
@@ -567,6 +621,13 @@ def reward_to_go(data, reward: str, *, gamma: float, next_value=None,
     >>> reward_to_go(f, "a", gamma=0.5).to_list()
     [0.5, 1.0, 1.0]
     """
+    if _is_folder(data):
+        from rewardlab.analysis.returns_parts import reward_to_go_of_dataset  # same floor; it imports this
+
+        return reward_to_go_of_dataset(data, reward, gamma=gamma, next_value=next_value,
+                                       flag_truncated=flag_truncated, spec=spec, out=out, overwrite=overwrite,
+                                       engine=engine, workers=workers, address=address, progress=progress)
+    _frame_only(out)
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
     if not isinstance(flag_truncated, bool):
         raise ParameterError("flag_truncated", "should be True or False", flag_truncated)
@@ -604,7 +665,8 @@ def _check_value_column(names: list[str], col, what: str) -> None:
 
 def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
         terminated: str | None = None, next_value=None,
-        spec: FrameSpec | None = None) -> pl.DataFrame:
+        spec: FrameSpec | None = None, out=None, overwrite: bool = False, engine: str = "embedded",
+        workers: int | None = None, address: str | None = None, progress: bool | None = None):
     """Generalized advantage estimation of plug-in ``reward`` given a state-value column.
 
     The next state's value is the following row's ``value`` (each state is
@@ -616,8 +678,11 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
 
     Parameters
     ----------
-    data : polars.DataFrame, LazyFrame, or path(s) to Parquet
-        A frame with ``reward_<name>``, ``done_<name>`` and ``value``.
+    data : polars.DataFrame, LazyFrame, path(s) to Parquet, or a dataset folder
+        A frame with ``reward_<name>``, ``done_<name>`` and ``value``; a
+        dataset folder is read part by part, with the same results bit for
+        bit (:func:`rewardlab.analysis.returns_parts.gae_of_dataset`; a
+        rewards folder reads ``value`` from its base).
     reward : str
         The plug-in name.
     value : str
@@ -638,11 +703,14 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
         others'.
     spec : FrameSpec, optional
         How the rows form episodes (default: the frame's spec).
+    out, overwrite, engine, workers, address, progress
+        A dataset folder only: as :func:`reward_to_go`.
 
     Returns
     -------
     polars.DataFrame
-        Columns ``advantage`` and ``value_target``, one row per input row.
+        Columns ``advantage`` and ``value_target``, one row per input row;
+        with ``out``, the written folder.
 
     Examples
     --------
@@ -652,6 +720,13 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
     >>> gae(f, "a", value="v", gamma=1.0, lmbda=1.0, spec=FrameSpec(name="stream"))["advantage"].to_list()
     [0.5, 0.5]
     """
+    if _is_folder(data):
+        from rewardlab.analysis.returns_parts import gae_of_dataset  # same floor; it imports this
+
+        return gae_of_dataset(data, reward, value=value, gamma=gamma, lmbda=lmbda, terminated=terminated,
+                              next_value=next_value, spec=spec, out=out, overwrite=overwrite, engine=engine,
+                              workers=workers, address=address, progress=progress)
+    _frame_only(out)
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
     lmbda = check_in_range("lmbda", lmbda, 0.0, 1.0)
     lf, _ = lazy_table(data)

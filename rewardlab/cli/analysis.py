@@ -70,7 +70,7 @@ def register(sub) -> None:
         "(atomic write; the format follows the suffix).")
     p.add_argument("data", nargs="+", metavar="REWARDS",
                    help="Parquet file(s) with reward_* columns, or one rewards dataset folder (read part by "
-                   "part for every kind but normalization)")
+                   "part for every kind; normalization: one pass in part order)")
     p.add_argument("--out", required=True, metavar="FIG", help="output image, e.g. fig.png or fig.svg")
     p.add_argument("--kind", choices=_KINDS, default="hist",
                    help="hist (default), ecdf: step rewards; returns: episode returns (one sum per "
@@ -91,7 +91,7 @@ def register(sub) -> None:
 
 
 #: The ``plot`` kinds drawn from a dataset folder part by part (the others load it whole).
-_PART_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "episodes", "by-rank")
+_PART_KINDS = ("hist", "ecdf", "returns", "correlation", "scatter", "episodes", "by-rank", "normalization")
 
 
 def _folder(args):
@@ -413,9 +413,17 @@ def _draw(args, out) -> int:
 
             result = plots.plot_reward_by_rank(reward_by_rank(lf, names))
     else:
-        from rewardlab.analysis.normalizers import normalized_rewards
+        if lf is None:  # one ordered pass, the normalizers' state carried from part to part
+            from rewardlab.analysis.normalizer_parts import dataset_normalized_rewards
 
-        replays = normalized_rewards(lf, names[0])
+            replayed = dataset_normalized_rewards(folder, names[0], **engine)
+            replays = replayed.replays
+            if replayed.sampled:
+                sampled = f" (a uniform sample of {replays.height:,} of {replayed.total:,} steps)"
+        else:
+            from rewardlab.analysis.normalizers import normalized_rewards
+
+            replays = normalized_rewards(lf, names[0])
         result = plots.plot_normalization(replays, clip_reward=10.0, limits=normalization_limits(replays))
         drawn = names[:1]
     axes = result if not hasattr(result, "figure") else [result]

@@ -1,5 +1,10 @@
 """The normalization session: constants of a reward column in a scope, before / after, running normalizers.
 
+On a dataset folder (a rewards folder: ``rewardlab apply CORPUS --plugin ...
+--out REWARDS``) the session never holds the rows: every figure comes from
+passes over the parts (:mod:`rewardlab.analysis.normalizer_parts`), and what
+it keeps is bounded (see :class:`NormalizationSession`).
+
 Examples
 --------
 >>> s = NormalizationSession(frame, reward="rank_top", scope="end_of_game")  # doctest: +SKIP
@@ -28,12 +33,14 @@ from rewardlab.plugins.loading import plugin_name
 from rewardlab.analysis.normalizers import (
     constants_column, normalization_summary, normalized_rewards, replay_methods,
 )
+from rewardlab.analysis.normalizer_parts import dataset_normalized_rewards, dataset_scope_statistics
 from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.episodes import episode_at_row, open_episode
 from rewardlab.sessions.inputs import cancel_token, load_frame, parse_number, progress_callback, source_paths
-from rewardlab.sessions.fingerprints import fingerprint_columns
+from rewardlab.sessions.fingerprints import ColumnsFingerprint, fingerprint_columns
 from rewardlab.sessions.state import spec_columns
+from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 from rewardlab.sources.registry import spec_of
 from rewardlab.analysis.scopes import RETURN_SCOPES, SCOPE_ALIASES, SCOPES, declared_spec
 from rewardlab.analysis.stats import normalization_constants, reward_stats
@@ -82,18 +89,37 @@ def offered_scope(scope: str, scopes) -> str:
     return scope
 
 
-def _with_plugins(frame: pl.DataFrame, plugins, spec) -> tuple[pl.DataFrame, dict]:
-    """``frame`` with the rewards of ``plugins`` (paths; applied unless their reward column is there) and
-    ``{name: absolute Path}``."""
+def _plugin_files(plugins) -> dict:
+    """``{name: absolute Path}`` of plug-in file paths."""
     if isinstance(plugins, (str, os.PathLike)):
         plugins = [plugins]
     if not isinstance(plugins, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) for p in plugins):
         raise ParameterError("plugins", "should be a sequence of plug-in file paths", plugins)
-    files = {plugin_name(p): Path(os.path.abspath(os.path.expanduser(p))) for p in plugins}
+    return {plugin_name(p): Path(os.path.abspath(os.path.expanduser(p))) for p in plugins}
+
+
+def _with_plugins(frame: pl.DataFrame, plugins, spec) -> tuple[pl.DataFrame, dict]:
+    """``frame`` with the rewards of ``plugins`` (paths; applied unless their reward column is there) and
+    ``{name: absolute Path}``."""
+    files = _plugin_files(plugins)
     missing = [str(p) for name, p in files.items() if columns.reward_column(name) not in frame.columns]
     if missing:
         frame = keep_spec(frame, apply_plugins(frame, missing, progress=False, spec=spec))
     return frame, files
+
+
+def _folder_plugins(ds: PartedDataset, plugins) -> dict:
+    """``{name: absolute Path}`` of plug-ins whose reward column the folder holds; refuses one it lacks
+    (the session runs no plug-in on a folder)."""
+    files = _plugin_files(plugins)
+    missing = [str(p) for name, p in files.items() if columns.reward_column(name) not in ds.columns]
+    if missing:
+        raise ParameterError("plugins", "should have been applied to the dataset folder (the session reads the "
+                             "folder's reward columns and runs no plug-in on it); it has no reward column of "
+                             + ", ".join(missing), str(ds.folder),
+                             hint=f"rewardlab apply {ds.folder} --plugin FILE.py --out REWARDS, then "
+                             "NormalizationSession('REWARDS', plugins=['FILE.py']).")
+    return files
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -116,6 +142,13 @@ class NormalizationResults:
         :func:`rewardlab.analysis.normalizers.normalization_summary` of the replays.
     note : str or None
         Why the constants are not applied step by step (``episode_return``, ``trajectory_return``).
+    sample_rows : numpy.ndarray of int64 or None
+        On a dataset folder, the rows of the whole folder ``replays`` holds
+        (all of them up to 10^7 rows, else a seeded uniform sample); None on a frame.
+    steps : int or None
+        On a dataset folder, its rows (``summary`` and :attr:`fraction_clipped` count every one).
+    clipped_share : float or None
+        On a dataset folder, the fraction of every step SB3 clips.
     """
 
     reward: str
@@ -127,11 +160,21 @@ class NormalizationResults:
     replays: pl.DataFrame
     summary: pl.DataFrame
     note: str | None
+    sample_rows: np.ndarray | None = None
+    steps: int | None = None
+    clipped_share: float | None = None
 
     @property
     def fraction_clipped(self) -> float:
-        """Fraction of steps SB3's clipping saturates."""
+        """Fraction of steps SB3's clipping saturates (every step, on a folder too)."""
+        if self.clipped_share is not None:
+            return self.clipped_share
         return float(self.replays["sb3_clipped"].mean() or 0.0) if self.replays.height else 0.0
+
+    @property
+    def sampled(self) -> bool:
+        """True when :attr:`replays` is a sample of a dataset folder's rows."""
+        return self.steps is not None and self.replays.height < self.steps
 
 
 class NormalizationSession(Session):
@@ -139,10 +182,12 @@ class NormalizationSession(Session):
 
     Parameters
     ----------
-    data : polars.DataFrame
+    data : polars.DataFrame, or a dataset folder's path
         A frame with ``reward_<name>`` / ``done_<name>`` columns (e.g. from
         :func:`rewardlab.apply_plugins`); the full frame, so the
-        end-of-round / end-of-game scopes work.
+        end-of-round / end-of-game scopes work.  Or a rewards dataset
+        folder (``rewardlab apply CORPUS --plugin ... --out REWARDS``), read
+        part by part and never held whole (see Notes).
     reward : str, optional
         The reward name (default: the first reward column).
     scope : str, optional
@@ -161,7 +206,39 @@ class NormalizationSession(Session):
         to the data (episodes mode) unless the frame already holds its
         ``reward_<name>`` column (e.g. ``board.session.frame`` with
         ``board.session.plugin_paths``; the export checks that column against
-        the file).
+        the file).  On a folder, the plug-ins must have been applied to it
+        already (their reward columns are read, none runs).
+
+    Notes
+    -----
+    **On a dataset folder** the running normalizers are sequential
+    recursions over every step, so each change of reward, scope, gamma,
+    epsilon or clip replays the whole folder once, its parts read in order
+    by the engine's workers and the normalizers' state carried from part to
+    part (:func:`rewardlab.analysis.normalizer_parts.dataset_normalized_rewards`;
+    a progress bar where bars are shown).  That is a pass over the folder,
+    not an interactive ~1 s recompute: at 10^7 steps on 2 cores, 4.7 s with
+    a 10^6-row sample and 10.5 s keeping all 10^7 rows (peak RSS 1.1 GiB,
+    bounded by the 10^7 rows kept, not by the folder), most of it reading
+    the parts and gathering the kept rows (the replay loop itself is ~9 ms
+    per 10^6 steps).  A new scope also reads the folder twice for the constants and
+    the statistics before / after them
+    (:func:`~rewardlab.analysis.normalizer_parts.dataset_scope_statistics`).
+    The last result of each is kept, so going back to a scope's statistics
+    costs nothing.  What the session holds, whatever the folder's size:
+
+    * the summary table and the fraction SB3 clips: over **every** step
+      (bit for bit the whole frame's up to 10^7 rows, then moments merged
+      part by part, equal to rounding);
+    * :attr:`NormalizationResults.replays`: every row up to 10^7 rows (then
+      the whole frame's table, bit for bit), else a seeded uniform sample of
+      10^7 rows, the same rows for every normalizer (the figure's title and
+      :attr:`NormalizationResults.sampled` say so);
+    * the constants and statistics of :mod:`rewardlab.analysis.stats_parts`
+      (exact quantiles up to 10^7 values in scope, then a KLL sketch).
+
+    Opening an episode reads the part that holds it; :meth:`export` checks
+    its round trip on the folder's first part (whole episodes).
 
     Examples
     --------
@@ -193,15 +270,29 @@ class NormalizationSession(Session):
     def __init__(self, data, *, reward: str | None = None, scope: str | None = None, gamma: float = 0.99,
                  epsilon: float = 1e-8, clip_reward: float = 10.0, spec: FrameSpec | None = None, plugins=()):
         super().__init__()
-        frame, source = load_frame(data)
-        self.data_path, self.data_paths = source, source_paths(data)
-        frame, self.plugin_files = _with_plugins(frame, plugins, spec)
-        self.frame = frame
-        self.spec = spec_of(frame, spec)
-        self.scopes = data_scopes(frame, spec)
+        #: The dataset folder read part by part, or None when the session holds the whole frame.
+        self.dataset: PartedDataset | None = None
+        self._fingerprint: str | None = None
+        if isinstance(data, (str, Path)) and is_dataset_folder(data):
+            self.dataset = ds = PartedDataset(data)
+            self.data_path, self.data_paths = str(data), source_paths(data)
+            self.plugin_files = _folder_plugins(ds, plugins)
+            self.frame = None
+            self.spec = spec if spec is not None else ds.spec
+            probe = ds.read(0, list(ds.columns)).head(0) if len(ds) else pl.DataFrame(
+                schema={c: pl.Float64 for c in ds.columns})
+            self.scopes = data_scopes(probe, self.spec)
+            names = columns.reward_names(list(ds.columns))
+        else:
+            frame, source = load_frame(data)
+            self.data_path, self.data_paths = source, source_paths(data)
+            frame, self.plugin_files = _with_plugins(frame, plugins, spec)
+            self.frame = frame
+            self.spec = spec_of(frame, spec)
+            self.scopes = data_scopes(frame, spec)
+            names = columns.reward_names(frame)
         if scope is None:
             scope = "end_of_game" if "end_of_game" in self.scopes else "episode_end"
-        names = columns.reward_names(frame)
         if not names:
             raise FrameError("the frame has no reward_<name> columns",
                              hint="Apply plug-ins first (rewardlab.apply_plugins)")
@@ -235,6 +326,13 @@ class NormalizationSession(Session):
             what = "episode returns" if scope == "episode_return" else "trajectory returns"
             note = (f"constants over {what} scale returns, not single steps; the replays show "
                     "the raw reward and the running normalizers only")
+        if self.dataset is not None:
+            out = self._folder_replays(name, p["gamma"], p["epsilon"], p["clip_reward"],
+                                       constants if per_step else None)
+            return NormalizationResults(reward=name, scope=scope, constants=constants, constants_error=error,
+                                        before=before, after=after, replays=out.replays, summary=out.summary,
+                                        note=note, sample_rows=out.rows, steps=out.total,
+                                        clipped_share=out.fraction_clipped)
         replays = self._running_replays(name, p["gamma"], p["epsilon"], p["clip_reward"])
         if per_step:  # the constants' column beside the running normalizers' (which do not depend on them)
             replays = replays.clone().insert_column(1, pl.Series("constants", constants_column(  # not in place
@@ -252,9 +350,24 @@ class NormalizationSession(Session):
             self._replays_key = key
         return self._replays
 
+    def _folder_replays(self, name: str, gamma: float, epsilon: float, clip_reward: float, constants):
+        """One pass over the folder (:func:`dataset_normalized_rewards`), the last one kept."""
+        key = (name, gamma, epsilon, clip_reward, constants)
+        if self._replays_key != key:
+            self._replays = dataset_normalized_rewards(self.dataset, name, constants=constants, gamma=gamma,
+                                                       epsilon=epsilon, clip_reward=clip_reward, spec=self.spec,
+                                                       progress=None)
+            self._replays_key = key
+        return self._replays
+
     def _scope_statistics(self, name: str, scope: str) -> tuple:
         """Constants (or why none), and the statistics before / after them, of reward ``name`` over ``scope``."""
         key = (name, scope)
+        if key not in self._scope_results and self.dataset is not None:
+            if len(self._scope_results) >= 16:
+                self._scope_results.pop(next(iter(self._scope_results)))
+            self._scope_results[key] = dataset_scope_statistics(self.dataset, name, scope, spec=self.spec,
+                                                                progress=None)
         if key not in self._scope_results:
             try:
                 constants, error = normalization_constants(self.frame, name, scope=scope, spec=self.spec), None
@@ -349,8 +462,11 @@ class NormalizationSession(Session):
         r = self.results
         plugin = self.plugin_files[r.reward]
         token.check(path, "the start")
+        data = self.frame
+        if self.dataset is not None:  # the round trip on the first part (whole episodes, its base's columns too)
+            data = self.dataset.read(0, list(self.dataset.all_columns))
         try:
-            return export_normalized_plugin(plugin, r.constants, path, data=self.frame,
+            return export_normalized_plugin(plugin, r.constants, path, data=data,
                                             center=r.scope not in RETURN_SCOPES, spec=self.spec,
                                             overwrite=overwrite, check=check, source=source, progress=report,
                                             cancel=lambda: token.cancelled)
@@ -365,7 +481,31 @@ class NormalizationSession(Session):
         --------
         >>> s.episode(0).steps  # doctest: +SKIP
         """
-        return open_episode(self.frame, episode, rewards=(self._params["reward"],), spec=self.spec)
+        if self.dataset is None:
+            return open_episode(self.frame, episode, rewards=(self._params["reward"],), spec=self.spec)
+        part, local = self._folder_episode(episode)
+        frame = self.dataset.read(part, list(self.dataset.all_columns))
+        return open_episode(frame, local, rewards=(self._params["reward"],), spec=self.spec)
+
+    def _folder_episode(self, episode) -> tuple[int, object]:
+        """A folder's episode (index over the folder, or key values) as (part, index or key within the part)."""
+        ds = self.dataset
+        ends = np.cumsum([e.episodes for e in ds.manifest.parts])
+        if isinstance(episode, (int, np.integer)) and not isinstance(episode, bool):
+            n = int(ends[-1]) if ends.size else 0
+            if not 0 <= episode < n:
+                raise ParameterError("episode", f"should be an episode index in [0, {n - 1}] or its key", episode)
+            part = int(np.searchsorted(ends, episode, side="right"))
+            return part, int(episode) - (int(ends[part - 1]) if part else 0)
+        keys = [k for k in self.spec.episode if isinstance(episode, dict) and k in episode]
+        if not keys:
+            raise ParameterError("episode", f"should be an episode index or its key values "
+                                 f"({', '.join(self.spec.episode) or 'no key columns'})", episode)
+        for part in range(len(ds)):  # one part's keys at a time
+            hit = ds.read(part, keys).filter(pl.all_horizontal([pl.col(k) == episode[k] for k in keys]))
+            if hit.height:
+                return part, episode
+        raise ParameterError("episode", "should name an episode of the dataset folder", episode)
 
     def episode_near(self, value: float, *, column: str = "raw"):
         """The episode of the step whose reward is nearest ``value`` (a click on a histogram).
@@ -399,7 +539,16 @@ class NormalizationSession(Session):
             raise ParameterError("value", f"should point at a step, but reward_{self.reward} is 0 on every "
                                  "step", value)
         distance = np.abs(replays[column].to_numpy()[rows] - float(value))  # finite: the session refuses others
-        return episode_at_row(self.frame, int(rows[np.argmin(distance)]), spec=self.spec)
+        row = int(rows[np.argmin(distance)])
+        if self.dataset is None:
+            return episode_at_row(self.frame, row, spec=self.spec)
+        row = int(self.results.sample_rows[row])  # the row of the whole folder
+        part = self.dataset.part_of_row(row)
+        frame = self.dataset.read(part, [c for c in self.dataset.columns if c in self.spec.structure])
+        found = episode_at_row(frame, row - int(self.dataset.part_starts()[part]), spec=self.spec)
+        if isinstance(found, int):  # an index within the part: over the folder
+            found += sum(e.episodes for e in self.dataset.manifest.parts[:part])
+        return found
 
     # -- pins and saved state ---------------------------------------------------
     def data_fingerprint(self) -> str:
@@ -410,11 +559,19 @@ class NormalizationSession(Session):
         >>> s.data_fingerprint()  # doctest: +SKIP
         'blake2b-128:...'
         """
-        names = [columns.reward_column(r) for r in self.rewards] + spec_columns(self.spec, self.frame)
-        return fingerprint_columns(self.frame, names)
+        if self.dataset is None:
+            names = [columns.reward_column(r) for r in self.rewards] + spec_columns(self.spec, self.frame)
+            return fingerprint_columns(self.frame, names)
+        if self._fingerprint is None:  # one pass over the folder, the first time it is asked
+            names = [columns.reward_column(r) for r in self.rewards] + spec_columns(self.spec, self.dataset.columns)
+            with ColumnsFingerprint(names) as acc:
+                for part in self.dataset.frames(names):
+                    acc.add(part)
+                self._fingerprint = acc.hexdigest()
+        return self._fingerprint
 
     def _data_rows(self) -> int:
-        return self.frame.height
+        return self.frame.height if self.frame is not None else self.dataset.rows
 
     def _state_constants(self) -> dict | None:
         c = self.results.constants

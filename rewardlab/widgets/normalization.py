@@ -30,8 +30,10 @@ class NormalizationPanel(SessionWidget):
 
     Parameters
     ----------
-    data : DataFrame or NormalizationSession
-        A frame with reward columns (e.g. from :func:`rewardlab.apply_plugins`).
+    data : DataFrame, dataset folder or NormalizationSession
+        A frame with reward columns (e.g. from :func:`rewardlab.apply_plugins`),
+        or a rewards dataset folder (read part by part: each change replays
+        the folder once, see :class:`~rewardlab.sessions.NormalizationSession`).
     reward : str, optional
     scope : str, optional
         Default ``end_of_game`` on kanachan data, ``episode_end`` otherwise
@@ -142,7 +144,9 @@ class NormalizationPanel(SessionWidget):
         summary = r.summary
         self.summary.value = ("<div>every step, as each normalizer hands the rewards to the agent "
                               f"(SB3 clips {r.fraction_clipped:.2%} of the steps):</div>"
-                              + summary._repr_html_())
+                              + summary._repr_html_()
+                              + (f"<div><small>histograms: a uniform sample of {r.replays.height:,} of {r.steps:,} "
+                                 "steps of the dataset folder</small></div>" if r.sampled else ""))
         replays = r.replays
         clip = s.clip_reward
         nonzero = replays["raw"].to_numpy() != 0
