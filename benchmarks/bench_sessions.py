@@ -91,6 +91,9 @@ def _folder_session(report, frame) -> None:
     work = Path(tempfile.mkdtemp(prefix="rewardlab-bench-folder-"))
     try:
         folder = work / "corpus"
+        from rewardlab.domains.mahjong.families import Points
+
+        frame = Points.from_preset("thousands").with_columns(frame, "points")  # a reward column in the parts
         with PartWriter(folder, spec=rewardlab.spec_of(frame), part_rows=262_144) as writer:
             written = 0
             while written < rows:
@@ -112,8 +115,30 @@ def _folder_session(report, frame) -> None:
         times = [_timed(lambda v=v: session.update(vector=v)) for v in vectors]
         report(f"ranking recompute on the folder ({written:,} transitions), new rank vector, constants refitted, "
                "median", statistics.median(times) * 1e3, "ms", target="< 50 ms at 10^8")
+        del session
+        _folder_normalization_and_returns(report, folder, written)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _folder_normalization_and_returns(report, folder, written: int) -> None:
+    """The normalization session and reward_to_go on the same folder: one pass each (state carried part to part)."""
+    from rewardlab.analysis.returns import reward_to_go
+    from rewardlab.sessions import NormalizationSession
+
+    gc.collect()
+    t0 = time.perf_counter()
+    norm = NormalizationSession(str(folder), reward="points")
+    report(f"normalization session on a dataset folder: open ({written:,} transitions, replays carried across "
+           "parts)", time.perf_counter() - t0, "s")
+    report("normalization session on a dataset folder: a new clip (one pass over the folder)",
+           _timed(lambda: norm.update(clip_reward=7.0)), "s")
+    del norm
+    out = folder.parent / "returns"
+    t0 = time.perf_counter()
+    reward_to_go(str(folder), "points", gamma=0.99, out=str(out), progress=False)
+    report(f"reward_to_go of a dataset folder to a folder of the same parts ({written:,} transitions)",
+           written / (time.perf_counter() - t0), "steps/s")
 
 
 def _plot_update(pane, change, values) -> float:
