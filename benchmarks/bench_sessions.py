@@ -123,7 +123,7 @@ def _folder_session(report, frame) -> None:
 
 def _folder_normalization_and_returns(report, folder, written: int) -> None:
     """The normalization session and reward_to_go on the same folder: one pass each (state carried part to part)."""
-    from rewardlab.analysis.returns import reward_to_go
+    from rewardlab.analysis.return_tables import reward_to_go
     from rewardlab.sessions import NormalizationSession
 
     gc.collect()

@@ -56,8 +56,8 @@ _EXPORTS = {
         "Moments", "NormalizationConstants", "RewardStats", "describe_rewards",
         "normalization_constants", "reward_moments", "reward_stats",
     ),
-    "rewardlab.analysis.returns": ("episode_returns", "trajectory_returns", "gae", "reward_to_go",
-                                   "bootstrap_from_final"),
+    "rewardlab.analysis.return_tables": ("episode_returns", "trajectory_returns", "gae", "reward_to_go",
+                                         "bootstrap_from_final"),
     "rewardlab.analysis.normalizers": (
         "gymnasium_normalize_reward", "normalization_summary", "normalized_rewards",
         "sb3_normalize_reward",

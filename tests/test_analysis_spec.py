@@ -23,7 +23,8 @@ from rewardlab.analysis.compare import (
 from rewardlab.core.spec import SPEC_KEY, FrameSpec, attach
 from rewardlab.core.errors import FrameError, ParameterError, SpecError
 from rewardlab.analysis.normalizers import normalized_rewards
-from rewardlab.analysis.returns import discounted_reward_to_go, episode_returns, gae, reward_to_go
+from rewardlab.analysis.return_tables import episode_returns, gae, reward_to_go
+from rewardlab.analysis.returns import discounted_reward_to_go
 from rewardlab.sources.kanachan.schema import KANACHAN_SPEC
 from rewardlab.analysis.scopes import SCOPES, scope_values
 from rewardlab.analysis.stats import (

@@ -499,7 +499,7 @@ def _interrupt(corpus, plugin, out):
 def test_episode_and_trajectory_returns_of_a_folder_equal_the_whole_frames(rewards, workers):
     from rewardlab.analysis.compare import compare_rewards, episode_return_table
     from rewardlab.analysis.episode_parts import dataset_episode_returns, dataset_trajectory_returns
-    from rewardlab.analysis.returns import trajectory_returns
+    from rewardlab.analysis.return_tables import trajectory_returns
 
     whole = open_dataset(rewards).load()
     got = dataset_episode_returns(rewards, workers=workers, progress=False)

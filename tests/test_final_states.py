@@ -16,7 +16,7 @@ import pytest
 import rewardlab
 from conftest import ROOT
 from rewardlab.analysis.episodes import episode_detail
-from rewardlab.analysis.returns import bootstrap_from_final, gae, reward_to_go
+from rewardlab.analysis.return_tables import bootstrap_from_final, gae, reward_to_go
 from rewardlab.cli import main
 from rewardlab.contracts.steps.arrays import StepsArrays
 from rewardlab.core.errors import ParameterError, SpecError

@@ -12,9 +12,9 @@ from hypothesis.extra import numpy as hnp
 
 from analysis_data import rewards_table, with_rewards
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError
+from rewardlab.analysis.return_tables import episode_returns, gae, reward_to_go
 from rewardlab.analysis.returns import (
-    discounted_reward_to_go, episode_returns, gae, generalized_advantage_estimate, linear_scan,
-    reward_to_go, segment_ids, segment_returns,
+    discounted_reward_to_go, generalized_advantage_estimate, linear_scan, segment_ids, segment_returns,
 )
 
 # --------------------------------------------------------------------------

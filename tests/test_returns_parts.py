@@ -9,7 +9,7 @@ import pytest
 import rewardlab
 from analysis_data import with_rewards
 from conftest import ROOT
-from rewardlab.analysis.returns import gae, reward_to_go, trajectory_returns
+from rewardlab.analysis.return_tables import gae, reward_to_go, trajectory_returns
 from rewardlab.analysis.returns_parts import gae_of_dataset, reward_to_go_of_dataset, step_columns
 from rewardlab.core.errors import OutputExistsError, ParameterError
 from rewardlab.core.spec import attach, attached

@@ -16,8 +16,8 @@ import pytest
 import rewardlab
 from rewardlab.analysis import shaping
 from rewardlab.analysis.scopes import episode_end_expr
-from rewardlab.analysis.shaping import (fit_potential, fit_potential_reference, register_basis, registered_bases,
-                                        reward_scale, unregister_basis)
+from rewardlab.analysis.potential_bases import register_basis, registered_bases, unregister_basis
+from rewardlab.analysis.shaping import fit_potential, fit_potential_reference, reward_scale
 from rewardlab.analysis.telescoping import telescoping_check, telescoping_check_reference
 from rewardlab.contracts import get_contract
 from rewardlab.core.errors import ParameterError

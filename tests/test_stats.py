@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from analysis_data import rewards_table, with_rewards
 from rewardlab.core.errors import ColumnNotFoundError, FrameError, ParameterError, SpecError
 from rewardlab.analysis.compare import episode_return_table
-from rewardlab.analysis.returns import episode_returns
+from rewardlab.analysis.return_tables import episode_returns
 from rewardlab.analysis.scopes import SCOPES, scope_values
 from rewardlab.analysis.stats import (
     Moments, NormalizationConstants, describe_rewards, normalization_constants, reward_moments, reward_stats,

@@ -30,7 +30,7 @@ import polars as pl
 
 from rewardlab.analysis.compare import episode_return_table
 from rewardlab.analysis.episode_summary import episode_summary
-from rewardlab.analysis.returns import trajectory_returns
+from rewardlab.analysis.return_tables import trajectory_returns
 from rewardlab.analysis.tables import rewards_to_use
 from rewardlab.core import columns
 from rewardlab.core.errors import DataFormatError, ParameterError, check_int
@@ -104,7 +104,7 @@ def _part_trajectories(item: tuple) -> pl.DataFrame:
 
 def dataset_trajectory_returns(dataset, reward: str, *, engine: str = "embedded", workers: int | None = None,
                                address: str | None = None, progress: bool | None = None) -> pl.DataFrame:
-    """:func:`~rewardlab.analysis.returns.trajectory_returns` of a dataset folder, one part at a time.
+    """:func:`~rewardlab.analysis.return_tables.trajectory_returns` of a dataset folder, one part at a time.
 
     Trajectories end at the plug-in's done and at every episode end, so none
     crosses a part.  ``episode`` (or ``trajectory``) counts across parts and

@@ -2,9 +2,9 @@
 
 A dataset folder's parts hold whole episodes (:mod:`rewardlab.sources.datasets`)
 and a trajectory never runs across an episode
-(:mod:`rewardlab.analysis.returns`), so the backward recursions of
-:func:`~rewardlab.analysis.returns.reward_to_go` and
-:func:`~rewardlab.analysis.returns.gae` are exact within each part: each part
+(:mod:`rewardlab.analysis.return_tables`), so the backward recursions of
+:func:`~rewardlab.analysis.return_tables.reward_to_go` and
+:func:`~rewardlab.analysis.return_tables.gae` are exact within each part: each part
 is read in an engine's workers (:func:`~rewardlab.sources.datasets.work.map_parts`,
 projected to the columns the recursion reads) and the frame function runs
 on it.  The results equal the frame functions' on the whole frame, bit for
@@ -26,7 +26,7 @@ the parts in flight (one per worker, a few ahead), never the dataset.
 Without ``out`` the per-part results come back and are joined in memory.
 
 A function of the final state as ``next_value`` (see
-:func:`~rewardlab.analysis.returns.bootstrap_from_final`) is called once per
+:func:`~rewardlab.analysis.return_tables.bootstrap_from_final`) is called once per
 part on that part's truncated episodes; a function that maps each state on
 its own gives the same values as one call on the whole frame (an engine that
 runs in other processes, ``engine="ray"``, pickles it).
@@ -45,7 +45,7 @@ from pathlib import Path
 import polars as pl
 
 from rewardlab.analysis.episode_parts import concat_part_tables
-from rewardlab.analysis.returns import gae, reward_to_go, trajectory_returns
+from rewardlab.analysis.return_tables import gae, reward_to_go, trajectory_returns
 from rewardlab.analysis.tables import resolve_reward
 from rewardlab.core import columns
 from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, ParameterError, check_in_range
@@ -205,7 +205,7 @@ def reward_to_go_of_dataset(dataset, reward: str, *, gamma: float, next_value=No
                             spec: FrameSpec | None = None, out=None, overwrite: bool = False,
                             engine: str = "embedded", workers: int | None = None, address: str | None = None,
                             progress: bool | None = None):
-    """:func:`~rewardlab.analysis.returns.reward_to_go` of a dataset folder, one part at a time.
+    """:func:`~rewardlab.analysis.return_tables.reward_to_go` of a dataset folder, one part at a time.
 
     Parameters
     ----------
@@ -214,7 +214,7 @@ def reward_to_go_of_dataset(dataset, reward: str, *, gamma: float, next_value=No
         whose base holds them: a rewards folder reads what it lacks from
         its base, part by part).
     reward, gamma, next_value, flag_truncated, spec
-        As :func:`~rewardlab.analysis.returns.reward_to_go` (``next_value``:
+        As :func:`~rewardlab.analysis.return_tables.reward_to_go` (``next_value``:
         a column of the folder or of its base, or a function of the final
         state; ``spec``: default the folder's, its base's where it has one).
     out : path, optional
@@ -230,7 +230,7 @@ def reward_to_go_of_dataset(dataset, reward: str, *, gamma: float, next_value=No
     Returns
     -------
     polars.Series or polars.DataFrame, or PartedDataset with ``out``
-        In memory: what :func:`~rewardlab.analysis.returns.reward_to_go`
+        In memory: what :func:`~rewardlab.analysis.return_tables.reward_to_go`
         returns on the whole frame.  With ``out``: the folder, whose parts
         hold the episode keys (or, for a spec without keys, its terminal
         flags), ``return_to_go_<name>`` and, with ``flag_truncated``,
@@ -258,7 +258,7 @@ def gae_of_dataset(dataset, reward: str, *, value: str, gamma: float, lmbda: flo
                    next_value=None, spec: FrameSpec | None = None, out=None, overwrite: bool = False,
                    engine: str = "embedded", workers: int | None = None, address: str | None = None,
                    progress: bool | None = None):
-    """:func:`~rewardlab.analysis.returns.gae` of a dataset folder, one part at a time.
+    """:func:`~rewardlab.analysis.return_tables.gae` of a dataset folder, one part at a time.
 
     Parameters
     ----------
@@ -266,7 +266,7 @@ def gae_of_dataset(dataset, reward: str, *, value: str, gamma: float, lmbda: flo
         As :func:`reward_to_go_of_dataset`; ``value`` (and ``terminated``,
         ``next_value`` when columns) may lie in the folder or its base.
     reward, value, gamma, lmbda, terminated, next_value, spec
-        As :func:`~rewardlab.analysis.returns.gae`.
+        As :func:`~rewardlab.analysis.return_tables.gae`.
     out, overwrite, engine, workers, address, progress
         As :func:`reward_to_go_of_dataset`.
 
@@ -294,7 +294,7 @@ def gae_of_dataset(dataset, reward: str, *, value: str, gamma: float, lmbda: flo
 def trajectory_returns_of_dataset(dataset, reward: str, *, spec: FrameSpec | None = None, engine: str = "embedded",
                                   workers: int | None = None, address: str | None = None,
                                   progress: bool | None = None) -> pl.DataFrame:
-    """:func:`~rewardlab.analysis.returns.trajectory_returns` of a dataset folder, one part at a time.
+    """:func:`~rewardlab.analysis.return_tables.trajectory_returns` of a dataset folder, one part at a time.
 
     One row per trajectory (small: it comes back in memory); ``episode`` (or
     ``trajectory``) counts across parts and ``start`` is the row in the whole

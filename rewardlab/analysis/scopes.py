@@ -27,7 +27,7 @@ the frame carries, a recognized one such as kanachan's, or
                          episodes, like ``"episode_end"``.
 ``"trajectory_return"``  the undiscounted return of each trajectory, trajectories ending at the
                          plug-in's own ``done_<name>`` and at every episode end (see
-                         :func:`rewardlab.analysis.returns.trajectory_returns`): what kanachan's
+                         :func:`rewardlab.analysis.return_tables.trajectory_returns`): what kanachan's
                          trainer sums.  Equal to ``"episode_return"`` for a plug-in whose
                          ``done`` fires only at episode ends; more values otherwise (on the
                          sample, 960 episodes, 8,304 trajectories of ``delta``, done every round).

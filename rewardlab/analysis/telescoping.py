@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rewardlab.analysis.potential_bases import tabular_ids
 from rewardlab.analysis.returns import as_array, discounted_reward_to_go
-from rewardlab.analysis.shaping import tabular_ids
 from rewardlab.core.errors import ParameterError, check_in_range
 
 __all__ = ["TelescopingCheck", "telescoping_check", "telescoping_check_reference"]

@@ -216,7 +216,7 @@ class DiagnosisOptions:
     basis : str
         The potential's feature basis for the shaping test: ``"auto"`` (``"tabular"`` when every state
         column is integer or Boolean, else ``"linear"``) or a registered basis
-        (:func:`rewardlab.analysis.shaping.registered_bases`).
+        (:func:`rewardlab.analysis.potential_bases.registered_bases`).
     tolerance : float
         Relative residual (to the reward's scale) under which a difference counts as shaping.
     expect_shaping : bool

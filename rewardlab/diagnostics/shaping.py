@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rewardlab.analysis.shaping import fit_potential, resolve_basis, reward_scale
+from rewardlab.analysis.potential_bases import resolve_basis
+from rewardlab.analysis.shaping import fit_potential, reward_scale
 from rewardlab.analysis.telescoping import telescoping_check
 from rewardlab.contracts.steps.arrays import StepsArrays
 from rewardlab.core.errors import RewardlabError
@@ -38,7 +39,7 @@ rewardlab fits `phi` by least squares on the recorded transitions: `phi(s') ` is
 in the episode, or the episode's final state after its last row where the data keeps it. A feature
 basis states what `phi` may be: `tabular` (one value per distinct state; the default, `auto`, for
 integer or Boolean states), `linear` (`phi(s) = w . s + c`; the default for float states),
-`quadratic`, or one you register (`rewardlab.analysis.shaping.register_basis`).
+`quadratic`, or one you register (`rewardlab.analysis.potential_bases.register_basis`).
 
 **Assumptions.** The states are Markov (the potential is a function of the recorded state only); the
 potential of a terminal state is 0 (after a truncation the next state is real and its potential

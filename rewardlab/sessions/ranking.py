@@ -1,5 +1,9 @@
 """The ranking reward tuner's session: a rank vector, the points term, constants, export.
 
+Its results are :mod:`rewardlab.sessions.ranking_results`, a dataset folder's
+games :mod:`rewardlab.sessions.ranking_folder`, the export's round trip
+:mod:`rewardlab.sessions.ranking_export`.
+
 Examples
 --------
 >>> s = RankingTuningSession("data/sample.tsv.gz", preset="mleague")  # doctest: +SKIP
@@ -10,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,116 +21,30 @@ import numpy as np
 import polars as pl
 
 from rewardlab.sources.kanachan import schema as S
-from rewardlab.core.errors import ExportCancelled, FrameError, ParameterError, RoundTripError, check_choice, \
-    check_int
+from rewardlab.core.errors import FrameError, ParameterError, check_choice, check_int
 from rewardlab.core.fronts import text_of
 from rewardlab.export import check_constants_fit, plugin_target, render_plugin, write_text
 from rewardlab.domains.mahjong.families import (
     Provenance, Ranking, RankingParams, RankingPoints, RankingPointsParams, prepare_frame, preset_names,
     ranking_preset,
 )
-from rewardlab.domains.mahjong.ranking import RankTable, expected_reward
+from rewardlab.domains.mahjong.ranking import RankTable
 from rewardlab.domains.mahjong.rules import PLACES
 from rewardlab.domains.mahjong.ranking_parts import tuning_tables_of_dataset
 from rewardlab.analysis.episodes import EpisodeDetail
 from rewardlab.sessions.base import Param, Session
 from rewardlab.sessions.episodes import open_episode
+from rewardlab.sessions.ranking_folder import FolderGames
+from rewardlab.sessions.ranking_results import RankingResults, ranking_results
 from rewardlab.sources.registry import spec_of
 from rewardlab.sessions.inputs import (
     CancelToken, base_columns, cancel_token, check_bool, load_frame, parse_number, progress_callback, source_paths,
 )
-from rewardlab.sessions.roundtrip import CHECK_ROWS, ExportResult, roundtrip_check, roundtrip_check_dataset
+from rewardlab.sessions.ranking_export import check_ranking_export, header_of
+from rewardlab.sessions.roundtrip import CHECK_ROWS, ExportResult
 from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 
 __all__ = ["RankingResults", "RankingTuningSession"]
-
-
-def _header_of(text: str) -> str:
-    lines = []
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        lines.append(line)
-    return "\n".join(lines)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class RankingResults:
-    """What a ranking reward does on the data (see :class:`RankingTuningSession`).
-
-    ``raw`` is the reward before normalization (``vector[rank]``, plus the
-    points term when on), ``reward`` after (``(raw - mean) / std``), both
-    per episode, i.e. at the end-of-game steps; every other step gets 0.
-
-    Attributes
-    ----------
-    family : RewardFamily
-        :class:`~rewardlab.domains.mahjong.families.Ranking` or
-        :class:`~rewardlab.domains.mahjong.families.RankingPoints` with the session's parameters.
-    raw, reward : float64 arrays ``[E]``
-        Per episode (end-of-game step), in data order.
-    raw_moments, reward_moments : Moments
-        Over the end-of-game steps, before and after normalization.
-    raw_moments_all, reward_moments_all : Moments
-        Over every step (zeros off the end of the game).
-    histogram_counts : int array ``[B]``
-    histogram_edges : float array ``[B + 1]``
-        Histogram of ``reward`` (end-of-game steps).
-    zero_steps : int
-        Steps whose reward is exactly 0.
-    rank_counts, rank_probabilities : arrays ``[4]``
-        The data's final-rank distribution.
-    raw_mean_by_rank, mean_by_rank : float arrays ``[4]``
-        Mean reward per final rank (NaN for an absent rank).
-    expected_raw, expected_reward : float
-        Expected per-game reward under the data's rank distribution
-        (``sum_k p[k] * mean_by_rank[k]``), before and after normalization.
-
-    Examples
-    --------
-    >>> r = RankingTuningSession("data/sample.tsv.gz").results  # doctest: +SKIP
-    >>> r.reward_moments.mean, r.reward_moments.std  # doctest: +SKIP
-    """
-
-    family: object
-    raw: np.ndarray
-    reward: np.ndarray
-    raw_moments: object
-    reward_moments: object
-    raw_moments_all: object
-    reward_moments_all: object
-    histogram_counts: np.ndarray
-    histogram_edges: np.ndarray
-    zero_steps: int
-    rank_counts: np.ndarray
-    rank_probabilities: np.ndarray
-    raw_mean_by_rank: np.ndarray
-    mean_by_rank: np.ndarray
-    expected_raw: float
-    expected_reward: float
-
-    def by_rank_table(self, name: str = "reward") -> pl.DataFrame:
-        """Mean reward per final rank as the frame :func:`rewardlab.plot_reward_by_rank` draws.
-
-        Examples
-        --------
-        >>> results.by_rank_table().columns  # doctest: +SKIP
-        ['reward', 'rank', 'mean']
-        """
-        return pl.DataFrame({"reward": [name] * S.NUM_SEATS, "rank": list(range(S.NUM_SEATS)),
-                             "mean": self.mean_by_rank},
-                            schema={"reward": pl.String, "rank": pl.Int64, "mean": pl.Float64})
-
-    def __str__(self) -> str:
-        b, a = self.raw_moments, self.reward_moments
-        by_rank = ", ".join(f"{v:.4g}" for v in self.mean_by_rank)
-        return (f"{self.family.describe()}\n"
-                f"end-of-game steps ({b.count:,}): before mean {b.mean:.4g} std {b.std:.4g}; "
-                f"after mean {a.mean:.4g} std {a.std:.4g}\n"
-                f"mean reward by final rank: {by_rank}; expected reward {self.expected_reward:.4g}")
-
-
-_HIST_BINS = 40
 
 
 class RankingTuningSession(Session):
@@ -194,7 +111,6 @@ class RankingTuningSession(Session):
         check_choice("constants", constants, ("data", "seed", "none"))
         check_choice("preset", preset, preset_names("ranking"))
         self.data_paths = source_paths(data)
-        self._keys: dict[int, dict] = {}  # a dataset folder's episode keys read so far, by episode index
         #: The dataset folder the session reads part by part, or None when it holds the whole frame.
         self.dataset: PartedDataset | None = None
         if isinstance(data, (str, Path)) and is_dataset_folder(data):
@@ -210,6 +126,8 @@ class RankingTuningSession(Session):
                 prepared = dataclasses.replace(prepared, source=source)
             self.prepared = prepared
             self.table = RankTable.from_frame(self.frame)
+        #: A dataset folder's games (keys read on demand, a game's steps from its part), or None for a frame.
+        self._games = None if self.dataset is None else FolderGames(self.dataset, self.table)
         prepared = self.prepared
         if not np.array_equal(self.table.rank, prepared.rank):  # defensive: two readers of one frame
             raise FrameError("the rank table and the prepared frame disagree on final ranks")
@@ -407,29 +325,8 @@ class RankingTuningSession(Session):
 
     # -- recompute -------------------------------------------------------------------
     def _compute(self) -> RankingResults:
-        family = self._family
-        p = family.params
-        raw = family.raw_values(self.prepared)
-        reward = (raw - p.mean) / p.std  # the same IEEE operations as family.evaluate()
-        table = self.table
-        counts, edges = np.histogram(reward, bins=_HIST_BINS) if reward.size else (
-            np.zeros(_HIST_BINS, np.int64), np.linspace(-1.0, 1.0, _HIST_BINS + 1))
-        raw_by_rank = table.mean_by_rank(raw)
-        by_rank = table.mean_by_rank(reward)
-        expected_raw = expected_reward(np.nan_to_num(raw_by_rank, nan=0.0), self._probabilities) \
-            if reward.size else math.nan
-        return RankingResults(
-            family=family, raw=raw, reward=reward,
-            raw_moments=table.moments(raw, scope="end_of_game"),
-            reward_moments=table.moments(reward, scope="end_of_game"),
-            raw_moments_all=table.moments(raw, scope="all"),
-            reward_moments_all=table.moments(reward, scope="all"),
-            histogram_counts=counts, histogram_edges=edges,
-            zero_steps=int(table.n_rows - reward.size + np.count_nonzero(reward == 0)),
-            rank_counts=self._counts, rank_probabilities=self._probabilities,
-            raw_mean_by_rank=raw_by_rank, mean_by_rank=by_rank,
-            expected_raw=float(expected_raw), expected_reward=float((expected_raw - p.mean) / p.std),
-        )
+        return ranking_results(self._family, self.prepared, self.table, counts=self._counts,
+                               probabilities=self._probabilities)
 
     def _nonfinite(self, r: RankingResults) -> list[str]:
         present = r.rank_counts > 0  # an absent rank's mean is NaN by definition
@@ -484,27 +381,7 @@ class RankingTuningSession(Session):
             frame = self.frame.with_columns(pl.Series(f"reward_{name}", self.step_rewards()),
                                             pl.col(S.END_OF_GAME).alias(f"done_{name}"))
             return open_episode(frame, episode, rewards=(name,), spec=spec_of(frame))
-        index = self._episode_index(episode)
-        part = self.dataset.part_of_row(int(self.table.row[index]))
-        start, stop = self.dataset.part_starts()[part:part + 2]
-        frame = base_columns(self.dataset.read(part))
-        inside = (self.table.row >= start) & (self.table.row < stop)
-        reward = np.zeros(frame.height, dtype=np.float64)
-        reward[self.table.row[inside] - start] = self.results.reward[inside]
-        frame = frame.with_columns(pl.Series(f"reward_{name}", reward), pl.col(S.END_OF_GAME).alias(f"done_{name}"))
-        return open_episode(frame, self._episode_key(index), rewards=(name,), spec=spec_of(frame))
-
-    def _episode_index(self, episode) -> int:
-        """A dataset folder's episode (its index in data order, or its key) as its index."""
-        if isinstance(episode, dict):
-            key = {k: episode[k] for k in sorted(episode)}
-            if key in self._keys.values():
-                return next(i for i, k in self._keys.items() if k == key)
-            index = self._find_key(key)
-        else:
-            index = check_int("episode", episode, low=0, high=max(self.table.rank.size - 1, 0),
-                              rule=f"should be an episode index in [0, {self.table.rank.size - 1}] or its key")
-        return index
+        return self._games.episode(episode, self.results.reward, name=name)
 
     def episode_of_rank(self, rank: int) -> dict:
         """The key of a typical game ending in final place ``rank`` (a click on that bar): reward nearest the bar.
@@ -552,28 +429,11 @@ class RankingTuningSession(Session):
         row = int(self.table.row[episode])
         if self.dataset is None:
             return {k: self.frame[k][row] for k in spec_of(self.frame).episode}
-        if episode not in self._keys:
-            found = self.dataset.take(np.array([row]), list(self.dataset.spec.episode))
-            self._keys[episode] = {k: found[k][0] for k in sorted(self.dataset.spec.episode)}
-        return dict(self._keys[episode])
+        return self._games.key(episode)
 
     def _find_key(self, key: dict) -> int:
         """The index of the dataset folder's episode with ``key`` (reads the key columns of every part)."""
-        names = list(self.dataset.spec.episode)
-        if sorted(key) != sorted(names):
-            raise ParameterError("episode", f"should name the episode columns {names}", key)
-        starts = self.dataset.part_starts()
-        for index in range(len(self.dataset)):
-            part = self.dataset.read(index, names)
-            hit = part.with_row_index("_row").filter(
-                pl.all_horizontal([pl.col(k) == key[k] for k in names]))
-            if hit.height:
-                row = int(starts[index]) + int(hit["_row"][-1])
-                at = int(np.searchsorted(self.table.row, row))
-                if at < self.table.row.size:
-                    self._keys[at] = {k: key[k] for k in sorted(names)}
-                    return at
-        raise ParameterError("episode", "should be an episode of the data", key)
+        return self._games.find(key)
 
     # -- undo, pins and saved state ------------------------------------------------------
     def _snapshot(self) -> dict:
@@ -726,33 +586,12 @@ class RankingTuningSession(Session):
                              keep_constants=keep_constants,
                              state=self.state_note)
         roundtrip = None
-        if check and self.dataset is not None:
-            with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
-                trial = Path(tmp) / "exported.py"
-                trial.write_text(text, encoding="utf-8")
-                try:
-                    roundtrip = roundtrip_check_dataset(family, trial, self.dataset, prepared=self.prepared,
-                                                        game=self.table.game, check_rows=check_rows,
-                                                        progress=say, cancel=token)
-                except ExportCancelled as exc:
-                    raise ExportCancelled(shown, exc.stage) from None
-            if not roundtrip.ok:
-                raise RoundTripError(shown, roundtrip)
-        elif check:
-            expected = (self.table.step_rewards(results.reward), self.prepared.done(family.scope))
-            with tempfile.TemporaryDirectory(prefix="rewardlab-export-") as tmp:
-                trial = Path(tmp) / "exported.py"
-                trial.write_text(text, encoding="utf-8")
-                try:
-                    roundtrip = roundtrip_check(family, trial, self.frame, prepared=self.prepared,
-                                                expected=expected, check_rows=check_rows, progress=say,
-                                                cancel=token)
-                except ExportCancelled as exc:
-                    raise ExportCancelled(shown, exc.stage) from None
-            if not roundtrip.ok:
-                raise RoundTripError(shown, roundtrip)
+        if check:
+            roundtrip = check_ranking_export(family, text, shown, frame=self.frame, dataset=self.dataset,
+                                             prepared=self.prepared, table=self.table, reward=results.reward,
+                                             check_rows=check_rows, progress=say, cancel=token)
         token.check(shown, "writing")
         write_text(target, text, overwrite=overwrite, shown=shown)
         say(1.0, f"wrote {shown}")
-        return ExportResult(path=target, header=_header_of(text), roundtrip=roundtrip,
+        return ExportResult(path=target, header=header_of(text), roundtrip=roundtrip,
                             seconds=time.perf_counter() - t0)
