@@ -57,6 +57,7 @@ def convert(
     memory=DEFAULT_MEMORY,
     workers: int | None = None,
     engine: str = "embedded",
+    resume: bool = False,
     **format_options,
 ):
     """Load files of any registered format and write a Parquet or Arrow dataset, or a dataset folder of parts.
@@ -98,6 +99,10 @@ def convert(
     memory, workers, engine
         For a dataset of parts: the memory to stay near (``"512M"``), the
         files read at once, and the engine (see ``convert_to_parts``).
+    resume : bool
+        For a dataset of parts: keep the parts a killed or stopped run of
+        the same conversion finished (``OUT.partial``) and write the others
+        (see ``convert_to_parts``).
     **format_options
         The same as keyword arguments (``format="steps", episode="ep"``).
 
@@ -121,7 +126,10 @@ def convert(
                                  "stored)", spec)
         return convert_to_parts(paths, out, format=format, options=merge_options(options, format_options),
                                 on_error=on_error, skipped_path=skipped_path, memory=memory, workers=workers,
-                                engine=engine, overwrite=overwrite, progress=progress)
+                                engine=engine, overwrite=overwrite, progress=progress, resume=resume)
+    if resume:
+        raise ParameterError("resume", "applies to a dataset of parts (an output folder name without a suffix); "
+                             "a single-file dataset is written in one go", resume)
     check_not_input(out, paths, name="out")  # even with overwrite
     if skipped_path is not None and Path(skipped_path).resolve() == out.resolve():
         raise ParameterError("skipped_path", "should differ from `out`", str(skipped_path))

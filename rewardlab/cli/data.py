@@ -37,6 +37,10 @@ def register(sub) -> None:
                    "parse threads; with several input files, one worker process per file for every 4 cores "
                    "(--workers 1: one file after the other in this process)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    p.add_argument("--resume", action="store_true",
+                   help="dataset of parts: keep the parts a killed or interrupted run of the same command "
+                   "finished (in OUT.partial) and write the others; refused if the input files changed or "
+                   "an option differs")
     add_format(p)
     add_format_options(p)
     _add_on_error(p)
@@ -125,7 +129,7 @@ def _convert(args) -> int:
         warnings.simplefilter("ignore", SkippedLinesWarning)
         result = convert(args.sources, args.out, overwrite=args.overwrite, on_error=args.on_error,
                          skipped_path=skipped, format=args.format, options=format_options(args) or None,
-                         memory=args.memory, workers=args.workers)
+                         memory=args.memory, workers=args.workers, resume=args.resume)
     _report_skipped(result)
     if hasattr(result, "manifest"):
         m = result.manifest

@@ -15,6 +15,25 @@ Whatever the route, the parts concatenated are the frame
 works as for one frame: the skipped lines are counted, kept byte for byte
 and written to ``skipped_path`` once the dataset is written.
 
+Resuming (``resume=True``, ``rewardlab convert ... --resume``): the staging
+folder ``OUT.partial`` records the run (:data:`~rewardlab.sources.datasets.writer.RUN_NAME`:
+the format, each input file's resolved path, size and modification time
+in input order, the options, ``on_error``, the memory and rows per part,
+and the rewardlab and polars versions) and journals every part it
+finishes (:data:`~rewardlab.sources.datasets.writer.PARTS_JOURNAL`: the
+part's manifest entry and a fingerprint of its episodes and rows).  A run
+killed, or stopped with Ctrl-C, leaves that folder; the same command with
+``resume=True`` refuses it if anything recorded differs (naming it), reads
+the input again from its start and writes only the parts not finished: a
+part is cut at the first episode end at or past ``part_rows`` rows, which
+depends on the rows only (not on the chunks they come in), and a finished
+part is kept only if the part read again has its fingerprint (else the
+run is refused, naming the part).  The skipped lines are those of the
+whole read, as in an uninterrupted run, since the input is read in full
+again; what a resumed run saves is the parts' encoding and writing.  The
+dataset written equals the uninterrupted run's byte for byte but for its
+id (a resumed run keeps the id of the run that left the folder).
+
 Examples
 --------
 >>> result = convert_to_parts(["a.tsv.gz", "b.tsv.gz"], "corpus")  # doctest: +SKIP
@@ -24,21 +43,23 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import polars as pl
 
-from rewardlab.core.errors import OutputExistsError, ParameterError, check_int
+from rewardlab.core.errors import FileAccessError, OutputExistsError, ParameterError, check_int
 from rewardlab.core.files import check_not_input, progress_enabled
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.engines import check_engine
 from rewardlab.sources.datasets.manifest import Manifest
 from rewardlab.sources.datasets.parts import part_rows_for
-from rewardlab.sources.datasets.writer import PartWriter
+from rewardlab._version import __version__
+from rewardlab.sources.datasets.writer import RUN_NAME, STAGING_SUFFIX, PartWriter, check_staged_run
 from rewardlab.sources.dispatch import load, resolve_source
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult, write_skipped_lines
 
-__all__ = ["convert_to_parts", "PartsResult", "DEFAULT_MEMORY", "parse_size"]
+__all__ = ["convert_to_parts", "PartsResult", "DEFAULT_MEMORY", "parse_size", "run_record"]
 
 #: The memory a conversion aims to stay near, in bytes, unless told otherwise.
 DEFAULT_MEMORY = 512 << 20
@@ -94,7 +115,7 @@ def _read_one(source, files, options: dict, progress):
 def convert_to_parts(paths, out, *, format: str | None = None, options: dict | None = None,
                      on_error: str = "raise", skipped_path=None, memory=DEFAULT_MEMORY, part_rows: int | None = None,
                      workers: int | None = None, engine: str = "embedded", overwrite: bool = False,
-                     progress: bool | None = None) -> PartsResult:
+                     progress: bool | None = None, resume: bool = False) -> PartsResult:
     """Convert files of one format into the dataset folder ``out`` (see the module's text).
 
     Parameters
@@ -126,6 +147,11 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
         Replace an existing dataset folder at ``out``.
     progress : bool or None
         Progress bars (None: on an interactive terminal or in Jupyter).
+    resume : bool
+        Keep the parts a killed or stopped run of the same command (same
+        input files, unchanged, and options) finished in ``OUT.partial``;
+        write the others (see the module's text).  Without such a folder
+        it starts afresh.
 
     Returns
     -------
@@ -150,6 +176,11 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
     files, source = resolve_source(paths, format=format)
     if on_error != "raise":
         options["on_error"] = on_error
+    run = run_record(files, source.name, options, memory=memory, part_rows=rows)
+    staging = out.with_name(out.name + STAGING_SUFFIX)
+    if resume and staging.exists():  # refused before any reading
+        _check_inputs(staging, run)
+        check_staged_run(staging, run, same="input files (unchanged) and options")
     skipped: list[pl.DataFrame] = []
     written_by_source = False
     spec: FrameSpec | None = None
@@ -163,7 +194,8 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
         if writer is None:
             spec = attached(frame) or source.spec
             writer = PartWriter(out, spec=spec, part_rows=rows, overwrite=overwrite,
-                                source={"format": source.name, "inputs": [str(f) for f in files]})
+                                source={"format": source.name, "inputs": [str(f) for f in files]},
+                                run=run, resume=resume, journal=True)
             writer.__enter__()
         writer.add(attach(frame, spec) if attached(frame) is None else frame)
 
@@ -200,14 +232,59 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
         if writer is None:  # no input rows at all
             add(LoadResult.nothing_skipped(attach(pl.DataFrame(), source.spec)))
         manifest = writer.close()
-    except BaseException:
+    except BaseException as exc:
         if writer is not None:
-            writer.abort()
+            writer.abort(keep=isinstance(exc, KeyboardInterrupt))  # Ctrl-C: kept for resume
         raise
     table = pl.concat(skipped, how="diagonal_relaxed") if skipped else pl.DataFrame(schema=SKIPPED_LINES_SCHEMA)
     if skipped_path is not None and table.height and not written_by_source:
         write_skipped_lines(table["raw"].to_list(), skipped_path, overwrite=overwrite)
     return PartsResult(manifest, out, table, skipped_path if table.height else None)
+
+
+def run_record(files, format: str, options: dict, *, memory: int, part_rows: int) -> dict:
+    """What makes two conversions the same run (for resuming), as JSON: each input file (resolved path, size,
+    modification time) in order, the format, its options, the memory and rows per part, the versions.
+
+    Examples
+    --------
+    >>> sorted(run_record([], "kanachan", {}, memory=1 << 29, part_rows=1000))
+    ['format', 'inputs', 'memory', 'options', 'part_rows', 'versions']
+    """
+    inputs = []
+    for file in files:
+        path = Path(file).resolve()
+        stat = path.stat()
+        inputs.append({"path": str(path), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    record = {"format": format, "inputs": inputs, "options": options, "memory": memory, "part_rows": part_rows,
+              "versions": {"rewardlab": __version__, "polars": pl.__version__}}
+    return json.loads(json.dumps(record, sort_keys=True, default=str))
+
+
+def _check_inputs(staging: Path, run: dict) -> None:
+    """Refuse a staging folder left by a run of other input files, naming the first file that differs."""
+    try:
+        left = json.loads((staging / RUN_NAME).read_text())["run"]["inputs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # check_staged_run says the record is unreadable
+    now = run["inputs"]
+    for k, (a, b) in enumerate(zip(left, now)):
+        if a == b:
+            continue
+        if a.get("path") != b["path"]:
+            what = f"input {k + 1} is {b['path']}, not {a.get('path')}"
+        else:
+            what = (f"input {b['path']} changed since (" + ", ".join(
+                f"{key} {a.get(key)} then, {b[key]} now" for key in ("bytes", "mtime_ns") if a.get(key) != b[key])
+                + ")")
+        break
+    else:
+        if len(left) == len(now):
+            return
+        what = f"{len(now)} input files now, {len(left)} then"
+    raise FileAccessError(staging, f"was left by a run of other input ({what}), so its parts are not kept",
+                          hint="Resume with the input files that run read, unchanged, or remove the staging "
+                          "folder and run again without --resume.")
 
 
 def _bar(progress, total: int, desc: str):

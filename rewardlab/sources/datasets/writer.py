@@ -24,7 +24,9 @@ Examples
 from __future__ import annotations
 
 import collections
+import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -36,7 +38,7 @@ from pathlib import Path
 import polars as pl
 
 from rewardlab.core.errors import FileAccessError, OutputExistsError, ParameterError, check_int
-from rewardlab.core.spec import FrameSpec, attach, attached
+from rewardlab.core.spec import EPISODE_END, FrameSpec, attach, attached
 from rewardlab.engines.embedded import available_cores
 from rewardlab.sources.datasets.manifest import MANIFEST_NAME, PART_KEY, Manifest, PartEntry, file_crc32, part_name
 from rewardlab.sources.datasets.parts import (
@@ -45,7 +47,7 @@ from rewardlab.sources.datasets.parts import (
 from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
 
 __all__ = ["PartWriter", "write_part_file", "STAGING_SUFFIX", "RUN_NAME", "JOURNAL_GLOB", "MAX_WRITERS",
-           "default_writers"]
+           "default_writers", "PARTS_JOURNAL", "episodes_fingerprint", "check_staged_run", "journaled_parts"]
 
 STAGING_SUFFIX = ".partial"
 #: In a staging folder: the run that writes it (``{"id", "run"}``), for a resumed run to check.
@@ -55,6 +57,9 @@ _WRITING: set[str] = set()
 _WRITING_LOCK = threading.Lock()
 #: In a staging folder: a run's journals of finished parts (JSON lines), removed when the dataset is done.
 JOURNAL_GLOB = "journal-*.jsonl"
+#: In a staging folder of a writer with ``journal=True`` (``convert``): one JSON line per part written (its
+#: manifest entry and :func:`episodes_fingerprint`), for a resumed run to keep the part if it reads the same one.
+PARTS_JOURNAL = "journal-parts.jsonl"
 #: The most parts a :class:`PartWriter` writes at once.
 MAX_WRITERS = 64
 
@@ -106,6 +111,15 @@ class PartWriter:
         Parts written at once in writer threads (Parquet encoding is this
         writer's own work; default :func:`default_writers`); each holds its
         part in memory until it is written.
+    journal : bool
+        Record each part :meth:`write_part` writes in :data:`PARTS_JOURNAL`
+        (its entry and :func:`episodes_fingerprint`).  Resumed, the writer
+        keeps every journaled part whose file is whole (size and CRC-32):
+        when the caller hands it that part again (the same input read again
+        from its start), the part is not written again if it holds the same
+        episodes (same fingerprint), and is refused, naming the part,
+        otherwise.  For a writer fed by :meth:`add` (``convert``); a caller
+        that journals its own parts (``apply``) leaves it False.
 
     Examples
     --------
@@ -116,7 +130,7 @@ class PartWriter:
 
     def __init__(self, out, *, spec: FrameSpec, part_rows: int = DEFAULT_PART_ROWS, overwrite: bool = False,
                  base: PartedDataset | None = None, source: dict | None = None, run: dict | None = None,
-                 resume: bool = False, writers: int | None = None):
+                 resume: bool = False, writers: int | None = None, journal: bool = False):
         if not isinstance(spec, FrameSpec):
             raise ParameterError("spec", "should be a rewardlab.FrameSpec", type(spec).__name__)
         self.part_rows = check_int("part_rows", part_rows, low=1, rule="should be an integer >= 1")
@@ -137,6 +151,9 @@ class PartWriter:
         self.run = run
         self.resumed = False
         self._lock_file = None  # RUN_NAME, held locked while this run writes
+        self.journal = bool(journal)
+        #: With ``journal``: the parts a stopped run finished, ``{index: (entry, fingerprint)}``, kept if read again.
+        self.kept: dict[int, tuple[PartEntry, str]] = {}
         if resume and run is None:
             raise ParameterError("resume", "needs the run's description (run=...) to tell its own staging "
                                  "folder from another run's", resume)
@@ -152,6 +169,8 @@ class PartWriter:
             self.resumed = True
             for partial in self.staging.glob("*.tmp"):  # parts the stopped run was writing: written again
                 partial.unlink(missing_ok=True)
+            if self.journal:
+                self.kept = journaled_parts(self.staging)
         else:
             try:
                 self.staging.mkdir()
@@ -196,19 +215,7 @@ class PartWriter:
 
     def _resume_id(self, run: dict) -> str:
         """The dataset id of the run that left :attr:`staging`, if it was this run (same ``run``)."""
-        try:
-            left = json.loads((self.staging / RUN_NAME).read_text())
-            same = left["run"] == json.loads(json.dumps(run, sort_keys=True))
-            dataset_id = str(left["id"])
-        except (OSError, ValueError, KeyError, TypeError):
-            raise FileAccessError(self.staging, "holds no readable record of the run that left it, so its parts "
-                                  "cannot be trusted", hint="Remove it and run again without --resume.") from None
-        if not same:
-            differ = sorted(k for k in set(run) | set(left["run"]) if left["run"].get(k) != run.get(k))
-            raise FileAccessError(self.staging, "was left by another run (its " + ", ".join(differ)
-                                  + " differ from this one's)", hint="Run the command that left it, with the same "
-                                  "plug-in files, input and options, or remove it and run again without --resume.")
-        return dataset_id
+        return check_staged_run(self.staging, run)
 
     # --- writing ------------------------------------------------------------------------------------
 
@@ -261,8 +268,27 @@ class PartWriter:
 
     def write_part(self, index: int, frame: pl.DataFrame) -> int:
         """Write ``frame`` as part ``index`` (atomically, in the staging folder); thread-safe."""
-        self.register(index, write_part_file(self.staging, index, attach(frame, attached(frame) or self.spec),
-                                             dataset_id=self.id))
+        frame = attach(frame, attached(frame) or self.spec)
+        if not self.journal:
+            self.register(index, write_part_file(self.staging, index, frame, dataset_id=self.id))
+            return index
+        fingerprint = episodes_fingerprint(frame, self.spec)
+        kept = self.kept.get(index)
+        if kept is not None:
+            entry, recorded = kept
+            if recorded != fingerprint:
+                raise FileAccessError(self.staging / entry.name, f"part {index}, kept from the run that left "
+                                      f"{self.staging.name}, holds other episodes than this run reads for it (the "
+                                      "input read differs, or its cuts into parts)",
+                                      hint="Remove the staging folder and run again without --resume.")
+            self.register(index, entry)
+            return index
+        entry = write_part_file(self.staging, index, frame, dataset_id=self.id)
+        line = json.dumps({"index": index, "entry": dataclasses.asdict(entry), "fingerprint": fingerprint})
+        with self._lock:  # after the part's rename: a part journaled is whole
+            with open(self.staging / PARTS_JOURNAL, "a") as f:
+                f.write(line + "\n")
+            self._entries[index] = entry
         return index
 
     def register(self, index: int, entry: PartEntry) -> None:
@@ -276,6 +302,11 @@ class PartWriter:
         self.wait()
         self._stop_writer()
         indexes = sorted(self._entries)
+        unread = sorted(set(self.kept) - set(indexes))
+        if unread:
+            raise FileAccessError(self.staging, f"holds parts {unread[:5]} finished by the run that left it, which "
+                                  "this run's input does not reach", hint="Remove the staging folder and run "
+                                  "again without --resume.")
         if indexes != list(range(len(indexes))):
             missing = sorted(set(range(max(indexes) + 1)) - set(indexes)) if indexes else []
             raise FileAccessError(self.staging, f"parts {missing[:5]} were never written", hint=REWRITE_HINT)
@@ -381,3 +412,80 @@ def _promote(staging: Path, out: Path, *, overwrite: bool) -> None:
         shutil.rmtree(old, ignore_errors=True)
         return
     os.rename(staging, out)
+
+
+def check_staged_run(staging, run: dict, *, same: str = "plug-in files, input and options") -> str:
+    """The dataset id of the run that left the staging folder ``staging``, if it was the run ``run``; else an
+    error naming what differs (the keys of ``run`` whose values differ; ``same`` says what the hint asks to keep).
+
+    Examples
+    --------
+    >>> check_staged_run("corpus.partial", {"inputs": ["a.tsv"]})  # doctest: +SKIP
+    '5f0c...'
+    """
+    staging = Path(staging)
+    try:
+        left = json.loads((staging / RUN_NAME).read_text())
+        equal = left["run"] == json.loads(json.dumps(run, sort_keys=True))
+        dataset_id = str(left["id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise FileAccessError(staging, "holds no readable record of the run that left it, so its parts "
+                              "cannot be trusted", hint="Remove it and run again without --resume.") from None
+    if not equal:
+        differ = sorted(k for k in set(run) | set(left["run"]) if left["run"].get(k) != run.get(k))
+        raise FileAccessError(staging, "was left by another run (its " + ", ".join(differ)
+                              + " differ from this one's)", hint=f"Run the command that left it, with the same "
+                              f"{same}, or remove it and run again without --resume.")
+    return dataset_id
+
+
+def episodes_fingerprint(frame: pl.DataFrame, spec: FrameSpec) -> str:
+    """A digest of which episodes ``frame`` holds, in order: its rows, and each episode's key and length.
+
+    Cheap (it reads the key columns at each episode's end only), it tells
+    whether a part read again holds the same episodes cut at the same rows
+    as the part written before; the rest of a row is the reader's output on
+    the same input bytes (the run record checks their sizes and times).
+
+    Examples
+    --------
+    >>> from rewardlab.core.spec import FrameSpec
+    >>> spec = FrameSpec(name="s", episode=("e",))
+    >>> a = episodes_fingerprint(pl.DataFrame({"e": [0, 0, 1]}), spec)
+    >>> a == episodes_fingerprint(pl.DataFrame({"e": [0, 1, 1]}), spec), len(a)
+    (False, 64)
+    """
+    digest = hashlib.sha256(str(frame.height).encode())
+    if frame.height:
+        keys = [k for k in spec.episode if k in frame.columns]
+        ends = (frame.select(pl.col(keys), spec.episode_end(frame.columns), pl.int_range(pl.len()).alias("_row"))
+                .filter(pl.col(EPISODE_END)).drop(EPISODE_END))
+        ends = ends.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String))
+        digest.update(ends.hash_rows(seed=0).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def journaled_parts(staging) -> dict[int, tuple[PartEntry, str]]:
+    """The parts journaled in ``staging``'s :data:`PARTS_JOURNAL` whose files are whole (size and CRC-32), with
+    their fingerprints; any other part file there is removed (it is written again).  A line cut short by a kill
+    is ignored."""
+    staging = Path(staging)
+    found: dict[int, tuple[PartEntry, str]] = {}
+    journal = staging / PARTS_JOURNAL
+    for line in (journal.read_text().splitlines() if journal.is_file() else []):
+        try:
+            record = json.loads(line)
+            index, entry, fingerprint = int(record["index"]), PartEntry(**record["entry"]), str(record["fingerprint"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        path = staging / entry.name
+        if entry.name != part_name(index) or not path.is_file() or path.stat().st_size != entry.bytes:
+            continue
+        if file_crc32(path) != entry.crc32:
+            continue
+        found[index] = (entry, fingerprint)
+    names = {entry.name for entry, _ in found.values()}
+    for path in staging.glob("part-*"):
+        if path.name not in names:
+            path.unlink(missing_ok=True)
+    return found
