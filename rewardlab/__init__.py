@@ -45,7 +45,8 @@ _EXPORTS = {
     "rewardlab.sources.kanachan.reader": ("load_kanachan", "read_kanachan", "scan_kanachan"),
     "rewardlab.sources.mjai.reader": ("load_mjai", "read_mjai"),
     "rewardlab.sources.minari.reader": ("load_minari",),
-    "rewardlab.sources.results": ("LoadResult",),
+    "rewardlab.sources.results": ("LoadResult", "PartLeftOut"),
+    "rewardlab.sources.datasets": ("open_dataset", "read_dataset_folder"),
     "rewardlab.plugins": (
         "CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin", "split_shards",
     ),

@@ -102,6 +102,28 @@ def test_a_foreign_part_is_named(corpus, tmp_path):
         PartedDataset(target)
 
 
+@pytest.mark.parametrize("how, rule", [("missing", "missing_part"), ("truncated", "part_size"),
+                                       ("duplicated", "duplicated_part"), ("foreign", "foreign_part")])
+def test_each_bad_part_error_names_the_part_file_and_its_rule(corpus, tmp_path, how, rule):
+    target = _copy(corpus, tmp_path)
+    path = target / "part-000002.parquet"
+    if how == "missing":
+        path.unlink()
+    elif how == "truncated":
+        path.write_bytes(path.read_bytes()[:-100])
+    elif how == "duplicated":
+        manifest = json.loads((target / MANIFEST_NAME).read_text())
+        shutil.copy(target / "part-000001.parquet", path)
+        manifest["parts"][2]["bytes"] = path.stat().st_size
+        (target / MANIFEST_NAME).write_text(json.dumps(manifest))
+    else:  # another dataset's part 2, the size the manifest lists
+        convert_to_parts("data/sample.tsv.gz", tmp_path / "other", part_rows=20_000, progress=False)
+        shutil.copy(tmp_path / "other" / path.name, path)
+    with pytest.raises(DataFormatError, match=rf"^{path}: .* \[rule: {rule}\]") as info:
+        PartedDataset(target)
+    assert info.value.path == str(path)
+
+
 def test_a_damaged_manifest_is_named(corpus, tmp_path):
     target = _copy(corpus, tmp_path)
     (target / MANIFEST_NAME).write_text("{not json")

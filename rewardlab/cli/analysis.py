@@ -37,6 +37,10 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print JSON: {source, rows, rewards: {NAME: {SCOPE: {...}}}} (stable keys; "
                    "quantile_method and quantile_rank_error say how the quantiles were computed)")
+    p.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                   help="dataset folder: stop at a missing, truncated, foreign or duplicated part (raise, "
+                   "default), or leave it out whole (its file left in place; a rewards folder and its base "
+                   "leave out the same parts) and warn, naming it and the rows and episodes left out (skip)")
     add_engine_options(p, work="read")
     add_input_options(p)
     p.set_defaults(func=_stats)
@@ -99,7 +103,12 @@ def _folder(args):
     from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 
     if len(args.data) == 1 and args.format is None and not args.option and is_dataset_folder(args.data[0]):
-        return PartedDataset(args.data[0])
+        return PartedDataset(args.data[0], on_error=getattr(args, "on_error", "raise"))
+    if getattr(args, "on_error", "raise") != "raise":
+        from rewardlab.core.errors import ParameterError
+
+        raise ParameterError("--on-error", "applies to a dataset folder named alone (its bad parts are left "
+                             "out); a table is read whole", args.on_error)
     return None
 
 

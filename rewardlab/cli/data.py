@@ -64,7 +64,8 @@ def register(sub) -> None:
 def _add_on_error(p) -> None:
     p.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                    help="stop at the first malformed line (raise, default) or skip it and the "
-                   "episodes it breaks (skip)")
+                   "episodes it breaks (skip); a dataset folder: stop at a missing, truncated, foreign or "
+                   "duplicated part, or leave it out whole (its file left in place) and warn")
     p.add_argument("--skipped", metavar="FILE",
                    help="with --on-error skip: side file for the skipped lines "
                    "(default: OUT.skipped.txt or FIRST_SOURCE.skipped.txt; .skipped.parquet "
@@ -171,7 +172,10 @@ def _info(args) -> int:
     from rewardlab.sources.datasets import is_dataset_folder
 
     if len(paths) == 1 and source.name == "dataset" and not given and is_dataset_folder(paths[0]):
-        print(_folder_summary(paths[0], args.json))  # part by part: a corpus need not fit in memory
+        if args.skipped:
+            raise ParameterError("--skipped", "applies to input read line by line: a dataset folder's bad "
+                                 "parts are left out in place (the warning names their files)", args.skipped)
+        print(_folder_summary(paths[0], args.json, on_error=args.on_error))  # part by part: need not fit in memory
         return 0
     if source.read is None or (args.on_error == "raise" and source.scan is not None
                                and all(_is_dataset(p) for p in paths)):
@@ -244,15 +248,16 @@ def _counts_text(out: dict, heading: str, as_json: bool) -> str:
     return "\n".join(lines + _roles_lines(out.get("roles")) + _digest_lines(out["episode_summary"]))
 
 
-def _folder_summary(folder, as_json: bool) -> str:
-    """``info`` of a dataset folder, read part by part (the same text and JSON as for one frame)."""
+def _folder_summary(folder, as_json: bool, *, on_error: str = "raise") -> str:
+    """``info`` of a dataset folder, read part by part (the same text and JSON as for one frame; ``on_error``
+    "skip": of its good parts, the others left out with a warning)."""
     from rewardlab.analysis.episode_parts import dataset_episode_summary
     from rewardlab.analysis.episode_summary import describe_episodes
     from rewardlab.dataset import summarize_dataset
     from rewardlab.sources.datasets import PartedDataset
     from rewardlab.sources.kanachan import schema as S
 
-    ds = PartedDataset(folder)
+    ds = PartedDataset(folder, on_error=on_error)
     names = list(ds.columns)  # its own columns, as `info` of one file shows (a rewards folder: the rewards table)
     digest = _clean_digest(describe_episodes(dataset_episode_summary(ds)))
     if set(S.KANACHAN_SPEC.required) <= set(names):

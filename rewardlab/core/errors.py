@@ -677,6 +677,20 @@ class FilesLeftOutWarning(RewardlabWarning):
 __all__ += ["FilesLeftOutWarning"]
 
 
+class PartsLeftOutWarning(RewardlabWarning):
+    """A dataset folder opened with ``on_error="skip"`` left out bad parts (missing, truncated, foreign,
+    duplicated); the message names each part's file (left in place) and counts the rows and episodes left out.
+
+    Examples
+    --------
+    >>> str(PartsLeftOutWarning("left out 1 of 4 parts of corpus: part 1 (corpus/part-000001.parquet: missing)"))
+    'left out 1 of 4 parts of corpus: part 1 (corpus/part-000001.parquet: missing)'
+    """
+
+
+__all__ += ["PartsLeftOutWarning"]
+
+
 __all__ += ["EngineError"]
 
 

@@ -22,7 +22,7 @@ import polars as pl
 
 from rewardlab.core.files import atomic_open
 
-__all__ = ["LoadResult", "SKIPPED_LINES_SCHEMA", "write_skipped_lines"]
+__all__ = ["LoadResult", "PartLeftOut", "SKIPPED_LINES_SCHEMA", "write_skipped_lines"]
 
 #: One row per skipped input line: where, why, and the line as read (``raw``: its bytes, no ``\\n``).
 SKIPPED_LINES_SCHEMA = {
@@ -34,6 +34,46 @@ SKIPPED_LINES_SCHEMA = {
     "text": pl.String,
     "raw": pl.Binary,
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class PartLeftOut:
+    """A part of a dataset folder that ``on_error="skip"`` left out (a part holds whole episodes, so the whole
+    part goes; its file stays where it is).
+
+    Attributes
+    ----------
+    index : int or None
+        The part's index in the manifest (None: a part file the manifest does not list).
+    file : Path
+        The part's file, left in place (nothing is deleted).
+    reason : str
+        The rule it broke: ``missing_part``, ``part_size`` (truncated or replaced), ``foreign_part``,
+        ``duplicated_part``, ``stray_part`` (not listed), ``base_part_left_out`` / ``rewards_part_left_out``
+        (a rewards folder and its base leave out the same parts).
+    message : str
+        What was found, in words.
+    rows, episodes : int
+        What the manifest lists for it (0 for a file it does not list).
+
+    Examples
+    --------
+    >>> PartLeftOut(1, Path("corpus/part-000001.parquet"), "missing_part", "the part is missing", 100, 4).describe()
+    'part 1 (corpus/part-000001.parquet: missing_part, the part is missing; 100 rows, 4 episodes)'
+    """
+
+    index: int | None
+    file: Path
+    reason: str
+    message: str
+    rows: int
+    episodes: int
+
+    def describe(self) -> str:
+        """One phrase: which part, its file, why, and what it held."""
+        what = "a file not in the manifest" if self.index is None else f"part {self.index}"
+        held = "" if self.index is None else f"; {self.rows:,} rows, {self.episodes:,} episodes"
+        return f"{what} ({self.file}: {self.reason}, {self.message}{held})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +92,8 @@ class LoadResult:
         ``on_error="skip"``.
     skipped_path : Path or None
         The side file the skipped input was written to, if any.
+    parts_left_out : tuple of PartLeftOut
+        A dataset folder's parts left out whole (``on_error="skip"``; empty otherwise).
 
     Examples
     --------
@@ -63,6 +105,21 @@ class LoadResult:
     frame: pl.DataFrame
     skipped: pl.DataFrame
     skipped_path: Path | None = None
+    parts_left_out: tuple[PartLeftOut, ...] = ()
+
+    @property
+    def parts_left_out_counts(self) -> dict[str, int]:
+        """Parts left out per reason, most frequent first.
+
+        Examples
+        --------
+        >>> LoadResult.nothing_skipped(pl.DataFrame()).parts_left_out_counts
+        {}
+        """
+        counts: dict[str, int] = {}
+        for part in self.parts_left_out:
+            counts[part.reason] = counts.get(part.reason, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     @property
     def skip_counts(self) -> dict[str, int]:

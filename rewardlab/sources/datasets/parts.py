@@ -13,7 +13,12 @@ size the manifest says and, in its footer, this dataset's id and its own
 index; no other part file lies in the folder), so a missing, truncated,
 foreign or duplicated part is named before any work starts.
 :meth:`PartedDataset.verify` also reads every part (CRC-32 and page
-checksums).
+checksums).  With ``on_error="skip"`` a bad part is left out whole instead
+(a part holds whole episodes, so no episode is ever cut): the dataset is the
+other parts, :attr:`PartedDataset.left_out` records each one left out
+(:class:`~rewardlab.sources.results.PartLeftOut`: index, file, reason, rows
+and episodes from the manifest), its file stays where it is, and a
+:class:`~rewardlab.core.errors.PartsLeftOutWarning` names them.
 
 Examples
 --------
@@ -33,17 +38,22 @@ Examples
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import polars as pl
 
-from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, ParameterError, check_int
+from rewardlab.core.errors import (
+    ColumnNotFoundError, DataFormatError, ParameterError, PartsLeftOutWarning, check_choice, check_int,
+)
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.sources.datasets.manifest import MANIFEST_NAME, PART_KEY, file_crc32, has_manifest, read_manifest
+from rewardlab.sources.results import PartLeftOut
 from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part
 
 __all__ = ["PartedDataset", "open_dataset", "is_dataset_folder", "episode_cuts", "count_episodes", "read_part_file",
@@ -117,6 +127,27 @@ class PartedDataset:
     ----------
     folder : path
         A folder with a manifest (``rewardlab convert ... --out FOLDER``).
+    on_error : {"raise", "skip"}
+        ``"raise"`` (default): a bad part stops the opening, named.
+        ``"skip"``: a missing, truncated, foreign or duplicated part is left
+        out whole (its file left in place) and recorded in :attr:`left_out`;
+        a part file the manifest does not list is passed over and recorded
+        too; one :class:`~rewardlab.core.errors.PartsLeftOutWarning` names
+        them.  A rewards dataset and its base leave out the same part
+        indexes (those either lacks).  A damaged manifest, or a missing or
+        mismatched base, still raises: no part can be trusted then.
+
+    Attributes
+    ----------
+    manifest : Manifest
+        The parts kept, in order (every part, unless some were left out).
+    listed : Manifest
+        The manifest as written (every part it lists).
+    part_indexes : tuple of int
+        The manifest index of each kept part (``range(len(listed.parts))``
+        when nothing was left out).
+    left_out : tuple of PartLeftOut
+        What ``on_error="skip"`` left out (empty otherwise).
 
     Raises
     ------
@@ -133,25 +164,37 @@ class PartedDataset:
     >>> ds = PartedDataset("corpus")  # doctest: +SKIP
     >>> for part in ds.frames(columns=["reward_top"]):  # doctest: +SKIP
     ...     ...
+    >>> PartedDataset("corpus", on_error="skip").left_out  # doctest: +SKIP
+    (PartLeftOut(index=3, file=PosixPath('corpus/part-000003.parquet'), reason='part_size', ...),)
     """
 
-    def __init__(self, folder):
+    def __init__(self, folder, *, on_error: str = "raise"):
+        self._open(folder, check_choice("on_error", on_error, ("raise", "skip")))
+        if self.left_out:
+            warnings.warn(PartsLeftOutWarning(self.left_out_message()), stacklevel=2)
+
+    def _open(self, folder, on_error: str) -> None:
         self.folder = Path(folder)
+        self.on_error = on_error
         if not self.folder.is_dir():
             raise DataFormatError(self.folder, None, None, "missing_file", "the dataset folder does not exist",
                                   hint="Check the path.")
-        self.manifest = read_manifest(self.folder)
+        self.listed = self.manifest = read_manifest(self.folder)
         try:
             self.spec = FrameSpec.from_dict(self.manifest.spec)
         except Exception as exc:  # noqa: BLE001 - any failure to rebuild it is a damaged manifest
             raise DataFormatError(self.folder / MANIFEST_NAME, None, None, "bad_manifest",
                                   f"the manifest's spec cannot be read ({exc})", hint=REWRITE_HINT) from None
         self.paths = [self.folder / p.name for p in self.manifest.parts]
-        self._check_parts()
+        self.part_indexes: tuple[int, ...] = tuple(range(len(self.paths)))
+        self.left_out: tuple[PartLeftOut, ...] = ()
+        found = self._check_parts()
         self._base: PartedDataset | None = None
         self._columns: tuple[str, ...] | None = None
         if self.manifest.base is not None:
             self._base = self._open_base()
+            found += _same_parts_left_out(self, self._base, found)
+        self._leave_out(found)
 
     # --- what it holds ------------------------------------------------------------------------------
 
@@ -229,13 +272,14 @@ class PartedDataset:
     def part_items(self) -> list[tuple[str, int, int]]:
         """``(file, rows, index)`` of every part: what a work item needs to read one part on its own
         (:func:`read_part_file`), without opening the folder again (which checks every part's footer).
+        ``index`` is the part's index in the manifest (:attr:`part_indexes`: parts left out are not there).
 
         Examples
         --------
         >>> open_dataset("corpus").part_items()[0]  # doctest: +SKIP
         ('corpus/part-000000.parquet', 162762, 0)
         """
-        return [(str(p), e.rows, i) for i, (p, e) in enumerate(zip(self.paths, self.manifest.parts))]
+        return [(str(p), e.rows, i) for i, p, e in zip(self.part_indexes, self.paths, self.manifest.parts)]
 
     def part_starts(self) -> np.ndarray:
         """The first row of every part in the whole dataset, and the row count last (``[parts + 1]`` int64).
@@ -304,41 +348,89 @@ class PartedDataset:
 
     # --- checks -------------------------------------------------------------------------------------
 
-    def _check_parts(self) -> None:
-        listed = {p.name for p in self.manifest.parts}
+    def _check_parts(self) -> list[PartLeftOut]:
+        """Check every listed part's size and footer and look for part files not listed: raise the first
+        problem, or (skip mode) return one record per part to leave out."""
+        found: list[PartLeftOut] = []
         for index, (entry, path) in enumerate(zip(self.manifest.parts, self.paths)):
             try:
-                size = path.stat().st_size
-            except FileNotFoundError:
-                raise DataFormatError(path, None, None, "missing_part",
-                                      f"part {index} of {len(self.paths)} listed in the manifest is missing",
-                                      hint=REWRITE_HINT) from None
-            if size != entry.bytes:
-                raise DataFormatError(path, None, None, "part_size",
-                                      f"the part has {size:,} bytes, the manifest says {entry.bytes:,} "
-                                      "(truncated, or replaced by another file)", hint=REWRITE_HINT)
-            raw = file_metadata(path).get(PART_KEY.encode())
-            try:
-                found = json.loads(raw) if raw is not None else None
-            except ValueError:
-                found = None
-            if not isinstance(found, dict) or found.get("dataset") != self.manifest.id:
-                raise DataFormatError(path, None, None, "foreign_part",
-                                      "the part belongs to another dataset (its footer names "
-                                      f"{found.get('dataset') if isinstance(found, dict) else 'none'}, the "
-                                      f"manifest {self.manifest.id})", hint=REWRITE_HINT)
-            if found.get("index") != index:
-                raise DataFormatError(path, None, None, "duplicated_part",
-                                      f"the file is part {found.get('index')} of this dataset, copied over "
-                                      f"part {index}", hint=REWRITE_HINT)
+                self._check_part(index, entry, path)
+            except DataFormatError as exc:
+                if self.on_error == "raise":
+                    raise
+                found.append(PartLeftOut(index, path, exc.rule, exc.message, entry.rows, entry.episodes))
+        listed = {p.name for p in self.manifest.parts}
         strays = sorted(p.name for p in self.folder.iterdir()
                         if p.suffix in DATASET_SUFFIXES and p.name not in listed)
-        if strays:
+        if strays and self.on_error == "raise":
             raise DataFormatError(self.folder / strays[0], None, None, "foreign_part",
                                   f"the folder holds {len(strays)} part file(s) its manifest does not list "
                                   f"({', '.join(strays[:3])}{', ...' if len(strays) > 3 else ''})",
                                   hint="Move them out of the dataset folder (a dataset folder holds only its "
                                   "own parts).")
+        found += [PartLeftOut(None, self.folder / name, "stray_part", "the manifest does not list it", 0, 0)
+                  for name in strays]
+        return found
+
+    def _check_part(self, index: int, entry, path: Path) -> None:
+        """Raise :class:`DataFormatError` (naming ``path``) if part ``index`` is missing, has another size
+        than listed, or its footer names another dataset or index."""
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise DataFormatError(path, None, None, "missing_part",
+                                  f"part {index} of {len(self.paths)} listed in the manifest is missing",
+                                  hint=REWRITE_HINT) from None
+        if size != entry.bytes:
+            raise DataFormatError(path, None, None, "part_size",
+                                  f"the part has {size:,} bytes, the manifest says {entry.bytes:,} "
+                                  "(truncated, or replaced by another file)", hint=REWRITE_HINT)
+        raw = file_metadata(path).get(PART_KEY.encode())
+        try:
+            found = json.loads(raw) if raw is not None else None
+        except ValueError:
+            found = None
+        if not isinstance(found, dict) or found.get("dataset") != self.manifest.id:
+            raise DataFormatError(path, None, None, "foreign_part",
+                                  "the part belongs to another dataset (its footer names "
+                                  f"{found.get('dataset') if isinstance(found, dict) else 'none'}, the "
+                                  f"manifest {self.manifest.id})", hint=REWRITE_HINT)
+        if found.get("index") != index:
+            raise DataFormatError(path, None, None, "duplicated_part",
+                                  f"the file is part {found.get('index')} of this dataset, copied over "
+                                  f"part {index}", hint=REWRITE_HINT)
+
+    def _leave_out(self, records: list[PartLeftOut]) -> None:
+        """Keep every listed part but those of ``records`` (the manifest, paths and indexes of the rest)."""
+        self.left_out = tuple(sorted(records, key=lambda r: (r.index is None, r.index or 0, str(r.file))))
+        gone = {r.index for r in records if r.index is not None}
+        if not gone:
+            return
+        self.part_indexes = tuple(i for i in range(len(self.listed.parts)) if i not in gone)
+        self.manifest = dataclasses.replace(self.listed, parts=tuple(self.listed.parts[i] for i in self.part_indexes))
+        self.paths = [self.folder / p.name for p in self.manifest.parts]
+
+    def left_out_message(self) -> str:
+        """What :attr:`left_out` holds (with the base's), in one line: the files (left in place), why, and the
+        rows and episodes left out.
+
+        Examples
+        --------
+        >>> PartedDataset("corpus", on_error="skip").left_out_message()  # doctest: +SKIP
+        'left out 1 of 9 parts of corpus (20,012 of 181,446 rows, 61 of 960 episodes): part 3 (...)'
+        """
+        records = [*self.left_out, *(self._base.left_out if self._base is not None else ())]
+        if not records:
+            return f"left out no part of {self.folder}"
+        gone = [r for r in self.left_out if r.index is not None]
+        rows, episodes = sum(r.rows for r in gone), sum(r.episodes for r in gone)
+        strays = len(self.left_out) - len(gone)
+        text = (f"left out {len(gone)} of {len(self.listed.parts)} parts of {self.folder} ({rows:,} of "
+                f"{self.listed.rows:,} rows, {episodes:,} of {self.listed.episodes:,} episodes)"
+                + (f" and passed over {strays} file(s) it does not list" if strays else ""))
+        where = "; ".join(("base: " if r not in self.left_out else "") + r.describe() for r in records)
+        return (f"{text}: {where}. The files are left where they are (nothing was deleted); write the dataset "
+                "again, or restore them, to read every part.")
 
     def _open_base(self) -> "PartedDataset":
         base = self.manifest.base or {}
@@ -348,8 +440,9 @@ class PartedDataset:
                                   f"the rewards dataset's input {where} is not there (it was made from it, "
                                   "and reads states and context from it)",
                                   hint="Keep the two folders side by side, as `rewardlab apply` wrote them.")
-        found = PartedDataset(where)
-        if found.manifest.id != base.get("id") or len(found) != len(self):
+        found = PartedDataset.__new__(PartedDataset)
+        found._open(where, self.on_error)  # its warning is this dataset's (left_out_message names both)
+        if found.listed.id != base.get("id") or len(found.listed.parts) != len(self.listed.parts):
             raise DataFormatError(self.folder / MANIFEST_NAME, None, None, "base_mismatch",
                                   f"{where} is not the dataset these rewards were computed on (its id or parts "
                                   "differ)", hint="Apply the plug-ins to it again.")
@@ -379,6 +472,29 @@ class PartedDataset:
                 progress(index + 1, len(self))
 
 
+def _same_parts_left_out(rewards: PartedDataset, base: PartedDataset, found: list[PartLeftOut]) -> list[PartLeftOut]:
+    """Make a rewards dataset and its base leave out the same part indexes: the base leaves out the parts
+    ``found`` leaves out; the records of the rewards' parts whose base part was left out are returned."""
+    own = {r.index for r in found if r.index is not None}
+    theirs = {r.index for r in base.left_out if r.index is not None}
+    _also_leave_out(base, own - theirs, "rewards_part_left_out",
+                    f"the part of the rewards dataset {rewards.folder} built on it is left out")
+    return [PartLeftOut(i, rewards.folder / rewards.listed.parts[i].name, "base_part_left_out",
+                        f"part {i} of its base {base.folder} is left out", rewards.listed.parts[i].rows,
+                        rewards.listed.parts[i].episodes) for i in sorted(theirs - own)]
+
+
+def _also_leave_out(ds: PartedDataset, indexes: set, reason: str, message: str) -> None:
+    """Leave parts ``indexes`` of ``ds`` (and of its base, and so on) out too, recorded with ``reason``."""
+    if not indexes:
+        return
+    extra = [PartLeftOut(i, ds.folder / ds.listed.parts[i].name, reason, message, ds.listed.parts[i].rows,
+                         ds.listed.parts[i].episodes) for i in sorted(indexes)]
+    ds._leave_out([*ds.left_out, *extra])
+    if ds.base is not None:
+        _also_leave_out(ds.base, indexes - {r.index for r in ds.base.left_out}, reason, message)
+
+
 def check_part_rows(frame: pl.DataFrame, path, rows: int) -> None:
     """Refuse a part whose row count differs from its manifest's (naming the part)."""
     if frame.height != rows:
@@ -401,12 +517,13 @@ def read_part_file(path, rows: int, *, columns=None) -> pl.DataFrame:
     return frame
 
 
-def open_dataset(folder) -> PartedDataset:
-    """Open a dataset folder (see :class:`PartedDataset`).
+def open_dataset(folder, *, on_error: str = "raise") -> PartedDataset:
+    """Open a dataset folder (see :class:`PartedDataset`; ``on_error="skip"`` leaves bad parts out).
 
     Examples
     --------
     >>> import rewardlab
     >>> ds = rewardlab.open_dataset("corpus")  # doctest: +SKIP
+    >>> ds = rewardlab.open_dataset("corpus", on_error="skip")  # doctest: +SKIP
     """
-    return PartedDataset(folder)
+    return PartedDataset(folder, on_error=on_error)
