@@ -37,31 +37,15 @@ import os
 from pathlib import Path
 
 from rewardlab.core.files import atomic_open, check_output
-from rewardlab.core.fronts import Fix, Say, Text
-from rewardlab._version import __version__
 from rewardlab.core.errors import ExportWriteError, FileAccessError, OutputExistsError, ParameterError, RewardlabError
-from rewardlab.domains.mahjong.families.base import EXPORT_HELPERS
 from rewardlab.domains.mahjong.families.presets import FAMILIES
 from rewardlab.families.base import RewardFamily
-from rewardlab.families.rendering import check_reward_range, format_value, render_literal, sanitize_comment
+from rewardlab.families.export import check_constants_fit, constants_fit, render_family
+from rewardlab.families.rendering import sanitize_comment
 from rewardlab.plugins.loading import plugin_name
 
 __all__ = ["export_plugin", "render_plugin", "sanitize_comment", "as_family", "constants_fit",
            "check_constants_fit", "export_target", "plugin_target", "write_text"]
-
-#: What each family's file computes, for the header.
-_FORMULAS = {
-    "ranking": ["(vector[rank] - mean) / std on end-of-game steps, 0.0 elsewhere;",
-                "done = end_of_game.  rank: 0 = top, ties broken by seat (lower seat first)."],
-    "points": ["((score - offset) / divisor - mean) / std on end-of-game steps, 0.0 elsewhere;",
-               "done = end_of_game.  score: the acting player's final score."],
-    "ranking_points": ["(vector[rank] + (score - offset) // divisor - mean) / std on end-of-game",
-                       "steps, 0.0 elsewhere; done = end_of_game.  // floors (integers)."],
-    "round_delta": ["((delta - offset) / divisor - mean) / std on end-of-round and end-of-game",
-                    "steps, 0.0 elsewhere; done = end_of_round | end_of_game.",
-                    "delta: the acting player's score change in that round (results[seat])."],
-}
-
 
 def as_family(family_or_params) -> RewardFamily:
     """A family object from a family or a parameter dataclass instance.
@@ -81,67 +65,20 @@ def as_family(family_or_params) -> RewardFamily:
                          "parameters (e.g. RankingParams)", type(family_or_params).__name__)
 
 
-def constants_fit(family: RewardFamily) -> str:
-    """One line for the header: whether the constants were fitted for exactly these parameters.
-
-    Examples
-    --------
-    >>> from rewardlab.domains.mahjong.families import Ranking
-    >>> constants_fit(Ranking.from_preset("top").with_seed_constants())
-    "fitted for exactly these parameters (the wiki's recipe, no data)"
-    >>> constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
-    "NOT fitted for these parameters: fitted for ranking: vector=[1.0, -1.0, -1.0, -1.0] (the wiki's recipe, no data); exported as they are on request (keep_constants=True)"
-    """
-    prov = family.params.provenance
-    if prov.kind not in ("dataset", "seed"):
-        return "not fitted (" + prov.describe() + ")"
-    data = f"data fingerprint {prov.fingerprint}" if prov.fingerprint else \
-        "the wiki's recipe, no data" if prov.kind == "seed" else "data fingerprint not recorded"
-    if prov.fitted_for is None:
-        return f"fitted, for parameters not recorded ({data})"
-    if not family.constants_stale:
-        return f"fitted for exactly these parameters ({data})"
-    return (f"NOT fitted for these parameters: fitted for {prov.fitted_for} ({data}); exported as they are "
-            "on request (keep_constants=True)")
-
-
-def check_constants_fit(family: RewardFamily, *, keep_constants: bool = False) -> None:
-    """Refuse constants fitted for other parameters unless ``keep_constants`` (see :func:`export_plugin`).
-
-    Examples
-    --------
-    >>> from rewardlab.domains.mahjong.families import Ranking
-    >>> check_constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
-    Traceback (most recent call last):
-    rewardlab.core.errors.ParameterError: `constants` should be fitted for the exported parameters (ranking: vector=[2.0, 0.0, 0.0, -1.0]), not for ranking: vector=[1.0, -1.0, -1.0, -1.0]. Received {'mean': -0.5, 'std': 1.0}. Refit them for these parameters (with_constants_from(data)), or pass keep_constants=True to export them as they are.
-    >>> from rewardlab.core.fronts import WIDGET, render
-    >>> try:
-    ...     check_constants_fit(Ranking.from_preset("top").with_seed_constants().with_params(vector=(2, 0, 0, -1)))
-    ... except ParameterError as exc:
-    ...     print(render(exc, WIDGET).split("}. ")[1])  # the remedy in a widget's words
-    Refit them for these parameters (the “from data” button), or tick 'keep these constants' to export them as they are.
-    """
-    if not isinstance(keep_constants, bool):
-        raise ParameterError("keep_constants", "should be True or False", keep_constants)
-    if family.constants_stale and not keep_constants:
-        p = family.params
-        raise ParameterError("constants", f"should be fitted for the exported parameters ({family.parameter_key()}), "
-                             f"not for {p.provenance.fitted_for}", {"mean": p.mean, "std": p.std},
-                             hint=Text("Refit them for these parameters (",
-                                       Say("refit_constants", "with_constants_from(data)"), "), or ",
-                                       Fix("keep_constants", True), " to export them as they are."))
-
-
 def render_plugin(family_or_params, *, source: str | None = None,
                   created: _dt.datetime | None = None, keep_constants: bool = False,
                   state: str | None = None) -> str:
     """The text of the plug-in file for a family (see :func:`export_plugin`).
 
-    Everything is checked here, before any file is touched: every literal
-    is a finite number, the raw and normalized rewards stay within
-    ``±REWARD_LIMIT`` for every input the file can receive
+    The family core renders it (:func:`rewardlab.families.export.render_family`:
+    the family supplies its formula lines, literals, helpers and body), and
+    checks everything before any file is touched: every literal is a finite
+    number, the raw and normalized rewards stay within ``±REWARD_LIMIT`` for
+    every input the file can receive
     (:func:`rewardlab.families.rendering.check_reward_range`), and constants
-    fitted for other parameters are refused unless ``keep_constants``.
+    fitted for other parameters are refused unless ``keep_constants``
+    (:func:`check_constants_fit`, re-exported from the core with
+    :func:`constants_fit`).
 
     Parameters
     ----------
@@ -176,59 +113,8 @@ def render_plugin(family_or_params, *, source: str | None = None,
     >>> "def get_reward(data, contiguous):" in text, "import rewardlab" in text
     (True, False)
     """
-    family = as_family(family_or_params)
-    p = family.params
-    if source is not None and not isinstance(source, (str, Path)):
-        raise ParameterError("source", "should be a string or None", source)
-    if state is not None and not isinstance(state, (str, Path)):
-        raise ParameterError("state", "should be a string or None", state)
-    created = created or _dt.datetime.now(_dt.timezone.utc)
-    if not isinstance(created, _dt.datetime):
-        raise ParameterError("created", "should be a datetime", created)
-    literals = family.export_literals()
-    assignments = [f"{name} = {render_literal(name, value)}" for name, value in literals.items()]
-    for name in literals:  # fixed names from the family classes; checked all the same
-        if not name.startswith("_RL_") or not name.isidentifier():
-            raise ParameterError("name", "should be an identifier starting with _RL_", name)
-    check_reward_range(p)  # again: the parameters may have been built around validation
-    check_constants_fit(family, keep_constants=keep_constants)
-    prov = p.provenance
-    header = [
-        f"Reward plug-in for kanachan, generated by rewardlab {__version__} on "
-        f"{created.astimezone(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')}.",
-        "Self-contained (imports torch only).  To change it, change the parameters in rewardlab",
-        "and export again; the literals below are exactly rewardlab's values.",
-        "",
-        f"family:      {family.name} ({family.title})",
-    ]
-    for k, v in family.parameter_summary().items():
-        header.append(f"parameter:   {k} = {format_value(v)}")
-    header += [
-        f"constants:   mean = {p.mean!r}, std = {p.std!r}",
-        f"constants from: {prov.describe()}",
-    ]
-    if prov.kind == "dataset":
-        header += [f"  dataset:     {prov.dataset if prov.dataset else '(in memory)'}",
-                   f"  rows:        {prov.rows}",
-                   f"  steps:       {prov.steps} ({prov.scope})",
-                   f"  fingerprint: {prov.fingerprint}"]
-    header.append(f"constants fit: {constants_fit(family)}")
-    if source is not None:
-        header.append(f"source:      {source}")
-    if state is not None:
-        header.append(f"state:       {state}")
-    header.append("reward:      " + _FORMULAS[family.name][0])
-    header += ["             " + line for line in _FORMULAS[family.name][1:]]
-    comment = "\n".join(("# " + sanitize_comment(line)).rstrip() for line in header)
-    text = (
-        comment + "\n\n"
-        "import torch as _RL_torch\n\n"
-        + "\n".join(assignments) + "\n\n\n"
-        + EXPORT_HELPERS.strip("\n") + "\n\n\n"
-        + family.export_body.strip("\n") + "\n"
-    )
-    compile(text, "<rewardlab plug-in>", "exec")  # a generated file always parses
-    return text
+    return render_family(as_family(family_or_params), source=source, created=created,
+                         keep_constants=keep_constants, state=state)
 
 
 def export_plugin(family_or_params, path, *, overwrite: bool = False, source: str | None = None,

@@ -8,6 +8,10 @@
   exported files and :data:`REWARD_LIMIT`.
 * :mod:`rewardlab.families.base`: :class:`RewardFamily` and the registry
   domains register their families on (:func:`register_family`).
+* :mod:`rewardlab.families.export`: the exported file of any family (header,
+  literals, helpers, body: :func:`render_family`, :func:`render_plugin_text`).
+* :mod:`rewardlab.families.roundtrip`: the export's round trip, through the
+  frame's contract and spec, in every batch mode (:func:`plugin_roundtrip`).
 
 The domains' families live with their domain (the mahjong ones in
 :mod:`rewardlab.domains.mahjong.families`, also re-exported from
@@ -34,6 +38,14 @@ _EXPORTS = {
         "provenance_field", "validate_normalization",
     ),
     "rewardlab.families.provenance": ("Provenance", "SCOPE_WORDS", "constants_stale", "population_constants"),
+    "rewardlab.families.export": (
+        "render_family", "render_plugin_text", "family_header", "constants_fit", "check_constants_fit",
+        "generated_line", "check_created", "check_note",
+    ),
+    "rewardlab.families.roundtrip": (
+        "ModesRoundTrip", "plugin_roundtrip", "family_roundtrip", "compare_modes", "compare_bits", "group_spans", "episode_end_rows",
+        "whole_episodes", "sample_whole_episodes", "collect_warnings",
+    ),
     "rewardlab.families.rendering": (
         "REWARD_LIMIT", "check_reward_range", "float_literal", "format_value", "render_literal",
         "sanitize_comment",

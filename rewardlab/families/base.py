@@ -47,7 +47,9 @@ class RewardFamily:
     :attr:`scope`, :attr:`presets`, and implement :meth:`prepare`,
     :meth:`raw_values` (NumPy, over the domain's prepared object),
     :meth:`get_reward` (the plug-in contract) and
-    :meth:`export_literals` / :attr:`export_body` (the exported file).
+    :meth:`export_literals` / :attr:`export_body` / :attr:`export_formula` /
+    :attr:`export_helpers` / :attr:`export_for` (the exported file,
+    :func:`rewardlab.families.export.render_family`).
 
     Examples
     --------
@@ -64,6 +66,12 @@ class RewardFamily:
     presets: ClassVar[dict[str, dict]] = {}
     #: Source of ``get_reward`` in the exported file; uses the names from :meth:`export_literals`.
     export_body: ClassVar[str]
+    #: What the exported file is a plug-in for, in its header (e.g. ``"kanachan"``).
+    export_for: ClassVar[str]
+    #: The exported file's ``reward:`` header lines: what it computes (:mod:`rewardlab.families.export`).
+    export_formula: ClassVar[tuple[str, ...]] = ()
+    #: Fixed helper code of the exported file, before ``get_reward`` (``_RL_`` names; none by default).
+    export_helpers: ClassVar[str] = ""
 
     params: object  # set by the dataclass subclasses
 

@@ -1,9 +1,16 @@
-"""An exported plug-in file checked against the library: the round trip an export runs before it writes.
+"""An exported plug-in file checked against the library: the round trip a session's export runs before it writes.
 
-:func:`roundtrip_check` applies the file to every row and compares it bit
-for bit with the in-library family, then runs check-plugin on a sample of
-whole games (:func:`sample_whole_games`); :class:`RoundTrip` holds the
-outcome and :class:`ExportResult` what an export wrote.
+The round trip itself is the family core's (:mod:`rewardlab.families.roundtrip`:
+the file applied through the frame's contract and spec with
+:func:`~rewardlab.families.roundtrip.compare_modes`, compared bit for bit,
+check-plugin on whole episodes); this module holds what is the sessions' own:
+:func:`roundtrip_check` runs it with a session's progress and cancel (every
+row compared in one fast batch mode, :data:`COMPARE_MODE`; check-plugin in
+every batch mode on a sample of whole games, :func:`sample_whole_games`),
+:func:`roundtrip_check_dataset` part by part on a dataset folder;
+:class:`RoundTrip` holds the outcome and :class:`ExportResult` what an
+export wrote.  :func:`compare_bits`, :func:`game_spans` and
+:data:`CHECK_ROWS` are the core's, re-exported.
 
 Examples
 --------
@@ -16,18 +23,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from rewardlab.sources.kanachan import schema as S
-from rewardlab.core import columns
-from rewardlab.core.errors import ParameterError, PluginRunCancelled, RewardlabWarning, check_int
-from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
+from rewardlab.contracts import contract_for
+from rewardlab.core.errors import PluginRunCancelled, check_int
 from rewardlab.core.rows import spread_episodes
-from rewardlab.domains.mahjong.families.prepared import prepare_frame
+from rewardlab.families.roundtrip import (
+    CHECK_ROWS, collect_warnings, compare_bits, compare_modes, group_spans as game_spans, sample_whole_episodes,
+    whole_episodes,
+)
+from rewardlab.plugins import check_plugin, load_plugin
 from rewardlab.sessions.inputs import CancelToken, base_columns, cancel_token, progress_callback
 from rewardlab.sources.datasets import PartedDataset, read_part_file
 from rewardlab.sources.datasets.work import map_parts
@@ -48,9 +56,6 @@ __all__ = [
 ]
 
 
-#: Rows of whole games that :func:`roundtrip_check` runs check-plugin on (every batch mode);
-#: every row is compared bit for bit in one fast batch mode.
-CHECK_ROWS = 20_000
 #: How the exported file is applied for the bit-for-bit comparison (one run in a child process,
 #: which a cancel stops at once).
 COMPARE_MODE = "sequential"
@@ -145,8 +150,9 @@ class RoundTrip:
 def whole_games(frame: pl.DataFrame, prepared) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (exclusive) rows of every game of a frame, from its episode ends.
 
-    A game is a run of consecutive episodes with the same ``game`` value
-    (each episode its own game when the frame has no ``game`` column).
+    A game is a run of consecutive episodes that share the episode key but
+    for the agent (kanachan: the same ``game_id``, every seat); see
+    :func:`rewardlab.families.roundtrip.whole_episodes`.
 
     Returns
     -------
@@ -156,33 +162,7 @@ def whole_games(frame: pl.DataFrame, prepared) -> tuple[np.ndarray, np.ndarray]:
     --------
     >>> starts, stops = whole_games(frame, prepare_frame(frame))  # doctest: +SKIP
     """
-    game = frame[S.GAME].gather(prepared.game_rows).to_numpy() \
-        if S.GAME in frame.columns and prepared.game_rows.size else None
-    return game_spans(prepared.game_rows, game)
-
-
-def game_spans(game_rows: np.ndarray, game: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive) rows of every game, from the episodes' end rows and their games' numbers.
-
-    Parameters
-    ----------
-    game_rows : int array ``[E]``
-        Each episode's last row, ascending.
-    game : int array ``[E]`` or None
-        Each episode's game; None: every episode is its own game.
-
-    Examples
-    --------
-    >>> [a.tolist() for a in game_spans(np.array([1, 3, 6]), np.array([0, 0, 1]))]
-    [[0, 4], [4, 7]]
-    """
-    ends = np.asarray(game_rows, dtype=np.int64) + 1
-    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
-    if game is not None and ends.size:
-        first = np.concatenate([[True], game[1:] != game[:-1]])
-        starts = starts[first]
-        ends = np.concatenate([starts[1:], [ends[-1]]]).astype(np.int64)
-    return starts, ends.astype(np.int64)
+    return whole_episodes(frame, end_rows=prepared.game_rows)
 
 
 def sample_whole_games(frame: pl.DataFrame, prepared, rows: int) -> tuple[np.ndarray | None, int, int]:
@@ -199,8 +179,7 @@ def sample_whole_games(frame: pl.DataFrame, prepared, rows: int) -> tuple[np.nda
     --------
     >>> positions, k, g = sample_whole_games(frame, prepared, 20_000)  # doctest: +SKIP
     """
-    starts, stops = whole_games(frame, prepared)
-    return spread_episodes(starts, stops, rows)
+    return sample_whole_episodes(frame, rows, end_rows=prepared.game_rows)
 
 
 def _check_sample(plugin, sample, *, path, token, say, at: float, counts: tuple):
@@ -272,35 +251,28 @@ def roundtrip_check(family, path: str | Path, frame: pl.DataFrame, *, prepared=N
     n = frame.height
     if expected is None:
         expected = family.evaluate(prepared)
-    lib_reward, lib_done = expected
-    if lib_reward.shape != (n,) or lib_done.shape != (n,):
-        raise ParameterError("expected", f"should be two arrays of {n} rows (rewards, dones)",
-                             (lib_reward.shape, lib_done.shape))
-    plugin = load_plugin(path, name="exported")
-    positions, sampled, games = sample_whole_games(frame, prepared, check_rows)
+    contract, spec = contract_for(frame)  # the frame's contract and spec, never a schema of its own
+    plugin = load_plugin(path, name="exported", contract=contract)
+    positions, sampled, games = sample_whole_episodes(frame, check_rows, spec=spec, end_rows=prepared.game_rows)
     checked = n if positions is None else int(positions.size)
     total = n + _CHECK_COST * checked or 1
 
     say(0.0, f"comparing the file with rewardlab bit for bit on {n:,} transitions")
     token.check(path, "the bit-for-bit comparison")
-    with warnings.catch_warnings(record=True) as caught:  # one run: warnings cover every row
-        warnings.simplefilter("always", RewardlabWarning)
+    with collect_warnings() as log:  # one run: warnings cover every row
         try:  # a cancel stops the run's child process at once
-            applied = apply_plugins(frame, plugin, batch_mode=COMPARE_MODE, batch_size=COMPARE_BATCH_SIZE,
-                                    cancel=lambda: token.cancelled, progress=False)
+            compared = compare_modes(frame, plugin, expected, modes=(COMPARE_MODE,), spec=spec, contract=contract,
+                                     batch_size=COMPARE_BATCH_SIZE, cancel=lambda: token.cancelled, progress=False)
         except PluginRunCancelled:
             token.check(path, "the bit-for-bit comparison")
             raise
-    found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
-    file_reward = applied[columns.reward_column(plugin.name)].cast(pl.Float64).to_numpy()
-    file_done = applied[columns.done_column(plugin.name)].to_numpy()
     say(n / total, f"compared {n:,} transitions bit for bit")
     report = _check_sample(plugin, lambda: frame if positions is None else frame[positions], path=path,
                            token=token, say=say, at=n / total, counts=(n, checked, sampled, games))
-    rewards_differing, dones_differing, largest = compare_bits(file_reward, file_done, lib_reward, lib_done)
+    rewards_differing, dones_differing, largest = compared[COMPARE_MODE]
     return RoundTrip(
         rows=int(n), rewards_differing=rewards_differing, dones_differing=dones_differing,
-        max_abs_difference=largest, report=report, warnings=found,
+        max_abs_difference=largest, report=report, warnings=log.texts,
         checked_rows=checked, checked_games=sampled, games=games)
 
 
@@ -315,12 +287,9 @@ def _compare_part(item: tuple) -> tuple[int, int, int, float]:
     if cancelled():
         return 0, 0, 0, 0.0
     part = base_columns(read_part_file(path, rows))
-    lib_reward, lib_done = family.evaluate(prepare_frame(part))
-    applied = apply_plugins(part, plugin, batch_mode=COMPARE_MODE, batch_size=COMPARE_BATCH_SIZE,
-                            cancel=cancelled, progress=False)
-    file_reward = applied[columns.reward_column(plugin.name)].cast(pl.Float64).to_numpy()
-    file_done = applied[columns.done_column(plugin.name)].to_numpy()
-    return (part.height, *compare_bits(file_reward, file_done, lib_reward, lib_done))
+    compared = compare_modes(part, plugin, family.evaluate(part), modes=(COMPARE_MODE,),
+                             batch_size=COMPARE_BATCH_SIZE, cancel=cancelled, progress=False)
+    return (part.height, *compared[COMPARE_MODE])
 
 
 def roundtrip_check_dataset(family, path: str | Path, dataset, *, prepared, game=None,
@@ -375,8 +344,7 @@ def roundtrip_check_dataset(family, path: str | Path, dataset, *, prepared, game
     token.check(path, "the bit-for-bit comparison")
     done = differing_rewards = differing_dones = 0
     largest = 0.0
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RewardlabWarning)
+    with collect_warnings() as log:
         try:
             for rows, rewards, dones, worst in map_parts(
                     ds, _compare_part, (family, plugin, lambda: token.cancelled),
@@ -390,28 +358,11 @@ def roundtrip_check_dataset(family, path: str | Path, dataset, *, prepared, game
         except PluginRunCancelled:
             token.check(path, "the bit-for-bit comparison")
             raise
-    found = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RewardlabWarning)))
     report = _check_sample(plugin, lambda: base_columns(ds.load() if positions is None else ds.take(positions)),
                            path=path, token=token, say=say, at=n / total, counts=(n, checked, sampled, games))
     return RoundTrip(rows=int(n), rewards_differing=differing_rewards, dones_differing=differing_dones,
-                     max_abs_difference=largest, report=report, warnings=found,
+                     max_abs_difference=largest, report=report, warnings=log.texts,
                      checked_rows=checked, checked_games=sampled, games=games)
-
-
-def compare_bits(file_reward: np.ndarray, file_done: np.ndarray, lib_reward: np.ndarray,
-                 lib_done: np.ndarray) -> tuple[int, int, float]:
-    """Rewards differing bit for bit, dones differing, and the largest ``|file - library|`` reward difference.
-
-    Examples
-    --------
-    >>> compare_bits(np.array([0.0, 1.0]), np.array([False, True]), np.array([-0.0, 1.0]), np.array([False, True]))
-    (1, 0, 0.0)
-    """
-    differing = file_reward.view(np.uint64) != lib_reward.view(np.uint64)
-    with np.errstate(all="ignore"):
-        diff = np.abs(file_reward - lib_reward)
-    largest = float(np.nanmax(diff[differing])) if differing.any() else 0.0
-    return int(differing.sum()), int((file_done != lib_done).sum()), largest
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

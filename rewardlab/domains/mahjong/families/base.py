@@ -180,6 +180,25 @@ def get_reward(data, contiguous):
 '''
 
 
+#: Fixed helper code of the exported file (the torch pieces above, with ``_RL_``
+#: names so a file ``exec``-ed into another module's globals clobbers nothing).
+EXPORT_HELPERS = '''
+def _RL_seat(data, rows):
+    seat = data["sparse"][rows, 6].to(_RL_torch.int64) - 71
+    if bool(((seat < 0) | (seat > 3)).any()):
+        raise ValueError("sparse[:, 6] - 71 should be a seat 0-3 on the rows a reward is given")
+    return seat
+
+
+def _RL_ranks(scores, seat):
+    own = scores.gather(1, seat.unsqueeze(1))
+    seats = _RL_torch.arange(4).unsqueeze(0)
+    mine = seat.unsqueeze(1)
+    higher = ((seats < mine) & (scores >= own)) | ((seats > mine) & (scores > own))
+    return higher.sum(1)
+'''
+
+
 # ---------------------------------------------------------------------------
 # The base of the mahjong families
 # ---------------------------------------------------------------------------
@@ -201,6 +220,9 @@ class MahjongFamily(RewardFamily):
     """
 
     scope: ClassVar[str] = SCOPE_GAME
+    #: The exported file is a kanachan reward plug-in; its helpers are :data:`EXPORT_HELPERS`.
+    export_for: ClassVar[str] = "kanachan"
+    export_helpers: ClassVar[str] = EXPORT_HELPERS
 
     # -- frame path (NumPy) ----------------------------------------------------
     def prepare(self, data) -> PreparedFrame:
@@ -253,25 +275,6 @@ class MahjongFamily(RewardFamily):
         >>> rows, raw, done = Ranking.from_preset("top").raw_td(batch)  # doctest: +SKIP
         """
         raise NotImplementedError
-
-
-#: Fixed helper code of the exported file (the torch pieces above, with ``_RL_``
-#: names so a file ``exec``-ed into another module's globals clobbers nothing).
-EXPORT_HELPERS = '''
-def _RL_seat(data, rows):
-    seat = data["sparse"][rows, 6].to(_RL_torch.int64) - 71
-    if bool(((seat < 0) | (seat > 3)).any()):
-        raise ValueError("sparse[:, 6] - 71 should be a seat 0-3 on the rows a reward is given")
-    return seat
-
-
-def _RL_ranks(scores, seat):
-    own = scores.gather(1, seat.unsqueeze(1))
-    seats = _RL_torch.arange(4).unsqueeze(0)
-    mine = seat.unsqueeze(1)
-    higher = ((seats < mine) & (scores >= own)) | ((seats > mine) & (scores > own))
-    return higher.sum(1)
-'''
 
 
 def affine_extremes(offset: float, divisor: float, what: str) -> list[tuple[float, str, str, float]]:

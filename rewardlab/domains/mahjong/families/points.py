@@ -119,6 +119,11 @@ class Points(MahjongFamily):
 
     name = "points"
     title = "End-of-game raw points"
+    #: What the exported file computes, for its header.
+    export_formula = (
+        '((score - offset) / divisor - mean) / std on end-of-game steps, 0.0 elsewhere;',
+        "done = end_of_game.  score: the acting player's final score.",
+    )
     params_type = PointsParams
     presets = POINTS_PRESETS
     export_body = end_of_game_export_body('''

@@ -137,6 +137,11 @@ class Ranking(MahjongFamily):
 
     name = "ranking"
     title = "End-of-game ranking"
+    #: What the exported file computes, for its header.
+    export_formula = (
+        '(vector[rank] - mean) / std on end-of-game steps, 0.0 elsewhere;',
+        'done = end_of_game.  rank: 0 = top, ties broken by seat (lower seat first).',
+    )
     params_type = RankingParams
     presets = RANKING_PRESETS
     export_body = end_of_game_export_body('''

@@ -122,6 +122,11 @@ class RankingPoints(MahjongFamily):
 
     name = "ranking_points"
     title = "End-of-game ranking + points"
+    #: What the exported file computes, for its header.
+    export_formula = (
+        '(vector[rank] + (score - offset) // divisor - mean) / std on end-of-game',
+        'steps, 0.0 elsewhere; done = end_of_game.  // floors (integers).',
+    )
     params_type = RankingPointsParams
     presets = RANKING_POINTS_PRESETS
     export_body = end_of_game_export_body('''

@@ -106,6 +106,12 @@ class RoundDelta(MahjongFamily):
 
     name = "round_delta"
     title = "Per-round score delta"
+    #: What the exported file computes, for its header.
+    export_formula = (
+        '((delta - offset) / divisor - mean) / std on end-of-round and end-of-game',
+        'steps, 0.0 elsewhere; done = end_of_round | end_of_game.',
+        "delta: the acting player's score change in that round (results[seat]).",
+    )
     params_type = RoundDeltaParams
     scope = SCOPE_ROUND
     presets = ROUND_DELTA_PRESETS
