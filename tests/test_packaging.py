@@ -89,6 +89,41 @@ def test_the_command_line_parser_does_not_import_torch():
     run_ok(code)
 
 
+#: What `rewardlab info` on a converted dataset or a kanachan file never needs: torch, pandas (pyarrow's
+#: ``Schema.empty_table`` imports it) and the readers of the formats after kanachan in detection order.
+NOT_FOR_INFO = ("torch", "pandas", "rewardlab.sources.rllib", "rewardlab.sources.mjai.source",
+                "rewardlab.sources.minari.source", "rewardlab.sources.steps")
+
+
+def _info_imports(path) -> list[str]:
+    """The modules of :data:`NOT_FOR_INFO` that `rewardlab info PATH` imports (in a fresh interpreter)."""
+    code = ("import contextlib, io, sys\n"
+            "from rewardlab.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert main(['info', {str(path)!r}]) == 0\n"
+            "assert 'transitions' in out.getvalue(), out.getvalue()\n"
+            f"print(sorted(m for m in {NOT_FOR_INFO!r} if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return ast.literal_eval(out.stdout.strip())
+
+
+def test_info_imports_neither_torch_pandas_nor_other_formats_readers(tmp_path):
+    """`rewardlab info` starts fast (benchmarks/bench_cli.py): on a converted dataset and on a kanachan
+    file it loads no torch, no pandas and no reader of a format detection tries after the file's."""
+    from lines import game_lines, gid, write
+    from rewardlab.cli import main
+
+    src, dataset = tmp_path / "small.tsv", tmp_path / "small.parquet"
+    write(src, game_lines(gid(1), rounds=(3, 2)) + game_lines(gid(2), rounds=(1, 4)))
+    assert main(["convert", str(src), "--out", str(dataset)]) == 0
+    assert _info_imports(dataset) == []
+    assert _info_imports(src) == []
+    # the check can fail: an mjai log is recognized after the rllib reader was tried
+    assert _info_imports(ROOT / "data" / "mjai" / "hanchan_15.json") == ["rewardlab.sources.mjai.source",
+                                                                          "rewardlab.sources.rllib"]
+
+
 def test_python_dash_m_rewardlab_shows_help():
     out = subprocess.run([sys.executable, "-m", "rewardlab", "--help"], capture_output=True, text=True)
     assert out.returncode == 0

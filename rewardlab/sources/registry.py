@@ -331,9 +331,15 @@ def claim(path) -> tuple[Source | None, str]:
     (None, '')
     """
     path = Path(path)
+    # the built-in sources are imported in turn, each just before its sniff: a file an early one
+    # recognizes (a converted dataset, a kanachan log) does not import the later ones' readers (start-up)
+    for name, module in BUILTIN_SOURCES.items():
+        importlib.import_module(module)
+        if name in _SOURCES and _SOURCES[name].sniffs(path):
+            return _SOURCES[name], "content"
     sources = list(registered_sources().values())
     for s in sources:
-        if s.sniffs(path):
+        if s.name not in BUILTIN_SOURCES and s.sniffs(path):
             return s, "content"
     best, length = None, 0
     for s in sources:
