@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 import rewardlab
+from conftest import ROOT
 from rewardlab.cli import main
 from rewardlab.core.errors import DataFormatError, FilesLeftOutWarning, ParameterError, StepTableError
 from rewardlab.core.spec import attached
@@ -332,3 +333,21 @@ def test_the_cli_prints_a_warning_as_one_line_of_its_own(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("rewardlab info: warning: left out 1 file of ") and err.rstrip().endswith("summary.csv")
     assert "FilesLeftOutWarning" not in err and ".py:" not in err
+
+
+def test_a_folder_of_dataset_files_names_the_files_it_leaves_out(tmp_path):
+    """A folder as users keep it (the data, a README, a summary CSV): loaded, and the others named."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(ROOT / "data" / "gym" / "mountaincar_scripted.parquet", runs)
+    (runs / "README.md").write_text("# my runs\n")
+    (runs / "summary.csv").write_text("episode,return\n0,-200\n")
+    (runs / ".hidden").write_text("x")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = rewardlab.load(runs)
+    assert frame.height == 3765
+    [w] = [w for w in caught if issubclass(w.category, FilesLeftOutWarning)]
+    text = str(w.message)
+    assert "left out 2 files of" in text and "README.md" in text and "summary.csv" in text
+    assert ".hidden" not in text and "not a dataset file" in text

@@ -42,8 +42,10 @@ def test_context_episodes_and_flags_match_a_loop(mountaincar):
     assert ctx.episode_of_row.tolist() == expect_episode
     assert ctx.episode_starts.tolist() == starts + [len(ids)]
     assert ctx.terminated.tolist() == term and ctx.truncated.tolist() == trunc
-    # "recorded" is the base (the data's recorded reward), so it is not also a candidate
-    assert ctx.base.name == "recorded" and ctx.candidates == ()
+    # the recorded reward alone is diagnosed on its own: it is the candidate, and there is no base
+    assert ctx.base is None and [c.name for c in ctx.candidates] == ["recorded"]
+    with pytest.raises(ParameterError, match="at least one candidate besides the base 'recorded'"):
+        build_context(mountaincar, ["recorded"], base="recorded", options=DiagnosisOptions(isolate=False))
 
 
 def test_context_applies_plugins_and_keeps_the_base_apart(mountaincar):
@@ -134,3 +136,38 @@ def test_cli_diagnose_json_and_exit_status(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "rewardlab", "diagnose", str(flat)], capture_output=True,
                              text=True, cwd=ROOT)
     assert missing.returncode == 2 and "--data" in missing.stderr
+
+
+def test_registry_and_finding_errors_name_the_rule():
+    with pytest.raises(ParameterError, match="Finding.verdict"):
+        Finding("x", "a", "bad", "no such verdict")
+    with pytest.raises(ParameterError, match="evidence.*numbers, strings"):
+        Finding("x", "a", "pass", "", evidence={"frame": object()})
+    with pytest.raises(ParameterError, match="already registered .*replace=True"):
+        register_diagnostic(Diagnostic("terms", "again", lambda ctx: []))
+    with pytest.raises(ParameterError, match="should be a rewardlab.diagnostics.Diagnostic"):
+        register_diagnostic("terms")
+    with pytest.raises(ParameterError, match="registered diagnostic"):
+        unregister_diagnostic("no_such_diagnostic")
+    from rewardlab.diagnostics import get_diagnostic
+    with pytest.raises(ParameterError, match="registered diagnostic"):
+        get_diagnostic("no_such_diagnostic")
+
+
+def test_context_refuses_a_base_that_is_not_a_name(mountaincar):
+    with pytest.raises(ParameterError, match="base.*candidate's name"):
+        build_context(mountaincar, ["recorded"], base=3)
+    with pytest.raises(ParameterError, match="options.*DiagnosisOptions"):
+        build_context(mountaincar, ["recorded"], options={"gamma": 0.9})
+
+
+def test_cli_diagnose_without_candidates_and_with_a_bad_flag(tmp_path):
+    none = subprocess.run([sys.executable, "-m", "rewardlab", "diagnose", "--data", str(MOUNTAINCAR)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert none.returncode == 2 and "CANDIDATE" in none.stderr and "at least one" in none.stderr
+    bad = subprocess.run([sys.executable, "-m", "rewardlab", "diagnose", "recorded", "--data", str(MOUNTAINCAR),
+                          "--gamma", "1.5"], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "--gamma" in bad.stderr and "(0, 1]" in bad.stderr
+    listed = subprocess.run([sys.executable, "-m", "rewardlab", "diagnose", "--list"], capture_output=True,
+                            text=True, cwd=ROOT)
+    assert listed.returncode == 0 and "trap.constant" in listed.stdout and "epic" in listed.stdout

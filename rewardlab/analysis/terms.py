@@ -70,6 +70,7 @@ from typing import Mapping
 import numpy as np
 import polars as pl
 
+from rewardlab.analysis.sums import segment_sums
 from rewardlab.core.columns import check_name
 from rewardlab.core.errors import ParameterError, check_positive
 
@@ -239,7 +240,7 @@ def term_table(terms: Mapping[str, np.ndarray], total, *, reference=None, episod
     _, total_std = _moments(total[total_ok])
     total_max_abs = float(np.abs(total[total_ok]).max()) if total_ok.any() else math.nan
     if starts is not None and n:
-        episode_total = np.add.reduceat(np.where(total_ok, total, 0.0), starts[:-1])
+        episode_total = segment_sums(np.where(total_ok, total, 0.0), starts[:-1])
         _, episode_return_std = _moments(episode_total)
     else:
         episode_total, episode_return_std = None, math.nan
@@ -260,7 +261,7 @@ def term_table(terms: Mapping[str, np.ndarray], total, *, reference=None, episod
             both = ok & np.isfinite(ref)
             row["corr_reference"] = _corr(x[both], ref[both])
         if episode_total is not None:
-            sums = np.add.reduceat(np.where(np.isfinite(x), x, 0.0), starts[:-1])
+            sums = segment_sums(np.where(np.isfinite(x), x, 0.0), starts[:-1])
             row["episode_share"] = _cov_share(sums, episode_total)
             row["episode_std"] = _moments(sums)[1]
         magnitude = np.where(np.isfinite(x), np.abs(x), -1.0)

@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.analysis.compare import correlation_matrix, episode_return_table
+from rewardlab.analysis.sums import segment_sums
 from rewardlab.analysis.epic import canonicalize, epic_distance, mean_and_stderr, pearson_distance
 from rewardlab.contracts.registry import contract_for
 from rewardlab.contracts.steps.recombine import grid_transitions, transition_pool, transitions_frame
@@ -373,7 +374,7 @@ def run_epic(ctx) -> list[Finding]:
     canon = {}
     if not capability.possible:  # the episode returns the context already holds
         k = len(everyone)
-        returns = np.stack([np.add.reduceat(c.rewards, ctx.episode_starts[:-1]) if ctx.n else np.zeros(0)
+        returns = np.stack([segment_sums(c.rewards, ctx.episode_starts[:-1]) if ctx.n else np.zeros(0)
                             for c in everyone], axis=1)
         distance = _fallback_distances(returns) if returns.shape[0] > 1 else np.full((k, k), np.nan)
         m = EpicMatrix(tuple(c.name for c in everyone), distance, np.full((k, k), np.nan), (True,) * k,

@@ -36,7 +36,7 @@ from rewardlab.plugins.apply import apply_plugins
 from rewardlab.plugins.execution import plugin_items, progress_bar
 from rewardlab.plugins.loading import Plugin
 
-__all__ = ["Diagnosis", "build_context", "diagnose", "RECORDED", "term_columns_of", "is_plugin_path"]
+__all__ = ["Diagnosis", "build_context", "diagnose", "RECORDED", "is_plugin_path"]
 
 #: The recorded reward's candidate name (the steps layout's ``reward_recorded`` column).
 RECORDED = "recorded"
@@ -86,12 +86,6 @@ class Diagnosis:
         return tuple(f for f in self.findings if candidate in (f.candidate, f.other))
 
 
-def term_columns_of(names, plugin: str) -> dict:
-    """``{term: column}`` of the reward-term columns a plug-in's run added (see :mod:`rewardlab.core.columns`)."""
-    finder = getattr(columns, "term_columns", None)
-    return dict(finder(names, plugin)) if finder is not None else {}
-
-
 def is_plugin_path(item) -> bool:
     """Whether a candidate names a plug-in file (a path object, a ``.py`` name or a name with a slash) rather
     than a reward column.
@@ -135,14 +129,6 @@ def _episodes(frame: pl.DataFrame, spec: FrameSpec):
     return episode_of_row, starts, terminated, truncated
 
 
-def _base_name(names, base) -> str | None:
-    if base is None:
-        return RECORDED if columns.reward_column(RECORDED) in names else None
-    if not isinstance(base, str):
-        raise ParameterError("base", "should be a candidate's name or a reward column's name", base)
-    return base
-
-
 def build_context(frame: pl.DataFrame, candidates, *, base: str | None = None,
                   options: DiagnosisOptions | None = None, spec: FrameSpec | None = None,
                   progress=None) -> DiagnosisContext:
@@ -158,7 +144,8 @@ def build_context(frame: pl.DataFrame, candidates, *, base: str | None = None,
         ``"reward_recorded"``: read as they are).
     base : str or None
         The candidate or reward column the others are compared with; None takes the recorded reward
-        (``reward_recorded``) where the frame has it, else no base.
+        (``reward_recorded``) where the frame has it, else no base (and none when the recorded reward is
+        the only candidate: it is then diagnosed on its own).
     options : DiagnosisOptions or None
         The diagnostics' settings (None: the defaults).
     spec : FrameSpec or None
@@ -231,11 +218,14 @@ def build_context(frame: pl.DataFrame, candidates, *, base: str | None = None,
         dtype = str(series.dtype).lower() if series.dtype in (pl.Float16, pl.Float32, pl.Float64) else "float64"
         done = columns.done_column(name)
         terms = {t: applied.get_column(c).cast(pl.Float64).to_numpy()
-                 for t, c in term_columns_of(applied.columns, name).items()} if plugin is not None else {}
+                 for t, c in columns.term_columns(applied.columns, name).items()} if plugin is not None else {}
         built.append(Candidate(
             name, series.cast(pl.Float64).to_numpy().copy(), dtype=dtype, plugin=plugin, terms=terms,
             dones=applied.get_column(done).to_numpy() if plugin is not None and done in applied.columns else None))
-    base_name = _base_name(applied.columns, base)
+    if base is not None and not isinstance(base, str):
+        raise ParameterError("base", "should be a candidate's name or a reward column's name", base)
+    base_name = base if base is not None else (
+        RECORDED if columns.reward_column(RECORDED) in applied.columns else None)
     base_candidate = None
     if base_name is not None:
         base_candidate = next((c for c in built if c.name == base_name), None)
@@ -245,10 +235,15 @@ def build_context(frame: pl.DataFrame, candidates, *, base: str | None = None,
                 raise ParameterError("base", "should name a candidate or a reward column of the frame", base_name)
             base_candidate = Candidate(column.removeprefix(columns.REWARD_PREFIX),
                                        applied.get_column(column).cast(pl.Float64).to_numpy().copy())
+    rest = tuple(c for c in built if c is not base_candidate)
+    if not rest:  # every candidate is the base: diagnose it on its own, or say what is missing
+        if base is not None:
+            raise ParameterError("candidates", f"should name at least one candidate besides the base {base!r}",
+                                 [c.name for c in built], hint="Add a plug-in or a reward column to compare with it.")
+        rest, base_candidate = tuple(built), None
     episode_of_row, starts, terminated, truncated = _episodes(applied, frame_spec)
     return DiagnosisContext(
-        frame=applied, spec=frame_spec, contract=contract,
-        candidates=tuple(c for c in built if base_candidate is None or c is not base_candidate),
+        frame=applied, spec=frame_spec, contract=contract, candidates=rest,
         base=base_candidate, options=options, episode_of_row=episode_of_row, episode_starts=starts,
         terminated=terminated, truncated=truncated)
 
@@ -296,11 +291,11 @@ def diagnose(frame: pl.DataFrame, candidates, *, base: str | None = None, option
     chosen = list(registry.values())
     if only is not None:
         wanted = [only] if isinstance(only, str) else list(only)
-        for name in wanted:
-            if not any(d.name == name or (name.endswith(".") and d.name.startswith(name)) for d in chosen):
+        picked = {n: [d for d in chosen if d.name == n or (n.endswith(".") and d.name.startswith(n))] for n in wanted}
+        for name, found in picked.items():
+            if not found:
                 raise ParameterError("only", "should name registered diagnostics: " + ", ".join(registry), name)
-        chosen = [d for d in chosen if any(d.name == n or (n.endswith(".") and d.name.startswith(n))
-                                           for n in wanted)]
+        chosen = [d for d in chosen if any(d in found for found in picked.values())]
     context = build_context(frame, candidates, base=base, options=options, spec=spec, progress=progress)
     bar = progress_bar(progress, len(chosen), "diagnose")
     findings, errors = [], []

@@ -161,8 +161,8 @@ def _others(ctx):
     return [c for c in ctx.candidates if c is not ctx.base and c.name != ctx.base.name]
 
 
-_NO_BASE = ("no base reward to compare with: the data has no recorded reward; name one (another candidate or a "
-            "reward column) as the base")
+_NO_BASE = ("no base reward to compare with: name one (another candidate or a reward column) as the base; "
+            "by default it is the data's recorded reward, when that is not itself the only candidate")
 
 
 def _telescope(ctx, tr: Transitions, difference, tolerance_abs):

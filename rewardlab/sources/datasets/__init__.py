@@ -33,9 +33,12 @@ Examples
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 import polars as pl
 
-from rewardlab.core.errors import ParameterError, check_choice
+from rewardlab.core.errors import FilesLeftOutWarning, ParameterError, check_choice
 from rewardlab.core.spec import FrameSpec
 from rewardlab.sources.kanachan.schema import FRAME_SCHEMA, KANACHAN_SPEC
 from rewardlab.sources.registry import Source, register_source
@@ -50,7 +53,8 @@ from rewardlab.sources.storage import (DATASET_SUFFIXES, file_columns, has_rewar
 
 __all__ = ["SOURCE", "load_dataset", "scan_dataset_source", "PartedDataset", "PartWriter", "open_dataset",
            "is_dataset_folder", "episode_cuts", "part_rows_for", "DEFAULT_PART_ROWS", "Manifest", "PartEntry",
-           "MANIFEST_NAME", "read_manifest", "dataset_parts", "read_part_file", "sniff_dataset", "read_dataset_folder"]
+           "MANIFEST_NAME", "read_manifest", "dataset_parts", "read_part_file", "sniff_dataset", "read_dataset_folder",
+           "warn_files_left_out"]
 
 
 def sniff_dataset(path) -> bool:
@@ -95,6 +99,26 @@ def _check_on_error(paths, on_error: str) -> str:
     return on_error
 
 
+def warn_files_left_out(paths) -> None:
+    """Warn (:class:`~rewardlab.core.errors.FilesLeftOutWarning`) about the files of a plain folder of dataset
+    files that are not dataset files (a README, a summary CSV): the load reads only its ``.parquet`` /
+    ``.arrow`` files and says which others it passed over.  Hidden files and dataset folders (their manifest
+    lists their parts) are not named."""
+    for p in [Path(paths)] if isinstance(paths, (str, Path)) else [Path(q) for q in paths]:
+        if not p.is_dir() or is_dataset_folder(p):
+            continue
+        try:
+            others = sorted(q for q in p.iterdir() if q.is_file() and q.suffix not in DATASET_SUFFIXES
+                            and not q.name.startswith("."))
+        except OSError:
+            continue  # reading the folder reports it
+        if others:
+            warnings.warn(FilesLeftOutWarning(
+                f"left out {len(others)} file{'s' if len(others) > 1 else ''} of {p} that "
+                f"{'are' if len(others) > 1 else 'is'} not a dataset file (.parquet / .arrow): "
+                + ", ".join(str(q) for q in others)), stacklevel=3)
+
+
 def load_dataset(paths, *, spec: FrameSpec | None = None, on_error: str = "raise"):
     """Read converted dataset files, or a dataset folder (see :func:`rewardlab.sources.storage.read_dataset`;
     ``on_error="skip"``: a folder's bad parts left out, see :func:`read_dataset_folder`)."""
@@ -103,6 +127,8 @@ def load_dataset(paths, *, spec: FrameSpec | None = None, on_error: str = "raise
     if folder is not None and spec is None:
         return PartedDataset(folder, on_error=on_error).load()
     parts = dataset_parts(paths, on_error=on_error)
+    if parts is None:
+        warn_files_left_out(paths)
     return read_dataset(parts if parts is not None else paths, spec=spec)
 
 
@@ -145,6 +171,8 @@ def scan_dataset_source(paths, *, spec: FrameSpec | None = None, on_error: str =
     """Scan converted dataset files, or a dataset folder's parts, lazily (see
     :func:`rewardlab.sources.storage.scan_dataset`; ``on_error="skip"``: a folder's bad parts left out)."""
     parts = dataset_parts(paths, on_error=_check_on_error(paths, on_error))
+    if parts is None:
+        warn_files_left_out(paths)
     return scan_dataset(parts if parts is not None else paths, spec=spec)
 
 
