@@ -10,6 +10,7 @@ project's 2-core machines it measures 1 and 2.  Not part of plain
     PARTS=parse python -m benchmarks cores       # the parse only (PARTS=pipeline: the pipeline only)
     PIPELINE_WORKERS=1,4,16 python -m benchmarks cores   # other worker counts for the pipeline
     LINES_PER_FILE=5e5 python -m benchmarks cores        # smaller input files (more of them)
+    APPLY_ENGINE=processes python -m benchmarks cores     # apply on the processes engine
 
 What it measures, every ratio in this run:
 
@@ -55,6 +56,8 @@ MANUAL = True  # minutes: run only when named
 DEFAULT_N = 4_000_000
 PARSE_LINES = 2_000_000
 GOAL_N, GOAL_SECONDS = 10 ** 9, 15 * 60
+#: The engine of the pipeline's apply step (``APPLY_ENGINE=processes``: one worker process per work item).
+APPLY_ENGINE = os.environ.get("APPLY_ENGINE", "embedded")
 
 
 def _worker_counts(cores: int) -> list[int]:
@@ -134,7 +137,8 @@ def pipeline_scaling(report, work: Path, n: int, workers: list[int]) -> dict[int
         dataset, rewards = work / f"ds{w}", work / f"rw{w}"
         steps = {
             "convert": [*cli, "convert", *files, "--out", str(dataset), "--workers", str(w)],
-            "apply": [*cli, "apply", str(dataset), *plugins, "--out", str(rewards), "--workers", str(w)],
+            "apply": [*cli, "apply", str(dataset), *plugins, "--out", str(rewards), "--workers", str(w),
+                      "--engine", APPLY_ENGINE],
             "stats": [*cli, "stats", str(rewards), "--json"],
         }
         seconds[w] = {}

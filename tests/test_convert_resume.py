@@ -239,14 +239,26 @@ def test_a_changed_input_or_option_is_refused_by_name(tmp_path, inputs, referenc
 
 
 def test_a_kept_part_that_is_not_read_again_is_refused_by_name(tmp_path, inputs, references, monkeypatch):
-    """Parts recorded with other episodes than the input gives now (a reader that changed, say): refused."""
+    """A part finished out of order (past the first part not finished) is read again and must hold the episodes
+    recorded for it (a reader that changed, say): refused.  The parts before the first unfinished one are kept
+    without being read again (the input files' identity vouches for them)."""
     out = _interrupted(tmp_path, inputs["raise"], monkeypatch)
     journal = tmp_path / "corpus.partial" / PARTS_JOURNAL
     records = [json.loads(x) for x in journal.read_text().splitlines()]
-    records[1]["fingerprint"] = "0" * 64
+    assert [r["index"] for r in records] == [0, 1]
+    records[0]["fingerprint"] = "0" * 64  # before the first unfinished part: not read again, kept
+    journal.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = _convert(inputs["raise"], out, "raise", resume=True)
+    assert result.manifest == references["raise"].manifest
+    (tmp_path / "b").mkdir()
+    out2 = _interrupted(tmp_path / "b", inputs["raise"], monkeypatch)
+    journal = tmp_path / "b" / "corpus.partial" / PARTS_JOURNAL
+    records = [json.loads(x) for x in journal.read_text().splitlines()]
+    (tmp_path / "b" / "corpus.partial" / records[0]["entry"]["name"]).unlink()  # part 0 is to be written again,
+    records[1]["fingerprint"] = "0" * 64  # so part 1 is read again: other episodes than recorded
     journal.write_text("".join(json.dumps(r) + "\n" for r in records))
     with pytest.raises(FileAccessError, match="part 1, kept from the run .* holds other episodes"):
-        _convert(inputs["raise"], out, "raise", resume=True)
+        _convert(inputs["raise"], out2, "raise", resume=True)
 
 
 def test_a_damaged_or_unjournaled_part_is_written_again(tmp_path, inputs, references, monkeypatch):

@@ -363,7 +363,7 @@ def test_the_cli_names_its_own_engine_options(corpus, tmp_path, capsys):
     from rewardlab.cli import main
 
     assert main(["apply", str(corpus), "--plugin", PLUGINS[0], "--out", str(tmp_path / "r"), "--engine", "spark"]) == 2
-    assert "`--engine` should be one of 'embedded', 'ray'. Received 'spark'." in capsys.readouterr().err
+    assert "`--engine` should be one of 'embedded', 'processes', 'ray'. Received 'spark'." in capsys.readouterr().err
     assert main(["apply", str(corpus), "--plugin", PLUGINS[0], "--out", str(tmp_path / "r"),
                  "--ray-address", "auto"]) == 2
     assert "`--ray-address` applies only to engines that join a cluster (ray)" in capsys.readouterr().err

@@ -147,7 +147,7 @@ def test_map_checks_workers():
 
 def test_builtin_engines_listed_first():
     engines = registered_engines()
-    assert list(engines)[:2] == ["embedded", "ray"] == list(BUILTIN_ENGINES)
+    assert list(engines)[:3] == ["embedded", "processes", "ray"] == list(BUILTIN_ENGINES)
     assert DEFAULT_ENGINE == "embedded" and get_engine("embedded") is embedded.ENGINE
     assert engines["ray"].joins_cluster and not engines["embedded"].joins_cluster
     assert all(engine.description for engine in engines.values())
@@ -171,7 +171,7 @@ def test_register_replace_unregister():
     finally:
         assert unregister_engine("serial_test").description == "another"
     assert "serial_test" not in registered_engines()
-    with pytest.raises(ParameterError, match="should name a registered engine.*Registered: embedded, ray"):
+    with pytest.raises(ParameterError, match="should name a registered engine.*Registered: embedded, processes, ray"):
         unregister_engine("serial_test")
 
 
@@ -185,8 +185,8 @@ def test_register_refuses_bad_engines():
 def test_unknown_engine_lists_the_registered_ones():
     with pytest.raises(ParameterError) as caught:
         get_engine("spark")
-    assert str(caught.value) == "`engine` should be one of 'embedded', 'ray'. Received 'spark'."
-    with pytest.raises(ParameterError, match=r"should be one of 'embedded', 'ray'. Received 'spark'."):
+    assert str(caught.value) == "`engine` should be one of 'embedded', 'processes', 'ray'. Received 'spark'."
+    with pytest.raises(ParameterError, match=r"should be one of 'embedded', 'processes', 'ray'. Received 'spark'."):
         check_engine("spark")
 
 

@@ -53,7 +53,7 @@ import polars as pl
 
 from rewardlab.core import columns
 from rewardlab.core.spec import FrameSpec, attach
-from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_in_range
+from rewardlab.core.errors import ColumnNotFoundError, ParameterError, check_choice, check_in_range
 from rewardlab.sources.datasets import PartedDataset, is_dataset_folder
 from rewardlab.sources.registry import spec_of
 from rewardlab.analysis.returns import (as_array, discounted_reward_to_go, generalized_advantage_estimate,
@@ -179,7 +179,10 @@ def _is_folder(data) -> bool:
     return isinstance(data, PartedDataset) or is_dataset_folder(data)
 
 
-def _frame_only(out) -> None:
+def _frame_only(out, on_error: str = "raise") -> None:
+    if check_choice("on_error", on_error, ("raise", "skip")) != "raise":
+        raise ParameterError("on_error", "applies to a dataset folder (its bad parts are left out); a frame is "
+                             "read whole", on_error)
     if out is not None:
         raise ParameterError("out", "applies to a dataset folder (on a frame, the result is returned)", str(out),
                              hint="Pass a dataset folder (`rewardlab convert ... --out FOLDER`) as data, or "
@@ -193,7 +196,7 @@ def _result(table: pl.DataFrame, spec: FrameSpec) -> pl.DataFrame:
 
 def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None, engine: str = "embedded",
                        workers: int | None = None, address: str | None = None,
-                       progress: bool | None = None) -> pl.DataFrame:
+                       progress: bool | None = None, on_error: str = "raise") -> pl.DataFrame:
     """One row per trajectory of plug-in ``reward``: its undiscounted return (a *trajectory return*) and length.
 
     Trajectories end at ``done_<name>`` and at every episode end (see the
@@ -216,6 +219,11 @@ def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None, engi
     engine, workers, address, progress
         A dataset folder only: where its parts run (:mod:`rewardlab.engines`)
         and a bar over them (default: when interactive).
+    on_error : {"raise", "skip"}
+        A dataset folder only: ``"skip"`` leaves a missing, truncated, foreign
+        or duplicated part out whole, with a warning naming it; the result is
+        the folder's without it, bit for bit
+        (:func:`rewardlab.analysis.returns_parts.reward_to_go_of_dataset`).
 
     Returns
     -------
@@ -241,7 +249,8 @@ def trajectory_returns(data, reward: str, *, spec: FrameSpec | None = None, engi
         from rewardlab.analysis.returns_parts import trajectory_returns_of_dataset  # same floor; it imports this
 
         return trajectory_returns_of_dataset(data, reward, spec=spec, engine=engine, workers=workers,
-                                             address=address, progress=progress)
+                                             address=address, progress=progress, on_error=on_error)
+    _frame_only(None, on_error)
     tr = _Trajectories(data, reward, spec)
     returns, lengths = segment_returns(tr.reward, tr.boundary)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64) if lengths.size else \
@@ -264,7 +273,7 @@ episode_returns = trajectory_returns
 def reward_to_go(data, reward: str, *, gamma: float, next_value=None,
                  flag_truncated: bool = False, spec: FrameSpec | None = None, out=None, overwrite: bool = False,
                  engine: str = "embedded", workers: int | None = None, address: str | None = None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, on_error: str = "raise"):
     """Discounted reward-to-go of plug-in ``reward`` at every step (trajectories as in :func:`trajectory_returns`).
 
     At a step where the spec's ``truncated`` flag fires the episode was cut,
@@ -302,8 +311,10 @@ def reward_to_go(data, reward: str, *, gamma: float, next_value=None,
         it, a folder's result is returned in memory.
     overwrite : bool
         Replace a dataset folder at ``out``.
-    engine, workers, address, progress
-        A dataset folder only: as :func:`trajectory_returns`.
+    engine, workers, address, progress, on_error
+        A dataset folder only: as :func:`trajectory_returns` (``on_error="skip"``:
+        a folder written with ``out`` lists the input parts left out in its
+        manifest, so a later read joins part for part and says so).
 
     Returns
     -------
@@ -323,8 +334,9 @@ def reward_to_go(data, reward: str, *, gamma: float, next_value=None,
 
         return reward_to_go_of_dataset(data, reward, gamma=gamma, next_value=next_value,
                                        flag_truncated=flag_truncated, spec=spec, out=out, overwrite=overwrite,
-                                       engine=engine, workers=workers, address=address, progress=progress)
-    _frame_only(out)
+                                       engine=engine, workers=workers, address=address, progress=progress,
+                                       on_error=on_error)
+    _frame_only(out, on_error)
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
     if not isinstance(flag_truncated, bool):
         raise ParameterError("flag_truncated", "should be True or False", flag_truncated)
@@ -363,7 +375,8 @@ def _check_value_column(names: list[str], col, what: str) -> None:
 def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
         terminated: str | None = None, next_value=None,
         spec: FrameSpec | None = None, out=None, overwrite: bool = False, engine: str = "embedded",
-        workers: int | None = None, address: str | None = None, progress: bool | None = None):
+        workers: int | None = None, address: str | None = None, progress: bool | None = None,
+        on_error: str = "raise"):
     """Generalized advantage estimation of plug-in ``reward`` given a state-value column.
 
     The next state's value is the following row's ``value`` (each state is
@@ -400,7 +413,7 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
         others'.
     spec : FrameSpec, optional
         How the rows form episodes (default: the frame's spec).
-    out, overwrite, engine, workers, address, progress
+    out, overwrite, engine, workers, address, progress, on_error
         A dataset folder only: as :func:`reward_to_go`.
 
     Returns
@@ -422,8 +435,8 @@ def gae(data, reward: str, *, value: str, gamma: float, lmbda: float,
 
         return gae_of_dataset(data, reward, value=value, gamma=gamma, lmbda=lmbda, terminated=terminated,
                               next_value=next_value, spec=spec, out=out, overwrite=overwrite, engine=engine,
-                              workers=workers, address=address, progress=progress)
-    _frame_only(out)
+                              workers=workers, address=address, progress=progress, on_error=on_error)
+    _frame_only(out, on_error)
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
     lmbda = check_in_range("lmbda", lmbda, 0.0, 1.0)
     lf, _ = lazy_table(data)

@@ -40,6 +40,7 @@ PartedDataset('returns': ...)
 
 from __future__ import annotations
 
+import bisect
 from pathlib import Path
 
 import polars as pl
@@ -48,11 +49,11 @@ from rewardlab.analysis.episode_parts import concat_part_tables
 from rewardlab.analysis.return_tables import gae, reward_to_go, trajectory_returns
 from rewardlab.analysis.tables import resolve_reward
 from rewardlab.core import columns
-from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, ParameterError, check_in_range
+from rewardlab.core.errors import ColumnNotFoundError, DataFormatError, ParameterError, check_choice, check_in_range
 from rewardlab.core.files import check_not_input
 from rewardlab.core.spec import FrameSpec, attach
 from rewardlab.sources.datasets import PartedDataset, read_part_file
-from rewardlab.sources.datasets.manifest import part_name
+from rewardlab.sources.datasets.manifest import index_in_base, part_name
 from rewardlab.sources.datasets.parts import REWRITE_HINT
 from rewardlab.sources.datasets.work import map_parts
 from rewardlab.sources.datasets.writer import PartWriter, write_part_file
@@ -61,15 +62,19 @@ __all__ = ["reward_to_go_of_dataset", "gae_of_dataset", "trajectory_returns_of_d
            "step_columns"]
 
 
-def _open(dataset) -> PartedDataset:
-    return dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
+def _open(dataset, on_error: str = "raise") -> PartedDataset:
+    on_error = check_choice("on_error", on_error, ("raise", "skip"))
+    return dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset, on_error=on_error)
 
 
 def dataset_chain(ds: PartedDataset) -> list[PartedDataset]:
     """``ds``, its base, its base's base, ...: where a part's columns are read from, first match first.
 
-    Every one has the same parts under the same names (checked here), so a work
-    item finds part ``i`` of each by its folder and index.
+    Every one names its parts ``part_name(i)`` by manifest index (checked
+    here) and holds the same rows: part ``i`` of one is part
+    :func:`~rewardlab.sources.datasets.parts.index_in_base` ``(i, written_without)``
+    of its base (the same index, unless it was written without some of the
+    base's parts), so a work item finds its part of each by folder and index.
 
     Examples
     --------
@@ -79,12 +84,11 @@ def dataset_chain(ds: PartedDataset) -> list[PartedDataset]:
     chain = [ds]
     while chain[-1].base is not None:
         chain.append(chain[-1].base)
-    for d in chain[1:]:
-        for i, (own, other) in enumerate(zip(ds.paths, d.paths)):
-            if own.name != part_name(i) or other.name != part_name(i):
+    for d in chain:
+        for i, entry in enumerate(d.listed.parts):
+            if entry.name != part_name(i):
                 raise DataFormatError(d.folder, None, None, "base_mismatch",
-                                      f"part {i} is {other.name} here and {own.name} in {ds.folder}, not "
-                                      f"{part_name(i)}", hint=REWRITE_HINT)
+                                      f"part {i} is {entry.name} there, not {part_name(i)}", hint=REWRITE_HINT)
     return chain
 
 
@@ -103,9 +107,12 @@ def step_columns(kind: str, name: str, *, flag_truncated: bool = False) -> list[
 
 
 def _read(path: str, rows: int, index: int, reads: tuple) -> pl.DataFrame:
-    """Part ``index``: the columns of each ``(folder, columns)`` of ``reads`` (None: ``path``'s own folder)."""
+    """Part ``index``: the columns of each ``(folder, columns, written_without)`` of ``reads`` (None: ``path``'s
+    own folder; ``written_without``: of the folder before it, whose part ``index`` is this one's
+    :func:`index_in_base`)."""
     frames = []
-    for folder, cols in reads:
+    for folder, cols, without in reads:
+        index = index_in_base(index, without)
         if not cols:
             continue
         where = path if folder is None else str(Path(folder) / part_name(index))
@@ -132,9 +139,10 @@ def _part_task(item: tuple):
     table = result.to_frame() if isinstance(result, pl.Series) else result
     if write is None:
         return table
-    staging, dataset_id, keep, out_spec = write
+    staging, dataset_id, keep, out_spec, left_out = write
     part = attach(frame.select(list(keep)).hstack(table.get_columns()), out_spec)
-    return index, write_part_file(Path(staging), index, part, dataset_id=dataset_id)
+    position = index - bisect.bisect_left(left_out, index)  # the parts left out are not written: the others close up
+    return position, write_part_file(Path(staging), position, part, dataset_id=dataset_id)
 
 
 def _check_columns(names, wanted: dict) -> None:
@@ -148,9 +156,9 @@ def _check_columns(names, wanted: dict) -> None:
 
 
 def _run(dataset, kind: str, reward, options: dict, columns_used: dict, *, spec, out, overwrite, engine,
-         workers, address, progress, desc: str) -> tuple[str, list]:
+         workers, address, progress, desc: str, on_error: str = "raise") -> tuple[str, list]:
     """Run ``kind`` over every part; ``(name, per-part results)``, or ``(name, the written folder)`` with ``out``."""
-    ds = _open(dataset)
+    ds = _open(dataset, on_error)
     chain = dataset_chain(ds)
     names = list(ds.all_columns)
     name = resolve_reward(names, reward)
@@ -170,7 +178,7 @@ def _run(dataset, kind: str, reward, options: dict, columns_used: dict, *, spec,
     for i, d in enumerate(chain):
         mine = [c for c in left if c in d.columns]
         left = [c for c in left if c not in mine]
-        reads.append((None if i == 0 else str(d.folder), tuple(mine)))
+        reads.append((None if i == 0 else str(d.folder), tuple(mine), () if i == 0 else chain[i - 1].written_without))
     reads = tuple(reads)
     if out is None:
         results = list(map_parts(ds, _part_task, (kind, reads, spec, name, options, None), engine=engine,
@@ -190,11 +198,12 @@ def _run(dataset, kind: str, reward, options: dict, columns_used: dict, *, spec,
               "options": {k: (v if v is None or isinstance(v, (bool, int, float, str))
                               else getattr(v, "__name__", type(v).__name__)) for k, v in options.items()}}
     with PartWriter(out, spec=out_spec, overwrite=overwrite, base=ds, source=source) as writer:
-        write = (str(writer.staging), writer.id, tuple(keep), out_spec)
+        left_out = tuple(sorted(r.index for r in ds.left_out if r.index is not None))
+        write = (str(writer.staging), writer.id, tuple(keep), out_spec, left_out)
         for index, entry in map_parts(ds, _part_task, (kind, reads, spec, name, options, write), engine=engine,
                                       workers=workers, address=address, progress=progress, desc=desc):
             writer.register(index, entry)
-    return name, PartedDataset(out)
+    return name, PartedDataset(out, warn=False)  # the input's opening warned
 
 
 def _joined(tables: list[pl.DataFrame], template: pl.DataFrame) -> pl.DataFrame:
@@ -204,7 +213,7 @@ def _joined(tables: list[pl.DataFrame], template: pl.DataFrame) -> pl.DataFrame:
 def reward_to_go_of_dataset(dataset, reward: str, *, gamma: float, next_value=None, flag_truncated: bool = False,
                             spec: FrameSpec | None = None, out=None, overwrite: bool = False,
                             engine: str = "embedded", workers: int | None = None, address: str | None = None,
-                            progress: bool | None = None):
+                            progress: bool | None = None, on_error: str = "raise"):
     """:func:`~rewardlab.analysis.return_tables.reward_to_go` of a dataset folder, one part at a time.
 
     Parameters
@@ -226,6 +235,15 @@ def reward_to_go_of_dataset(dataset, reward: str, *, gamma: float, next_value=No
         Where the parts run (:mod:`rewardlab.engines`).
     progress : bool, optional
         A bar over the parts (default: when interactive).
+    on_error : {"raise", "skip"}
+        A missing, truncated, foreign or duplicated part of ``dataset`` (a
+        path; of it or of its base): stop, naming it (``"raise"``), or leave
+        it out whole (``"skip"``, with a
+        :class:`~rewardlab.core.errors.PartsLeftOutWarning`): the result is
+        the dataset's without it, bit for bit, and a folder written with
+        ``out`` has the other parts, its manifest listing the ones left out
+        (``base["parts_left_out"]``: a later read joins part for part and
+        says so).  An opened ``PartedDataset`` keeps its own.
 
     Returns
     -------
@@ -246,7 +264,7 @@ def reward_to_go_of_dataset(dataset, reward: str, *, gamma: float, next_value=No
     options = {"gamma": gamma, "next_value": next_value, "flag_truncated": flag_truncated}
     name, got = _run(dataset, "reward_to_go", reward, options, {"next_value": next_value}, spec=spec, out=out,
                      overwrite=overwrite, engine=engine, workers=workers, address=address, progress=progress,
-                     desc="reward-to-go")
+                     desc="reward-to-go", on_error=on_error)
     if out is not None:
         return got
     table = _joined(got, pl.DataFrame({c: pl.Series(c, [], dtype=pl.Boolean if c == "truncated" else pl.Float64)
@@ -257,7 +275,7 @@ def reward_to_go_of_dataset(dataset, reward: str, *, gamma: float, next_value=No
 def gae_of_dataset(dataset, reward: str, *, value: str, gamma: float, lmbda: float, terminated: str | None = None,
                    next_value=None, spec: FrameSpec | None = None, out=None, overwrite: bool = False,
                    engine: str = "embedded", workers: int | None = None, address: str | None = None,
-                   progress: bool | None = None):
+                   progress: bool | None = None, on_error: str = "raise"):
     """:func:`~rewardlab.analysis.return_tables.gae` of a dataset folder, one part at a time.
 
     Parameters
@@ -267,7 +285,7 @@ def gae_of_dataset(dataset, reward: str, *, value: str, gamma: float, lmbda: flo
         ``next_value`` when columns) may lie in the folder or its base.
     reward, value, gamma, lmbda, terminated, next_value, spec
         As :func:`~rewardlab.analysis.return_tables.gae`.
-    out, overwrite, engine, workers, address, progress
+    out, overwrite, engine, workers, address, progress, on_error
         As :func:`reward_to_go_of_dataset`.
 
     Returns
@@ -285,7 +303,8 @@ def gae_of_dataset(dataset, reward: str, *, value: str, gamma: float, lmbda: flo
                "next_value": next_value}
     _, got = _run(dataset, "gae", reward, options,
                   {"value": value, "terminated": terminated, "next_value": next_value}, spec=spec, out=out,
-                  overwrite=overwrite, engine=engine, workers=workers, address=address, progress=progress, desc="gae")
+                  overwrite=overwrite, engine=engine, workers=workers, address=address, progress=progress, desc="gae",
+                  on_error=on_error)
     if out is not None:
         return got
     return _joined(got, pl.DataFrame({c: pl.Series(c, [], dtype=pl.Float64) for c in step_columns("gae", "")}))
@@ -293,19 +312,20 @@ def gae_of_dataset(dataset, reward: str, *, value: str, gamma: float, lmbda: flo
 
 def trajectory_returns_of_dataset(dataset, reward: str, *, spec: FrameSpec | None = None, engine: str = "embedded",
                                   workers: int | None = None, address: str | None = None,
-                                  progress: bool | None = None) -> pl.DataFrame:
+                                  progress: bool | None = None, on_error: str = "raise") -> pl.DataFrame:
     """:func:`~rewardlab.analysis.return_tables.trajectory_returns` of a dataset folder, one part at a time.
 
     One row per trajectory (small: it comes back in memory); ``episode`` (or
     ``trajectory``) counts across parts and ``start`` is the row in the whole
     dataset, as on the whole frame.  A rewards folder reads the flags it
-    lacks from its base.
+    lacks from its base.  ``on_error="skip"``: as :func:`reward_to_go_of_dataset`
+    (the table is the dataset's without the parts left out).
 
     Examples
     --------
     >>> trajectory_returns_of_dataset("rewards/", "top")["return"].mean()  # doctest: +SKIP
     """
-    ds = _open(dataset)
+    ds = _open(dataset, on_error)
     _, tables = _run(ds, "trajectories", reward, {}, {}, spec=spec, out=None, overwrite=False, engine=engine,
                      workers=workers, address=address, progress=progress, desc="trajectory returns")
     index = "trajectory" if tables and "trajectory" in tables[0].columns else "episode"

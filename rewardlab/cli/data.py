@@ -39,8 +39,9 @@ def register(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--resume", action="store_true",
                    help="dataset of parts: keep the parts a killed or interrupted run of the same command "
-                   "finished (in OUT.partial) and write the others; refused if the input files changed or "
-                   "an option differs")
+                   "finished (in OUT.partial) and write the others, reading kanachan text again only from the "
+                   "first file not converted whole; refused if the input files changed (size, time, a checksum "
+                   "of their ends) or an option differs")
     add_format(p)
     add_format_options(p)
     _add_on_error(p)
@@ -135,6 +136,9 @@ def _convert(args) -> int:
     if hasattr(result, "manifest"):
         m = result.manifest
         print(f"wrote {m.rows:,} transitions ({m.episodes:,} episodes) in {len(m.parts)} part{'s' if len(m.parts) != 1 else ''} to {args.out}")
+        if args.resume and result.files_read < result.files:
+            print(f"resumed: read {result.files_read:,} of {result.files:,} input files (the "
+                  f"{result.files - result.files_read:,} before them were converted whole by the stopped run)")
     else:
         print(f"wrote {result.frame.height:,} transitions to {args.out}")
     return 0

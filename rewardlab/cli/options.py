@@ -28,7 +28,8 @@ def add_engine_options(p, *, work: str) -> None:
     """Add ``--engine``, ``--workers`` and ``--ray-address``, for a dataset folder's parts; ``work`` says
     what is done with them ("worked on", "read")."""
     p.add_argument("--engine", default="embedded", metavar="NAME",
-                   help=f"dataset folder: where the parts are {work}: embedded (this machine, default) or "
+                   help=f"dataset folder: where the parts are {work}: embedded (this machine, in threads; "
+                   "default), processes (this machine, one worker process per work item: for many cores) or "
                    "ray (Ray Data, rewardlab's optional 'ray' extra: "
                    + install_command("ray").replace("%", "%%") + ")")
     p.add_argument("--workers", type=int, default=None, metavar="N",

@@ -75,6 +75,10 @@ def register(sub) -> None:
                    help="dataset folder: keep the parts a killed or interrupted run of this same command "
                    "finished (left in OUT.partial) and run the plug-ins over the others only (batch modes "
                    "episodes and fragments)")
+    p.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                   help="dataset folder: stop at a missing, truncated, foreign or duplicated part (raise, "
+                   "default), or leave it out whole (its file left in place) and warn, naming it and the rows and "
+                   "episodes left out (skip); the rewards dataset is written without it and its manifest lists it")
     p.add_argument("--replace", action="store_true",
                    help="replace the data's reward_<name> / done_<name> columns of a plug-in's name (by "
                    "default a plug-in named like a column of the data, e.g. one applied before, is refused)")
@@ -159,7 +163,7 @@ def _apply_parts(args, names) -> int:
             batch_size=args.batch_size, seed=args.seed, contiguous=True if args.contiguous else None,
             num_workers=args.num_workers, convention=args.convention, strict=args.strict, isolate=True,
             timeout=args.timeout, replace=args.replace, overwrite=args.overwrite, resume=args.resume,
-            engine=args.engine, workers=args.workers, address=args.ray_address)
+            engine=args.engine, workers=args.workers, address=args.ray_address, on_error=args.on_error)
     parts = len(manifest.parts)
     print(f"wrote {manifest.rows:,} transitions x {len(names)} plug-in(s) in {parts} part{'s' if parts != 1 else ''} "
           f"to {args.out}")
@@ -201,6 +205,10 @@ def _apply(args) -> int:
     if args.resume:
         raise ParameterError("--resume", "applies to a dataset folder (rewardlab convert ... --out FOLDER) only",
                              True, hint="A single-file output is written whole or not at all.")
+    if args.on_error != "raise":
+        raise ParameterError("--on-error", "applies to a dataset folder named alone (its bad parts are left out); "
+                             "a file is read whole", args.on_error,
+                             hint="For a format's own skip mode (bad lines), pass --option on_error=skip.")
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
         frame = _load(args.dataset, args.format, options)
         spec = attached(frame)

@@ -12,7 +12,7 @@ Examples
 --------
 >>> from rewardlab.engines.registry import get_engine, registered_engines
 >>> sorted(registered_engines())
-['embedded', 'ray']
+['embedded', 'processes', 'ray']
 >>> list(get_engine("embedded").map(str, [1, 2], workers=2))
 ['1', '2']
 """
@@ -32,6 +32,7 @@ __all__ = ["Engine", "register_engine", "unregister_engine", "get_engine", "regi
 #: The engines rewardlab ships: name -> the module that registers it when imported.
 BUILTIN_ENGINES: dict[str, str] = {
     "embedded": "rewardlab.engines.embedded",
+    "processes": "rewardlab.engines.processes",
     "ray": "rewardlab.engines.raydata",
 }
 
@@ -123,7 +124,7 @@ def get_engine(name: str, *, argument: str = "engine") -> Engine:
     >>> get_engine("spark", argument="--engine")
     Traceback (most recent call last):
     ...
-    rewardlab.core.errors.ParameterError: `--engine` should be one of 'embedded', 'ray'. Received 'spark'.
+    rewardlab.core.errors.ParameterError: `--engine` should be one of 'embedded', 'processes', 'ray'. Received 'spark'.
     """
     engines = registered_engines()
     if not isinstance(name, str) or name not in engines:

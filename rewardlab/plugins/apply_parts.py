@@ -17,7 +17,12 @@ The plug-ins see exactly the batches of one pass over the whole frame
 The rewards dataset has the input's parts, row for row, each holding the
 input's keys and context (what the analyses need) and ``reward_<name>`` /
 ``done_<name>`` per plug-in, with ``term_<name>.<term>`` per reward term a
-plug-in writes; its manifest names the input as its base.  It
+plug-in writes; its manifest names the input as its base.  With
+``on_error="skip"`` a missing, truncated, foreign or duplicated input part is
+left out whole before any plug-in runs: the rewards are those of the input
+without it, and the rewards dataset has the other parts, its manifest listing
+the ones left out (``base["parts_left_out"]``), so a later read joins each of
+its parts to the right input part and warns, naming them.  It
 is written to a staging folder and renamed onto its name only when every
 part is done: a failed, killed or interrupted run leaves nothing there.
 
@@ -53,7 +58,7 @@ from rewardlab.contracts.advice import scale_advice, warn_outside
 from rewardlab.contracts.checks import RewardScale
 from rewardlab.contracts.registry import contract_for, get_contract
 from rewardlab.core import columns
-from rewardlab.core.errors import ParameterError, RewardScaleWarning
+from rewardlab.core.errors import DataFormatError, ParameterError, RewardScaleWarning, check_choice
 from rewardlab.core.spec import attach
 from rewardlab.engines import check_engine
 from rewardlab.engines.embedded import available_cores
@@ -125,6 +130,8 @@ class _Task:
     keep: tuple[str, ...]
     timeout: float | None
     isolate: bool
+    kept: tuple[int, ...]  # the manifest index of every part the driver kept (on_error="skip" leaves some out)
+    on_error: str = "raise"
 
 
 @dataclasses.dataclass
@@ -150,7 +157,7 @@ def _locate_error(ds: PartedDataset, indexes, outcome, spec, contract):
     locator = None
     if 0 <= k < len(indexes):
         locator = _PartLocator(ds.read(indexes[k]), columns=contract.locator_columns(spec), start=int(starts[k]),
-                               part=indexes[k], path=ds.paths[indexes[k]])
+                               part=ds.part_indexes[indexes[k]], path=ds.paths[indexes[k]])
     resolve([outcome], locator)
     return _first_problem(outcome)
 
@@ -175,7 +182,12 @@ class _PartLocator(Locator):
 
 def _run_task(task: _Task) -> _Done:
     """Run the plug-ins over the task's parts; write each part's rewards table into the staging folder."""
-    ds = PartedDataset(task.folder)
+    ds = PartedDataset(task.folder, on_error=task.on_error, warn=False)  # the driver warned
+    if ds.part_indexes != task.kept:
+        raise DataFormatError(ds.folder, None, None, "dataset_changed",
+                              f"the parts left out changed while the plug-ins ran (parts "
+                              f"{sorted(set(task.kept) ^ set(ds.part_indexes))[:5]})",
+                              hint="Leave the dataset folder alone while `rewardlab apply` runs, and run it again.")
     spec = ds.spec
     contract = get_contract(task.settings["contract"])
     items = plugin_items([Path(p) for p, _ in task.plugins], contract)
@@ -284,9 +296,13 @@ def _finished(staging: Path, n_parts: int) -> dict[int, tuple[PartEntry, list, l
 
 
 def _run_key(ds: PartedDataset, items, settings: dict, keep: list[str]) -> dict:
-    """What makes two runs the same run (for resuming): the input, the plug-in files' bytes, the options."""
+    """What makes two runs the same run (for resuming): the input (and the parts left out of it), the plug-in
+    files' bytes, the options."""
     plugins = [[name, hashlib.sha256(Path(path).read_bytes()).hexdigest()] for _, name, path in items]
-    return {"input": ds.manifest.id, "plugins": plugins, "options": settings, "columns": keep}
+    key = {"input": ds.manifest.id, "plugins": plugins, "options": settings, "columns": keep}
+    if len(ds) != len(ds.listed.parts):
+        key["parts_kept"] = list(ds.part_indexes)
+    return key
 
 
 def _groups(indexes, workers: int, mode: str) -> list[tuple[int, ...]]:
@@ -321,7 +337,7 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
                      convention: str | None = None, strict: bool = False, isolate: bool | None = None,
                      timeout: float | None = None, replace: bool = False, overwrite: bool = False,
                      engine: str = "embedded", workers: int | None = None, address: str | None = None,
-                     progress=None, resume: bool = False) -> Manifest:
+                     progress=None, resume: bool = False, on_error: str = "raise") -> Manifest:
     """Run plug-ins over every part of a dataset folder; write the rewards dataset ``out`` beside it.
 
     Parameters
@@ -350,6 +366,17 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
         Keep the parts a killed or stopped run of the same command finished
         (in ``OUT.partial``; see the module's text); ``episodes`` and
         ``fragments`` only.
+    on_error : {"raise", "skip"}
+        A missing, truncated, foreign or duplicated part of ``dataset`` (a
+        path): stop before any plug-in runs, naming it (``"raise"``), or
+        leave it out whole (``"skip"``, see
+        :class:`~rewardlab.sources.datasets.PartedDataset`): the rewards are
+        those of the dataset without it, bit for bit, in every batch mode
+        (``sequential`` and the other carrying modes carry rows across the
+        gap), and the rewards dataset is written without it, its manifest
+        listing it (``base["parts_left_out"]``), so reading it with its base
+        joins part for part, with a warning naming it.  An opened
+        :class:`~rewardlab.sources.datasets.PartedDataset` keeps its own.
 
     Returns
     -------
@@ -360,18 +387,24 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     ------
     PluginLoadError, PluginRuntimeError, ContractError
         As :func:`~rewardlab.plugins.apply_plugins`, naming the part and row.
+    DataFormatError
+        A bad part (``on_error="raise"``), naming its file and rule; a part
+        whose bytes fail while it is read (page checksums), in both modes.
 
     Warns
     -----
     RewardScaleWarning
         As :func:`~rewardlab.plugins.apply_plugins` (from exact sums merged over parts).
+    PartsLeftOutWarning
+        ``on_error="skip"``: naming each part left out, its reason, rows and episodes.
 
     Examples
     --------
     >>> apply_to_dataset("corpus", ["rank_top.py", "raw_points.py"], "corpus-rewards",
     ...                  batch_mode="dataloader", batch_size=256)  # doctest: +SKIP
     """
-    ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset)
+    on_error = check_choice("on_error", on_error, ("raise", "skip"))
+    ds = dataset if isinstance(dataset, PartedDataset) else PartedDataset(dataset, on_error=on_error)
     found = check_engine(engine, address=address)
     if isinstance(plugins, (str, Path)):
         plugins = [plugins]
@@ -414,7 +447,7 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
             dtypes[i] = dtypes[i] or dtype
     groups = _groups([i for i in range(len(ds)) if i not in finished], workers or available_cores(), batch_mode)
     tasks = [_Task(str(ds.folder), g, tuple((str(p), n) for _, n, p in items), settings, str(writer.staging),
-                   writer.id, tuple(keep), timeout, isolate) for g in groups if g]
+                   writer.id, tuple(keep), timeout, isolate, tuple(ds.part_indexes), ds.on_error) for g in groups if g]
     bar = progress_bar(progress, ds.rows, f"apply_plugins ({batch_mode}, {len(ds)} parts)")
     if bar is not None and finished:
         bar.update(sum(entry.rows for entry, _, _ in finished.values()))

@@ -50,7 +50,8 @@ class PartLeftOut:
     reason : str
         The rule it broke: ``missing_part``, ``part_size`` (truncated or replaced), ``foreign_part``,
         ``duplicated_part``, ``stray_part`` (not listed), ``base_part_left_out`` / ``rewards_part_left_out``
-        (a rewards folder and its base leave out the same parts).
+        (a rewards folder and its base leave out the same parts), ``written_without`` (a base part the
+        rewards or returns folder was written without, listed in its manifest, so not checked again).
     message : str
         What was found, in words.
     rows, episodes : int

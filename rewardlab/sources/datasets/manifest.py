@@ -12,7 +12,10 @@ A *rewards dataset* (``rewardlab apply`` on a dataset folder) has the same
 parts, part for part and row for row, holding only the keys, the context
 and the ``reward_<name>`` / ``done_<name>`` columns; its manifest names its
 ``base`` (the input dataset's folder and id), so the two can be read side by
-side, part by part.
+side, part by part.  Written from a base whose bad parts were left out
+(``on_error="skip"``), it has the base's other parts, numbered from 0, and
+``base["parts_left_out"]`` lists the ones left out (:func:`base_record`;
+:func:`index_in_base` maps its parts to the base's).
 
 Examples
 --------
@@ -28,13 +31,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import zlib
 from pathlib import Path
 
 from rewardlab.core.errors import DataFormatError
 
 __all__ = ["MANIFEST_NAME", "MANIFEST_FORMAT", "MANIFEST_VERSION", "PART_KEY", "PartEntry", "Manifest",
-           "part_name", "file_crc32", "read_manifest", "has_manifest"]
+           "part_name", "file_crc32", "read_manifest", "has_manifest", "index_in_base", "base_record",
+           "parts_left_out"]
 
 #: The manifest's file name inside a dataset folder.
 MANIFEST_NAME = "rewardlab-dataset.json"
@@ -201,3 +206,57 @@ def read_manifest(folder: str | Path) -> Manifest:
         raise DataFormatError(path, None, None, "bad_manifest", f"the manifest cannot be read ({exc})",
                               hint=_HINT) from None
     return Manifest.from_json(text, path=path)
+
+
+def index_in_base(index: int, written_without) -> int:
+    """The base's part index of part ``index`` of a dataset written without the base's parts ``written_without``
+    (sorted): its parts are the base's others, in order, numbered from 0.
+
+    Examples
+    --------
+    >>> [index_in_base(i, (1, 2)) for i in range(3)], index_in_base(4, ())
+    ([0, 3, 4], 4)
+    """
+    for skipped in written_without:
+        if skipped <= index:
+            index += 1
+        else:
+            break
+    return index
+
+
+def base_record(base, out) -> dict:
+    """What the manifest of a dataset written part for part over ``base`` (an opened
+    :class:`~rewardlab.sources.datasets.parts.PartedDataset`: rewards, returns) says of it: its
+    folder relative to ``out``, its id and, when ``base`` was opened with ``on_error="skip"`` and left parts
+    out, ``parts_left_out``: one ``{index, file, reason, rows, episodes}`` per part (the dataset's parts are
+    the base's others, in order: a later join by part skips them, and says so).
+
+    Examples
+    --------
+    >>> base_record(PartedDataset("corpus", on_error="skip"), "rewards")  # doctest: +SKIP
+    {'path': '../corpus', 'id': '5f0c...', 'parts_left_out': [{'index': 3, 'file': 'part-000003.parquet', ...}]}
+    """
+    record = {"path": os.path.relpath(Path(base.folder).resolve(), Path(out).resolve()), "id": base.manifest.id}
+    gone = [r for r in base.left_out if r.index is not None]
+    if gone:
+        record["parts_left_out"] = [{"index": r.index, "file": Path(r.file).name, "reason": r.reason,
+                                     "rows": r.rows, "episodes": r.episodes} for r in gone]
+    return record
+
+
+def parts_left_out(base: dict | None) -> dict[int, dict]:
+    """``base["parts_left_out"]`` of a manifest (see :func:`base_record`), by index (empty when it has none).
+
+    Examples
+    --------
+    >>> parts_left_out({"path": "../corpus", "id": "0" * 32, "parts_left_out": [{"index": 3, "reason": "part_size"}]})
+    {3: {'index': 3, 'reason': 'part_size'}}
+    """
+    found = {}
+    for item in (base or {}).get("parts_left_out") or ():
+        try:
+            found[int(item["index"])] = dict(item)
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"parts_left_out should list {{index, ...}} objects, not {item!r}") from None
+    return found

@@ -20,6 +20,16 @@ other parts, :attr:`PartedDataset.left_out` records each one left out
 and episodes from the manifest), its file stays where it is, and a
 :class:`~rewardlab.core.errors.PartsLeftOutWarning` names them.
 
+A dataset written part for part over a base opened in skip mode (``rewardlab
+apply``, the returns writers) is written without the parts left out: its
+parts are the base's others, numbered from 0, and its manifest lists the
+ones left out (``base["parts_left_out"]``,
+:func:`~rewardlab.sources.datasets.manifest.base_record`), so opening it
+leaves those base parts out unchecked (reason :data:`WRITTEN_WITHOUT`),
+joins each of its parts to the right base part
+(:func:`~rewardlab.sources.datasets.manifest.index_in_base`) and
+warns, naming them.
+
 Examples
 --------
 >>> import tempfile, pathlib, polars as pl
@@ -52,17 +62,22 @@ from rewardlab.core.errors import (
     ColumnNotFoundError, DataFormatError, ParameterError, PartsLeftOutWarning, check_choice, check_int,
 )
 from rewardlab.core.spec import FrameSpec, attach, attached
-from rewardlab.sources.datasets.manifest import MANIFEST_NAME, PART_KEY, file_crc32, has_manifest, read_manifest
+from rewardlab.sources.datasets.manifest import (
+    MANIFEST_NAME, PART_KEY, file_crc32, has_manifest, index_in_base, parts_left_out, read_manifest,
+)
 from rewardlab.sources.results import PartLeftOut
 from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part
 
 __all__ = ["PartedDataset", "open_dataset", "is_dataset_folder", "episode_cuts", "count_episodes", "read_part_file",
-           "check_part_rows", "DEFAULT_PART_ROWS", "part_rows_for", "REWRITE_HINT"]
+           "check_part_rows", "DEFAULT_PART_ROWS", "part_rows_for", "REWRITE_HINT", "WRITTEN_WITHOUT"]
 
 #: The suffix of the folder a dataset is written into before it gets its final name.
 DEFAULT_PART_ROWS = 262_144
 
 REWRITE_HINT = "Write the dataset again (`rewardlab convert`, or `rewardlab apply` for a rewards dataset)."
+#: The reason recorded for a base's part that a dataset built on it (rewards, returns) was written without:
+#: ``on_error="skip"`` left it out then (its manifest's ``base["parts_left_out"]`` lists them).
+WRITTEN_WITHOUT = "written_without"
 
 
 def part_rows_for(memory_bytes: int, *, bytes_per_row: int = 1100) -> int:
@@ -146,6 +161,13 @@ class PartedDataset:
     part_indexes : tuple of int
         The manifest index of each kept part (``range(len(listed.parts))``
         when nothing was left out).
+    written_without : tuple of int
+        A dataset written over a base (rewards, returns) from a base opened
+        with ``on_error="skip"``: the base's parts it was written without
+        (its part ``i`` is the base's part
+        :func:`~rewardlab.sources.datasets.manifest.index_in_base` ``(i,
+        written_without)``).  Opening it leaves those base parts out
+        unchecked (reason :data:`WRITTEN_WITHOUT`) and warns, naming them.
     left_out : tuple of PartLeftOut
         What ``on_error="skip"`` left out (empty otherwise).
 
@@ -168,12 +190,12 @@ class PartedDataset:
     (PartLeftOut(index=3, file=PosixPath('corpus/part-000003.parquet'), reason='part_size', ...),)
     """
 
-    def __init__(self, folder, *, on_error: str = "raise"):
+    def __init__(self, folder, *, on_error: str = "raise", warn: bool = True):
         self._open(folder, check_choice("on_error", on_error, ("raise", "skip")))
-        if self.left_out:
+        if warn and self.all_left_out():
             warnings.warn(PartsLeftOutWarning(self.left_out_message()), stacklevel=2)
 
-    def _open(self, folder, on_error: str) -> None:
+    def _open(self, folder, on_error: str, written_without: dict | None = None) -> None:
         self.folder = Path(folder)
         self.on_error = on_error
         if not self.folder.is_dir():
@@ -182,19 +204,25 @@ class PartedDataset:
         self.listed = self.manifest = read_manifest(self.folder)
         try:
             self.spec = FrameSpec.from_dict(self.manifest.spec)
+            self.written_without = tuple(sorted(parts_left_out(self.manifest.base)))
         except Exception as exc:  # noqa: BLE001 - any failure to rebuild it is a damaged manifest
             raise DataFormatError(self.folder / MANIFEST_NAME, None, None, "bad_manifest",
-                                  f"the manifest's spec cannot be read ({exc})", hint=REWRITE_HINT) from None
+                                  f"the manifest's spec or base cannot be read ({exc})", hint=REWRITE_HINT) from None
         self.paths = [self.folder / p.name for p in self.manifest.parts]
         self.part_indexes: tuple[int, ...] = tuple(range(len(self.paths)))
         self.left_out: tuple[PartLeftOut, ...] = ()
-        found = self._check_parts()
+        self._told_without = dict(written_without or {})  # parts a dataset built on this one was written without
+        found = self._check_parts(self._told_without)
         self._base: PartedDataset | None = None
         self._columns: tuple[str, ...] | None = None
         if self.manifest.base is not None:
             self._base = self._open_base()
             found += _same_parts_left_out(self, self._base, found)
         self._leave_out(found)
+
+    def all_left_out(self) -> tuple[PartLeftOut, ...]:
+        """:attr:`left_out` and its bases' (a base's :data:`WRITTEN_WITHOUT` parts included), base last."""
+        return self.left_out + (self._base.all_left_out() if self._base is not None else ())
 
     # --- what it holds ------------------------------------------------------------------------------
 
@@ -348,11 +376,18 @@ class PartedDataset:
 
     # --- checks -------------------------------------------------------------------------------------
 
-    def _check_parts(self) -> list[PartLeftOut]:
+    def _check_parts(self, written_without: dict) -> list[PartLeftOut]:
         """Check every listed part's size and footer and look for part files not listed: raise the first
-        problem, or (skip mode) return one record per part to leave out."""
+        problem, or (skip mode) return one record per part to leave out.  The parts of ``written_without``
+        (``{index: what the dataset built on this one recorded}``) are left out unchecked."""
         found: list[PartLeftOut] = []
         for index, (entry, path) in enumerate(zip(self.manifest.parts, self.paths)):
+            if index in written_without:
+                was = written_without[index]
+                found.append(PartLeftOut(index, path, WRITTEN_WITHOUT, f"the dataset built on it was written "
+                                         f"without it (left out then: {was.get('reason', 'unknown')})",
+                                         entry.rows, entry.episodes))
+                continue
             try:
                 self._check_part(index, entry, path)
             except DataFormatError as exc:
@@ -411,7 +446,7 @@ class PartedDataset:
         self.paths = [self.folder / p.name for p in self.manifest.parts]
 
     def left_out_message(self) -> str:
-        """What :attr:`left_out` holds (with the base's), in one line: the files (left in place), why, and the
+        """What :attr:`left_out` holds (with its bases'), in one line: the files (left in place), why, and the
         rows and episodes left out.
 
         Examples
@@ -419,16 +454,26 @@ class PartedDataset:
         >>> PartedDataset("corpus", on_error="skip").left_out_message()  # doctest: +SKIP
         'left out 1 of 9 parts of corpus (20,012 of 181,446 rows, 61 of 960 episodes): part 3 (...)'
         """
-        records = [*self.left_out, *(self._base.left_out if self._base is not None else ())]
+        records = self.all_left_out()
         if not records:
             return f"left out no part of {self.folder}"
         gone = [r for r in self.left_out if r.index is not None]
         rows, episodes = sum(r.rows for r in gone), sum(r.episodes for r in gone)
         strays = len(self.left_out) - len(gone)
-        text = (f"left out {len(gone)} of {len(self.listed.parts)} parts of {self.folder} ({rows:,} of "
-                f"{self.listed.rows:,} rows, {episodes:,} of {self.listed.episodes:,} episodes)"
-                + (f" and passed over {strays} file(s) it does not list" if strays else ""))
+        texts = []
+        if self.left_out or not self.written_without:
+            texts.append(f"left out {len(gone)} of {len(self.listed.parts)} parts of {self.folder} ({rows:,} of "
+                         f"{self.listed.rows:,} rows, {episodes:,} of {self.listed.episodes:,} episodes)"
+                         + (f" and passed over {strays} file(s) it does not list" if strays else ""))
+        if self.written_without:
+            texts.append(f"{self.folder} was written without {len(self.written_without)} part(s) of its base "
+                         f"{self._base.folder if self._base is not None else ''} (parts "
+                         f"{', '.join(map(str, self.written_without))}, left out then; its parts join the others)")
+        text = "; ".join(texts)
         where = "; ".join(("base: " if r not in self.left_out else "") + r.describe() for r in records)
+        if all(r.reason == WRITTEN_WITHOUT for r in records):
+            return (f"{text}: {where}. To cover them, write {self.folder} again from its base once those parts "
+                    "are whole.")
         return (f"{text}: {where}. The files are left where they are (nothing was deleted); write the dataset "
                 "again, or restore them, to read every part.")
 
@@ -441,8 +486,13 @@ class PartedDataset:
                                   "and reads states and context from it)",
                                   hint="Keep the two folders side by side, as `rewardlab apply` wrote them.")
         found = PartedDataset.__new__(PartedDataset)
-        found._open(where, self.on_error)  # its warning is this dataset's (left_out_message names both)
-        if found.listed.id != base.get("id") or len(found.listed.parts) != len(self.listed.parts):
+        # its warning is this dataset's (left_out_message names both); the parts this one was written without
+        # are left out there unchecked (they may still be bad)
+        told = {index_in_base(i, self.written_without): was for i, was in self._told_without.items()}
+        found._open(where, self.on_error, {**told, **parts_left_out(base)})
+        if (found.listed.id != base.get("id")
+                or len(found.listed.parts) != len(self.listed.parts) + len(self.written_without)
+                or any(i >= len(found.listed.parts) for i in self.written_without)):
             raise DataFormatError(self.folder / MANIFEST_NAME, None, None, "base_mismatch",
                                   f"{where} is not the dataset these rewards were computed on (its id or parts "
                                   "differ)", hint="Apply the plug-ins to it again.")
@@ -473,26 +523,32 @@ class PartedDataset:
 
 
 def _same_parts_left_out(rewards: PartedDataset, base: PartedDataset, found: list[PartLeftOut]) -> list[PartLeftOut]:
-    """Make a rewards dataset and its base leave out the same part indexes: the base leaves out the parts
-    ``found`` leaves out; the records of the rewards' parts whose base part was left out are returned."""
-    own = {r.index for r in found if r.index is not None}
-    theirs = {r.index for r in base.left_out if r.index is not None}
-    _also_leave_out(base, own - theirs, "rewards_part_left_out",
+    """Make a rewards dataset and its base leave out the same parts (part ``i`` of the rewards is the base's
+    ``index_in_base(i, rewards.written_without)``): the base leaves out the parts ``found`` leaves out; the
+    records of the rewards' parts whose base part was left out are returned."""
+    to_base = {i: index_in_base(i, rewards.written_without) for i in range(len(rewards.listed.parts))}
+    from_base = {b: i for i, b in to_base.items()}
+    own = {to_base[r.index] for r in found if r.index is not None}
+    theirs = {r.index for r in base.left_out if r.index is not None and r.reason != WRITTEN_WITHOUT}
+    already = {r.index for r in base.left_out if r.index is not None}
+    _also_leave_out(base, own - already, "rewards_part_left_out",
                     f"the part of the rewards dataset {rewards.folder} built on it is left out")
     return [PartLeftOut(i, rewards.folder / rewards.listed.parts[i].name, "base_part_left_out",
-                        f"part {i} of its base {base.folder} is left out", rewards.listed.parts[i].rows,
-                        rewards.listed.parts[i].episodes) for i in sorted(theirs - own)]
+                        f"part {b} of its base {base.folder} is left out", rewards.listed.parts[i].rows,
+                        rewards.listed.parts[i].episodes)
+            for b in sorted(theirs - own) if (i := from_base.get(b)) is not None]
 
 
 def _also_leave_out(ds: PartedDataset, indexes: set, reason: str, message: str) -> None:
-    """Leave parts ``indexes`` of ``ds`` (and of its base, and so on) out too, recorded with ``reason``."""
+    """Leave parts ``indexes`` of ``ds`` (and the same parts of its base, and so on) out too, with ``reason``."""
     if not indexes:
         return
     extra = [PartLeftOut(i, ds.folder / ds.listed.parts[i].name, reason, message, ds.listed.parts[i].rows,
                          ds.listed.parts[i].episodes) for i in sorted(indexes)]
     ds._leave_out([*ds.left_out, *extra])
     if ds.base is not None:
-        _also_leave_out(ds.base, indexes - {r.index for r in ds.base.left_out}, reason, message)
+        mapped = {index_in_base(i, ds.written_without) for i in indexes}
+        _also_leave_out(ds.base, mapped - {r.index for r in ds.base.left_out}, reason, message)
 
 
 def check_part_rows(frame: pl.DataFrame, path, rows: int) -> None:

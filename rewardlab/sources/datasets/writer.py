@@ -40,7 +40,9 @@ import polars as pl
 from rewardlab.core.errors import FileAccessError, OutputExistsError, ParameterError, check_int
 from rewardlab.core.spec import EPISODE_END, FrameSpec, attach, attached
 from rewardlab.engines.embedded import available_cores
-from rewardlab.sources.datasets.manifest import MANIFEST_NAME, PART_KEY, Manifest, PartEntry, file_crc32, part_name
+from rewardlab.sources.datasets.manifest import (
+    MANIFEST_NAME, PART_KEY, Manifest, PartEntry, base_record, file_crc32, part_name,
+)
 from rewardlab.sources.datasets.parts import (
     DEFAULT_PART_ROWS, REWRITE_HINT, PartedDataset, count_episodes, episode_cuts, is_dataset_folder,
 )
@@ -291,6 +293,17 @@ class PartWriter:
             self._entries[index] = entry
         return index
 
+    def start_at(self, index: int) -> None:
+        """Resumed with ``journal``: take the kept parts ``0 .. index - 1`` as they are, without reading them
+        again (a convert that resumes past the input files whose parts are all finished); :meth:`add` then
+        starts part ``index``.  Call it before any :meth:`add`."""
+        missing = [i for i in range(index) if i not in self.kept]
+        if missing or self._next or self._pending:
+            raise ParameterError("index", "should follow kept parts only, before any rows are added", index)
+        for i in range(index):
+            self.register(i, self.kept[i][0])
+        self._next = index
+
     def register(self, index: int, entry: PartEntry) -> None:
         """Record part ``index``, written into :attr:`staging` elsewhere (a worker: :func:`write_part_file`)."""
         with self._lock:
@@ -313,10 +326,7 @@ class PartWriter:
         if self.base is not None and len(indexes) != len(self.base):
             raise FileAccessError(self.staging, f"{len(indexes)} parts written for an input of {len(self.base)}",
                                   hint=REWRITE_HINT)
-        base = None
-        if self.base is not None:
-            base = {"path": os.path.relpath(self.base.folder.resolve(), self.out.resolve()),
-                    "id": self.base.manifest.id}
+        base = None if self.base is None else base_record(self.base, self.out)  # with the parts left out
         manifest = Manifest(id=self.id, kind="parquet", spec=self.spec.to_dict(),
                             parts=tuple(self._entries[i] for i in indexes), base=base, source=self.source)
         (self.staging / MANIFEST_NAME).write_text(manifest.to_json())

@@ -55,7 +55,7 @@ from rewardlab.core.errors import DataFormatError, ParameterError, check_choice,
 from rewardlab.core.files import as_paths, progress_enabled
 from rewardlab.core.spec import attach
 
-__all__ = ["stream_kanachan", "DEFAULT_CHUNK_BYTES", "FileStream", "THREADS_PER_FILE"]
+__all__ = ["stream_kanachan", "DEFAULT_CHUNK_BYTES", "FileStream", "THREADS_PER_FILE", "games_before"]
 
 #: Text bytes behind each chunk by default (a chunk's frame is about 0.8 of it in memory).
 DEFAULT_CHUNK_BYTES = 64 << 20
@@ -74,6 +74,8 @@ def stream_kanachan(
     workers: int | None = None,
     processes: int | None = None,
     spool_in=None,
+    before=None,
+    file_done=None,
 ) -> Iterator[LoadResult]:
     """Read kanachan annotation files (plain, ``.gz``, ``.bz2``) chunk by chunk, whole games in each.
 
@@ -105,6 +107,15 @@ def stream_kanachan(
         With several processes: the folder in which a temporary spool folder
         holds the chunks of files streamed ahead (default: the system's
         temporary folder).
+    before : callable, optional
+        ``before(columns)`` yields the rows that come before ``paths`` (a
+        resumed convert: the rows of the input files it does not read
+        again), those columns only, in order: games are numbered after
+        theirs, and a game of theirs found again is a game in two files
+        (see :func:`games_before`).
+    file_done : callable, optional
+        Called with each file's index in ``paths`` once every chunk of it is
+        yielded (a convert journals which files it has read whole).
 
     Yields
     ------
@@ -144,27 +155,50 @@ def stream_kanachan(
     if processes is None:  # a few parse threads per file: the serial part of each stream runs beside the others'
         processes = max(1, min(len(files), workers // THREADS_PER_FILE))
     processes = check_int("processes", processes, low=1)
+    first_game, earlier = games_before(before)
     if processes > 1 and len(files) > 1:
         from rewardlab.sources.kanachan.stream_files import stream_kanachan_files
 
         return stream_kanachan_files(files, chunk_bytes=chunk_bytes, skip=on_error == "skip", processes=processes,
-                                     threads=max(1, workers // processes), progress=progress, spool_in=spool_in)
+                                     threads=max(1, workers // processes), progress=progress, spool_in=spool_in,
+                                     first_game=first_game, earlier=earlier, file_done=file_done)
     return FileStream(files, chunk_bytes=chunk_bytes, skip=on_error == "skip", progress=progress,
-                      workers=workers).run()
+                      workers=workers, first_game=first_game, earlier=earlier, file_done=file_done).run()
+
+
+def games_before(before) -> tuple[int, GameIdSet]:
+    """The games numbered in the rows ``before(columns)`` yields (rows of a stream, in order: the last ``game``
+    + 1) and their ids; ``(0, empty)`` for None.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"game_id": ["a" * 32, "a" * 32, "b" * 32], "game": [0, 0, 1]})
+    >>> games, ids = games_before(lambda columns: [f.select(columns)])
+    >>> games, len(ids)
+    (2, 2)
+    """
+    games, seen = 0, GameIdSet()
+    for frame in (before([S.GAME, S.GAME_ID]) if before is not None else ()):
+        if frame.height:
+            games = int(frame[S.GAME][-1]) + 1
+            seen.add(frame[S.GAME_ID].cast(pl.String).unique(maintain_order=True).to_list())
+    return games, seen
 
 
 class FileStream:
     """The state of one stream over files read one after the other: game numbering, games of earlier files,
     the pending error (:meth:`run` yields the chunks)."""
 
-    def __init__(self, files: list[Path], *, chunk_bytes: int, skip: bool, progress, workers: int):
+    def __init__(self, files: list[Path], *, chunk_bytes: int, skip: bool, progress, workers: int,
+                 first_game: int = 0, earlier: GameIdSet | None = None, file_done=None):
         self.files, self.chunk_bytes, self.skip, self.workers = files, chunk_bytes, skip, workers
         self.progress = progress
         # blocks: a few per chunk, and every worker busy with one
         self.block_bytes = max(min(CHUNK_BYTES, chunk_bytes // (workers + 1)), MIN_BLOCK_BYTES)
-        self.earlier_files = GameIdSet()  # games kept from earlier files (a game in two files)
+        self.earlier_files = earlier or GameIdSet()  # games kept from earlier files (a game in two files)
         self.this_file = GameIdSet()  # games kept from earlier chunks of this file
-        self.games = 0  # games numbered so far
+        self.games = first_game  # games numbered so far
+        self.file_done = file_done
         self.last_game: tuple[int, int] | None = None  # (file index, game_id code) of the last row yielded
         self.cross_file: DataFormatError | None = None  # the first game found in two files
         self.file_error: DataFormatError | None = None  # raise mode: an episode error of this file
@@ -179,6 +213,8 @@ class FileStream:
             for index, path in enumerate(self.files):
                 start = bar.n
                 yield from self._file(index, path, bar, start)
+                if self.file_done is not None:
+                    self.file_done(index)
                 bar.n = start + (path.stat().st_size if path.exists() else 0)
                 bar.refresh()
         if self.cross_file is not None:
@@ -337,7 +373,7 @@ class FileStream:
         starts[0] = self.last_game != (index, int(codes[0]))
         run_rows = np.flatnonzero(starts)
         names = frame[S.GAME_ID].gather(run_rows).cast(pl.String).to_list()
-        if len(self.files) > 1 and self.cross_file is None and index > 0:
+        if self.cross_file is None and len(self.earlier_files):
             dup = self.earlier_files.contains(names)
             if dup.any():
                 r = int(run_rows[np.argmax(dup)])

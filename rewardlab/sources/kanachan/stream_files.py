@@ -134,7 +134,8 @@ class _Worker:
 
 
 def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, processes: int, threads: int,
-                          progress: bool | None = None, spool_in=None) -> Iterator[LoadResult]:
+                          progress: bool | None = None, spool_in=None, first_game: int = 0,
+                          earlier: GameIdSet | None = None, file_done=None) -> Iterator[LoadResult]:
     """Stream ``files`` (at least two) in ``processes`` worker processes, each streaming one file at a time.
 
     Parameters
@@ -152,6 +153,10 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
     spool_in : path, optional
         The folder to create the spool folder in (default: the system's
         temporary folder); removed when the stream ends, however it ends.
+    first_game, earlier, file_done
+        The games numbered before ``files`` and their ids, and a callback
+        of each file's index once its chunks are yielded (as
+        ``stream_kanachan``'s ``before`` and ``file_done``).
 
     Yields
     ------
@@ -168,7 +173,7 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
     from tqdm.auto import tqdm
 
     spool = Path(tempfile.mkdtemp(prefix="rewardlab-spool-", dir=spool_in))
-    earlier, cross_file, games = GameIdSet(), None, 0
+    earlier, cross_file, games = earlier or GameIdSet(), None, first_game
     workers: list[_Worker] = []
     tasks: queue.Queue = queue.Queue()
     results = [concurrent.futures.Future() for _ in files]
@@ -209,7 +214,7 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
                     frame = pl.read_ipc(target)
                     Path(target).unlink()
                     frame, names = _renumber(frame, games)
-                    if cross_file is None and index > 0 and names:
+                    if cross_file is None and len(earlier) and names:
                         cross_file = _cross_file(frame, names, earlier)
                     this_file.add(names)
                     if cross_file is None:
@@ -219,6 +224,8 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
                 games += done.games
                 earlier.absorb(this_file)
                 bar.update(path.stat().st_size)
+                if file_done is not None:
+                    file_done(index)
         for _ in workers:
             tasks.put(None)
     finally:

@@ -1,0 +1,167 @@
+"""The processes engine (rewardlab.engines.processes): item order, errors, a dying worker, and a dataset folder
+through it giving what the embedded engine gives, bit for bit (the reference is the embedded engine's run,
+itself checked against the whole frame elsewhere)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from rewardlab.analysis.stats_parts import dataset_reward_stats
+from rewardlab.core.errors import EngineError, ParameterError, PluginRuntimeError
+from rewardlab.engines import check_engine, get_engine
+from rewardlab.engines.processes import map_items_processes
+from rewardlab.plugins.apply_parts import apply_to_dataset
+from rewardlab.plugins.check_parts import check_plugin_dataset
+from rewardlab.sources.datasets import open_dataset
+from rewardlab.sources.datasets.convert import convert_to_parts
+
+PLUGINS = ["data/plugins/rank_top.py", "data/plugins/raw_points.py"]
+
+
+def uneven(x):
+    time.sleep(0.05 if x % 3 == 0 else 0.0)
+    return x * x - 3
+
+
+def pid_of(x):
+    return os.getpid()
+
+
+def raise_on_three(x):
+    if x == 3:
+        raise ParameterError("x", "should not be 3", x)
+    return x
+
+
+def die_on_two(x):
+    if x == 2:
+        os._exit(9)
+    return x
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    out = tmp_path_factory.mktemp("proc-parts") / "corpus"
+    convert_to_parts("data/sample.tsv.gz", out, part_rows=30_000, progress=False)
+    return out
+
+
+def test_registered_and_refuses_an_address():
+    assert get_engine("processes").map is map_items_processes
+    with pytest.raises(ParameterError, match="applies only to engines that join a cluster"):
+        check_engine("processes", address="auto")
+
+
+@pytest.mark.slow
+def test_results_in_item_order_from_other_processes():
+    items = list(range(13))
+    assert list(map_items_processes(uneven, items, workers=2)) == [uneven(x) for x in items]
+    pids = set(map_items_processes(pid_of, range(6), workers=2))
+    assert os.getpid() not in pids and len(pids) <= 2
+
+
+def test_one_worker_runs_here():
+    assert set(map_items_processes(pid_of, range(3), workers=1)) == {os.getpid()}
+
+
+@pytest.mark.slow
+def test_an_items_error_arrives_as_itself_after_the_items_before_it():
+    got = []
+    with pytest.raises(ParameterError, match="should not be 3"):
+        for r in map_items_processes(raise_on_three, range(8), workers=2):
+            got.append(r)
+    assert got == [0, 1, 2]
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_is_an_engine_error_naming_the_item():
+    with pytest.raises(EngineError, match=r"a worker process died .* before work item [0-2] was done"):
+        list(map_items_processes(die_on_two, range(5), workers=2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["episodes", "sequential"])
+def test_apply_through_processes_equals_the_embedded_engine_bit_for_bit(corpus, tmp_path, mode):
+    want, got = tmp_path / "embedded", tmp_path / "processes"
+    apply_to_dataset(corpus, PLUGINS, want, batch_mode=mode, workers=2, progress=False)
+    apply_to_dataset(corpus, PLUGINS, got, batch_mode=mode, engine="processes", workers=2, progress=False)
+    assert open_dataset(got).load().equals(open_dataset(want).load())
+    assert not got.with_name(got.name + ".partial").exists()
+    scopes = ("all", "episode_return")
+    assert dataset_reward_stats(got, scopes=scopes, engine="processes", workers=2) == \
+        dataset_reward_stats(want, scopes=scopes, workers=2)
+
+
+@pytest.mark.slow
+def test_check_plugin_through_processes_merges_every_part(corpus):
+    report = check_plugin_dataset(corpus, PLUGINS[0], batch_sizes=(64,), engine="processes", workers=2)
+    assert report.ok and report.parts == (len(open_dataset(corpus)),) * 2
+
+
+@pytest.mark.slow
+def test_a_failing_plugin_is_named_with_its_part_and_row_as_on_the_embedded_engine(corpus, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(textwrap.dedent("""
+        def get_reward(data, contiguous):
+            raise ValueError("seat three")
+    """))
+    errors = []
+    for engine in ("embedded", "processes"):
+        with pytest.raises(PluginRuntimeError) as caught:
+            apply_to_dataset(corpus, [bad], tmp_path / engine, engine=engine, workers=2, progress=False)
+        errors.append(str(caught.value))
+        assert not (tmp_path / engine).exists()
+    assert errors[0] == errors[1] and "seat three" in errors[0] and "part " in errors[0]
+
+
+@pytest.mark.slow
+def test_killing_the_driver_leaves_no_worker_running(corpus, tmp_path):
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\n\ndef get_reward(data, contiguous):\n    time.sleep(60)\n")
+    code = ("import sys; from rewardlab.plugins.apply_parts import apply_to_dataset; "
+            "apply_to_dataset(sys.argv[1], [sys.argv[2]], sys.argv[3], engine='processes', workers=2, "
+            "progress=False)")
+    driver = subprocess.Popen([sys.executable, "-c", code, str(corpus), str(slow), str(tmp_path / "out")],
+                              start_new_session=True)
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.5)
+        workers = _children(driver.pid)
+    assert workers, "the driver started no worker"
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in workers)
+    assert not (tmp_path / "out").exists()
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
