@@ -31,12 +31,15 @@ rank), :mod:`~rewardlab.plots.schedules` (normalization, epsilon schedules),
 :mod:`~rewardlab.plots.episodes` (one episode, episode summaries),
 :mod:`~rewardlab.plots.diagnostics` (a distance matrix with its standard errors,
 the steps a finding points at, one episode's step rewards with those steps
-marked, a composite reward's terms), with what they share in
+marked, a composite reward's terms), :mod:`~rewardlab.plots.alignment`
+(multi-agent factoredness and learnability per agent or per reward, an
+agent's reward against the global reward), with what they share in
 :mod:`~rewardlab.plots.axes`.
 """
 
 from __future__ import annotations
 
+from rewardlab.plots.alignment import plot_agent_alignment, plot_alignment_comparison, plot_reward_vs_global
 from rewardlab.plots.axes import legend_outside
 from rewardlab.plots.distributions import (
     plot_correlation_heatmap, plot_return_distribution, plot_return_scatter, plot_reward_by_rank,
@@ -62,5 +65,8 @@ __all__ = [
     "plot_step_marks",
     "plot_episode_steps",
     "plot_term_shares",
+    "plot_agent_alignment",
+    "plot_alignment_comparison",
+    "plot_reward_vs_global",
     "legend_outside",
 ]

@@ -18,7 +18,7 @@ from rewardlab.domains.el_farol.rewards import (
     uniform_division_reward_loop, wonderful_life_reward, wonderful_life_reward_loop,
 )
 from rewardlab.domains.el_farol.simulate import (
-    LARGE, POLICIES, SETTINGS, SMALL, BarSetting, simulate_actions, simulate_bar, step_table,
+    LARGE, POLICIES, SETTINGS, SMALL, SPEC, BarSetting, simulate_actions, simulate_bar, step_table,
 )
 
 __all__ = [
@@ -26,5 +26,5 @@ __all__ = [
     "global_reward", "global_reward_loop", "local_reward", "local_reward_loop", "night_utility",
     "uniform_division_reward", "uniform_division_reward_loop", "wonderful_life_reward",
     "wonderful_life_reward_loop",
-    "LARGE", "POLICIES", "SETTINGS", "SMALL", "BarSetting", "simulate_actions", "simulate_bar", "step_table",
+    "LARGE", "POLICIES", "SETTINGS", "SMALL", "SPEC", "BarSetting", "simulate_actions", "simulate_bar", "step_table",
 ]

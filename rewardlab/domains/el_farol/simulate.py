@@ -51,9 +51,16 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import ParameterError, check_choice, check_in_range, check_int, check_positive
+from rewardlab.core.spec import FrameSpec, attach
 
-__all__ = ["BarSetting", "SMALL", "LARGE", "SETTINGS", "POLICIES", "simulate_actions", "step_table",
+__all__ = ["BarSetting", "SMALL", "LARGE", "SETTINGS", "POLICIES", "SPEC", "simulate_actions", "step_table",
            "simulate_bar"]
+
+#: The spec :func:`step_table` attaches: one row per (episode, step, agent), an episode being one agent's weeks
+#: of one trial (as the steps source reads a table with ``agent_id``), the action a plain column.
+SPEC = FrameSpec(name="el_farol", episode=("episode_id", "agent_id"), step="t", agent="agent_id",
+                 terminated="terminated", truncated="truncated", columns=("action",), contract="steps",
+                 description="a simulated El Farol bar problem (rewardlab.domains.el_farol)")
 
 #: The learning-free policies of :func:`simulate_actions`.
 POLICIES = ("uniform", "preference")
@@ -190,7 +197,7 @@ def step_table(actions) -> pl.DataFrame:
     -------
     polars.DataFrame
         Columns ``episode_id``, ``t``, ``agent_id``, ``action`` (Int64) and
-        ``terminated``, ``truncated`` (Boolean); ``E * T * n`` rows.
+        ``terminated``, ``truncated`` (Boolean); ``E * T * n`` rows; :data:`SPEC` attached.
 
     Examples
     --------
@@ -204,14 +211,14 @@ def step_table(actions) -> pl.DataFrame:
         raise ParameterError("actions", "should hold integers (nights)", arr.dtype)
     e, t, n = arr.shape
     ep, step, agent = (np.broadcast_to(v, arr.shape).ravel() for v in np.ix_(np.arange(e), np.arange(t), np.arange(n)))
-    return pl.DataFrame({
+    return attach(pl.DataFrame({
         "episode_id": pl.Series(ep, dtype=pl.Int64),
         "t": pl.Series(step, dtype=pl.Int64),
         "agent_id": pl.Series(agent, dtype=pl.Int64),
         "action": pl.Series(arr.ravel(), dtype=pl.Int64),
         "terminated": pl.Series(np.zeros(arr.size, dtype=bool)),
         "truncated": pl.Series(step == t - 1),
-    })
+    }), SPEC)
 
 
 def simulate_bar(setting: BarSetting, *, episodes: int, weeks: int, seed: int, policy: str = "uniform",
