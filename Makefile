@@ -18,12 +18,13 @@ TEST_STAMP := $(VENV)/.test-$(CKSUM)
 REQUIREMENTS = $(BIN)/python -c 'import sys, tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
 	print("\n".join(p["dependencies"] + [r for e in sys.argv[1:] for r in p["optional-dependencies"][e]]))'
 
-# The compile steps (numba, cached next to the modules): the MJAI kernels (the longest) beside the other three,
+# The compile steps (numba, cached next to the modules): the MJAI kernels (the longest) beside the others,
 # on two cores; a failure of either side fails the step.
 COMPILE = $(BIN)/python -m rewardlab.sources.mjai.compile & mjai=$$!; \
 	$(BIN)/python -m rewardlab.sources.kanachan.tokenizer && \
 	$(BIN)/python -m rewardlab.analysis.replay_kernels && \
-	$(BIN)/python -m rewardlab.analysis.sums; status=$$?; wait $$mjai && exit $$status
+	$(BIN)/python -m rewardlab.analysis.sums && \
+	$(BIN)/python -m rewardlab.domains.retro.kernels; status=$$?; wait $$mjai && exit $$status
 
 .PHONY: lab test bench bench-scale bench-cores sample venv venv-test clean-venv
 

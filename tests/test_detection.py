@@ -105,7 +105,7 @@ def test_an_unknown_file_says_what_it_looks_like_and_what_to_pass(tmp_path, caps
     (tmp_path / "notes.xyz").write_text("\n  hello there\nsecond\n")
     (tmp_path / "blob.xyz").write_bytes(b"\x00\x01\x02binary")
     with pytest.raises(ParameterError, match=r"could not be detected for .*notes\.xyz: .*text whose first line "
-                       r"reads 'hello there'.*tried 'dataset', 'kanachan', 'rllib', 'mjai', 'minari', 'steps'.*"
+                       r"reads 'hello there'.*tried 'dataset', 'kanachan', 'rllib', 'mjai', 'minari', 'retro', 'steps'.*"
                        r"--format NAME on the command line, format=\"NAME\" in Python"):
         rewardlab.load(tmp_path / "notes.xyz")
     with pytest.raises(ParameterError, match=r"binary data, first bytes 00 01 02"):

@@ -92,7 +92,7 @@ def test_the_command_line_parser_does_not_import_torch():
 #: What `rewardlab info` on a converted dataset or a kanachan file never needs: torch, pandas (pyarrow's
 #: ``Schema.empty_table`` imports it) and the readers of the formats after kanachan in detection order.
 NOT_FOR_INFO = ("torch", "pandas", "rewardlab.sources.rllib", "rewardlab.sources.mjai.source",
-                "rewardlab.sources.minari.source", "rewardlab.sources.steps")
+                "rewardlab.sources.minari.source", "rewardlab.sources.retro.source", "rewardlab.sources.steps")
 
 
 def _info_imports(path) -> list[str]:

@@ -1,4 +1,8 @@
-"""Export commands: ``export ranking|points|round-delta|scaling|normalized`` (a plug-in file) and ``schedule``.
+"""Export commands: ``export ranking|points|round-delta|scaling|normalized|contest`` (a plug-in file) and ``schedule``.
+
+``rewardlab export contest [--preset contest|ppo2|rainbow] [--scale X --bonus X --frame-limit N --scaler
+--backtracking --levels FILE] [--data RECORDING] --out FILE.py [--overwrite]`` writes the retro contest's
+reward family (:mod:`rewardlab.domains.retro.family`) as a steps plug-in.
 
 ``rewardlab export normalized --plugin FILE.py --data DATA [--scope S] [--no-center] --out FILE.py
 [--overwrite]`` writes a normalized version of the user's own steps plug-in
@@ -119,6 +123,34 @@ def register(sub) -> None:
     n.add_argument("--overwrite", action="store_true", help="replace an existing file")
     n.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
     n.set_defaults(func=_export_normalized)
+
+    k = fam.add_parser("contest", help="steps contract: the retro contest's progress reward (Sonic)",
+                       description="Write a plug-in for the steps contract that computes the OpenAI Retro Contest's "
+                       "reward (script.lua's contest_reward / contest_done, per timestep) on retro recordings: "
+                       "(progress - previous progress) * SCALE, plus (1 - frame / FRAME_LIMIT) * BONUS when the "
+                       "level is finished. With --data the file is first checked bit for bit against rewardlab on "
+                       "the recording in every batch mode (and check-plugin on whole episodes); nothing is written "
+                       "when that fails.")
+    k.add_argument("--preset", choices=("contest", "ppo2", "rainbow"),
+                   help="contest (the script's reward), ppo2 (--scaler), rainbow (--backtracking); the other "
+                   "options override it")
+    k.add_argument("--scale", type=float, help="progress reward for a whole level (default 9000)")
+    k.add_argument("--bonus", type=float, help="time bonus at frame 0 (default 1000)")
+    k.add_argument("--frame-limit", type=int, metavar="N", help="frames over which the bonus falls to 0 "
+                   "(default 18000)")
+    k.add_argument("--scaler", action="store_true", default=None,
+                   help="retro-baselines RewardScaler: every reward times 0.01")
+    k.add_argument("--backtracking", action="store_true", default=None,
+                   help="retro-baselines AllowBacktracking: pay only new maxima of the cumulative reward")
+    k.add_argument("--levels", metavar="FILE", help="a level table of your own (an edited script.lua, or a JSON / "
+                   "TOML table per game); its games replace the installed tables, the other games keep theirs "
+                   "(default: the three Sonic games' installed script.lua tables)")
+    k.add_argument("--data", metavar="RECORDING", help="a retro recording (read with --format retro: Parquet or CSV "
+                   "in the retro layout) to check the file on before writing it")
+    k.add_argument("--out", required=True, metavar="FILE.py", help="the plug-in file to write")
+    k.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    k.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
+    k.set_defaults(func=_export_contest)
 
     s = sub.add_parser("schedule", help="epsilon-greedy schedules: summary and config snippet",
                        description="Summarize an epsilon-greedy schedule and print its parameters "
@@ -398,6 +430,38 @@ def _export_normalized(args) -> int:
                                               center=not args.no_center, batch_mode=args.batch_mode,
                                               overwrite=args.overwrite, source=args.note, progress=bar)
     print(result)
+    return 0
+
+
+def _export_contest(args) -> int:
+    from rewardlab.core.files import check_input, check_not_input
+    from rewardlab.domains.retro.family import ContestFamily, export_contest_plugin
+    from rewardlab.sources.dispatch import load
+    from rewardlab.sources.retro.levels import SONIC_GAMES, level_table, load_levels
+
+    inputs = [p for p in (args.levels, args.data) if p is not None]
+    _refuse_existing(args, inputs)  # before any work
+    for path in inputs:
+        check_input(path)
+    changes = {k: v for k, v in (("scale", args.scale), ("bonus", args.bonus), ("frame_limit", args.frame_limit),
+                                 ("scaler", args.scaler), ("backtracking", args.backtracking)) if v is not None}
+    if args.levels is not None:
+        table = {game: level_table(game) for game in SONIC_GAMES}
+        table.update({game: dict(levels.max_x) for game, levels in load_levels(args.levels).items()})
+        changes["levels"] = table
+    try:
+        family = ContestFamily.from_preset(args.preset or "contest", **changes)
+    except ParameterError as exc:  # in the command's words: --scale, --frame-limit, ...
+        flag = "--" + exc.name.replace("_", "-") if exc.name in changes and exc.name != "levels" else exc.name
+        raise ParameterError(flag, exc.rule, exc.value, hint=exc.hint) from None
+    data = None
+    if args.data is not None:
+        check_not_input(args.out, [args.data], name="--out")
+        data = load(args.data, format="retro", progress=False)  # the retro source: checked, with its columns
+    result = export_contest_plugin(family, args.out, data=data, overwrite=args.overwrite, source=args.note,
+                                   progress=None)  # bars on an interactive terminal
+    print(result)
+    print(f"  {family.describe()}")
     return 0
 
 

@@ -37,7 +37,7 @@ __all__ = ["EXTRAS", "source_root", "pip_command", "install_command", "extra_req
            "missing_extra", "import_extra"]
 
 #: The extras ``pyproject.toml`` declares (``tests/test_setup_paths.py`` checks they agree).
-EXTRAS = ("lab", "gym", "test", "ray", "rllib", "minari", "rllib-data")
+EXTRAS = ("lab", "gym", "test", "ray", "rllib", "minari", "retro", "pettingzoo", "rllib-data")
 
 #: The package folder (``.../rewardlab``); its parent is a checkout when it holds ``pyproject.toml``.
 _PACKAGE = Path(__file__).resolve().parents[1]

@@ -59,6 +59,8 @@ def render_literal(name: str, value) -> str:
     --------
     >>> render_literal("std", 0.1)
     '0.1'
+    >>> render_literal("ranks", (3,)), render_literal("ranks", (1, 2.5))
+    ('(3,)', '(1, 2.5)')
     >>> render_literal("std", float("nan"))
     Traceback (most recent call last):
     rewardlab.core.errors.ParameterError: `std` should be a finite number to be written into a plug-in. Received nan.
@@ -66,7 +68,8 @@ def render_literal(name: str, value) -> str:
     if isinstance(value, tuple):
         if not value:
             raise ParameterError(name, "should not be empty", value)
-        return "(" + ", ".join(render_literal(f"{name}[{k}]", v) for k, v in enumerate(value)) + ")"
+        items = [render_literal(f"{name}[{k}]", v) for k, v in enumerate(value)]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"  # (x,): a one-element tuple
     if type(value) is int:
         return repr(value)
     if type(value) is float:

@@ -46,6 +46,7 @@ BUILTIN_SOURCES: dict[str, str] = {
     "rllib": "rewardlab.sources.rllib",
     "mjai": "rewardlab.sources.mjai.source",
     "minari": "rewardlab.sources.minari.source",
+    "retro": "rewardlab.sources.retro.source",
     "steps": "rewardlab.sources.steps",
 }
 
@@ -287,7 +288,7 @@ def get_source(name: str) -> Source:
 
 #: Python's own loader of a built-in format, named beside ``rewardlab.load(..., format=NAME)`` in remedies.
 _LOADERS = {"kanachan": "load_kanachan", "mjai": "load_mjai", "rllib": "load_rllib", "minari": "load_minari",
-            "steps": "load_steps"}
+            "retro": "load_retro", "steps": "load_steps"}
 
 
 def format_remedy(*names: str) -> str:

@@ -39,6 +39,12 @@ Gymnasium is imported only here, when :func:`record` runs (the optional
 ``gym`` extra; without it, :func:`record` says the command that installs it:
 :func:`rewardlab.core.extras.missing_extra`).
 
+The pieces every recorder shares are public here (:func:`check_record_path`,
+:func:`obs_layout`, :func:`flat_obs`, :func:`action_dtype`,
+:func:`action_column`, :func:`with_nulls`): ``rewardlab.record_retro``
+(:mod:`rewardlab.sources.retro.recorder`) and ``rewardlab.record_parallel``
+(:mod:`rewardlab.sources.pettingzoo.recorder`) write with them.
+
 Examples
 --------
 >>> import gymnasium, rewardlab
@@ -64,7 +70,8 @@ from rewardlab.core.spec import FrameSpec, StateColumn, attach, final_column
 from rewardlab.sources.steps.reader import RECORDED, RECORDED_DONE
 from rewardlab.sources.storage import write_table
 
-__all__ = ["record", "COLUMNS", "FINAL_OBS", "recording_spec"]
+__all__ = ["record", "COLUMNS", "FINAL_OBS", "recording_spec", "check_record_path", "obs_layout", "flat_obs",
+           "action_dtype", "action_column", "with_nulls"]
 
 #: The column of each episode's final observation (on its last step; null elsewhere).
 FINAL_OBS = final_column("obs")
@@ -97,8 +104,44 @@ def recording_spec(obs_width: int, obs_dtype: str = "float32", *, description: s
                      columns=("action", RECORDED), contract="steps", description=description)
 
 
-def _obs_layout(space, spaces) -> tuple[int, str]:
-    """Width and float dtype of the flattened observations of ``space``."""
+def check_record_path(path, overwrite) -> Path | None:
+    """Check a recorder's ``path`` (None, or a ``.parquet`` file to write) and ``overwrite``, before any work.
+
+    Every recorder (:func:`record`, ``record_retro``, ``record_parallel``)
+    checks its output this way: an existing file is refused unless
+    ``overwrite`` (:func:`rewardlab.core.files.check_output`).
+
+    Returns
+    -------
+    Path or None
+
+    Examples
+    --------
+    >>> check_record_path(None, False) is None
+    True
+    >>> check_record_path("out.csv", False)
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `path` should be a .parquet file name. Received 'out.csv'.
+    """
+    if not isinstance(overwrite, bool):
+        raise ParameterError("overwrite", "should be True or False", overwrite)
+    if path is None:
+        return None
+    if not isinstance(path, (str, Path)) or Path(path).suffix != ".parquet":
+        raise ParameterError("path", "should be a .parquet file name", path)
+    return check_output(path, overwrite=overwrite)
+
+
+def obs_layout(space, spaces) -> tuple[int, str]:
+    """Width and float dtype of the flattened observations of ``space`` (``spaces``: ``gymnasium.spaces``).
+
+    Examples
+    --------
+    >>> from gymnasium import spaces
+    >>> obs_layout(spaces.Box(0.0, 1.0, (2, 3)), spaces), obs_layout(spaces.Discrete(4), spaces)
+    ((6, 'float32'), (1, 'float64'))
+    """
     if isinstance(space, spaces.Box):
         width = int(np.prod(space.shape, dtype=np.int64)) if space.shape else 1
         return width, "float32" if space.dtype in (np.float16, np.float32) else "float64"
@@ -111,8 +154,15 @@ def _obs_layout(space, spaces) -> tuple[int, str]:
                          hint="Wrap it in gymnasium.wrappers.FlattenObservation first.")
 
 
-def _action_dtype(space, spaces) -> pl.DataType:
-    """The action column's dtype: Int64 (Discrete), Int64 arrays, or float arrays (Box)."""
+def action_dtype(space, spaces) -> pl.DataType:
+    """The action column's dtype: Int64 (Discrete), Int64 arrays, or float arrays (Box).
+
+    Examples
+    --------
+    >>> from gymnasium import spaces
+    >>> action_dtype(spaces.Discrete(5), spaces), action_dtype(spaces.MultiBinary(12), spaces)
+    (Int64, Array(Int64, shape=(12,)))
+    """
     if isinstance(space, spaces.Discrete):
         return pl.Int64
     if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
@@ -215,14 +265,9 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
     seed = check_int("seed", seed, low=0, rule="should be an int >= 0 (Gymnasium's seeds are non-negative)")
     if max_steps is not None:
         max_steps = check_int("max_steps", max_steps, low=1, rule="should be None or an int >= 1")
-    if not isinstance(overwrite, bool):
-        raise ParameterError("overwrite", "should be True or False", overwrite)
-    if path is not None:
-        if not isinstance(path, (str, Path)) or Path(path).suffix != ".parquet":
-            raise ParameterError("path", "should be a .parquet file name", path)
-        path = check_output(path, overwrite=overwrite)
-    width, obs_dtype = _obs_layout(env.observation_space, spaces)
-    action_dtype = _action_dtype(env.action_space, spaces)
+    path = check_record_path(path, overwrite)
+    width, obs_dtype = obs_layout(env.observation_space, spaces)
+    action_type = action_dtype(env.action_space, spaces)
 
     rows: dict[str, list] = {c: [] for c in COLUMNS}
     env.action_space.seed(seed)
@@ -230,7 +275,7 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
         obs, _ = env.reset(seed=seed + episode)
         t = 0
         while True:
-            flat = _flat_obs(obs, width, episode, t)
+            flat = flat_obs(obs, width, f"at episode {episode}, step {t}")
             action = policy(obs)
             if not env.action_space.contains(action):
                 raise ParameterError("policy", f"should return actions in the environment's action space "
@@ -255,7 +300,7 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
             rows["truncated"].append(truncated)
             t += 1
             if terminated or truncated:
-                rows[FINAL_OBS][-1] = _flat_obs(obs, width, episode, t)
+                rows[FINAL_OBS][-1] = flat_obs(obs, width, f"at episode {episode}, step {t}")
                 break
 
     version = getattr(gym, "__version__", "?")
@@ -267,7 +312,7 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
         "t": pl.Series(rows["t"], dtype=pl.Int64),
         "obs": pl.Series(np.stack(rows["obs"]).astype(obs_dtype, copy=False), dtype=spec.states[0].polars_dtype),
         FINAL_OBS: _final_column(rows[FINAL_OBS], width, obs_dtype, spec.states[0].polars_dtype),
-        "action": _action_column(rows["action"], action_dtype),
+        "action": action_column(rows["action"], action_type),
         RECORDED: pl.Series(rows[RECORDED], dtype=pl.Float64),
         RECORDED_DONE: pl.Series(rows[RECORDED_DONE], dtype=pl.Boolean),
         "terminated": pl.Series(rows["terminated"], dtype=pl.Boolean),
@@ -281,7 +326,14 @@ def record(env, policy, *, episodes: int, seed: int, path=None, overwrite: bool 
     return frame
 
 
-def _flat_obs(obs, width: int, episode: int, t: int) -> np.ndarray:
+def flat_obs(obs, width: int, where: str) -> np.ndarray:
+    """``obs`` as a copied, flat float64 array of ``width`` numbers; else a ParameterError saying ``where``.
+
+    Examples
+    --------
+    >>> flat_obs([[1, 2], [3, 4]], 4, "at episode 0, step 0").tolist()
+    [1.0, 2.0, 3.0, 4.0]
+    """
     try:
         # a copy: an environment may refill one buffer and hand it back every step
         flat = np.array(obs, dtype=np.float64, copy=True).reshape(-1)
@@ -289,7 +341,7 @@ def _flat_obs(obs, width: int, episode: int, t: int) -> np.ndarray:
         flat = None
     if flat is None or flat.shape[0] != width:
         raise ParameterError("env", f"should return observations of {width} numbers (its observation space); "
-                             f"at episode {episode}, step {t} it returned", obs)
+                             f"{where} it returned", obs)
     return flat
 
 
@@ -303,10 +355,39 @@ def _final_column(finals: list, width: int, obs_dtype: str, dtype: pl.DataType) 
     return pl.select(pl.when(pl.Series(held)).then(series).alias(FINAL_OBS)).to_series()
 
 
-def _action_column(actions: list, dtype: pl.DataType) -> pl.Series:
+def action_column(actions: list, dtype: pl.DataType) -> pl.Series:
+    """The ``action`` column of ``actions`` (one per step) in ``dtype`` (:func:`action_dtype`).
+
+    Examples
+    --------
+    >>> action_column([1, 0, 4], pl.Int64).to_list()
+    [1, 0, 4]
+    """
     if dtype == pl.Int64:
         return pl.Series("action", np.asarray(actions, dtype=np.int64).reshape(-1), dtype=pl.Int64)
     inner = dtype.inner
     np_dtype = np.float32 if inner == pl.Float32 else np.float64 if inner == pl.Float64 else np.int64
     values = np.stack([np.asarray(a, dtype=np_dtype).reshape(-1) for a in actions])
     return pl.Series("action", values, dtype=dtype)
+
+
+def with_nulls(values: pl.Series, held) -> pl.Series:
+    """``values`` spread over the rows where ``held`` is true, null on the others (same name and dtype).
+
+    ``values`` has one entry per true value of ``held`` (a bool array),
+    in order: how a recorder builds a column that some rows lack (an N+1
+    layout's final rows have no action or reward).
+
+    Examples
+    --------
+    >>> with_nulls(pl.Series("a", [1, 2]), np.array([True, False, True])).to_list()
+    [1, None, 2]
+    """
+    held = np.asarray(held, dtype=bool)
+    if values.len() != int(held.sum()):
+        raise ParameterError("values", f"should have one value per held row ({int(held.sum())})", values.len())
+    if not values.len():
+        return pl.Series(values.name, [None] * held.size, dtype=values.dtype)
+    index = np.maximum(np.cumsum(held) - 1, 0).astype(np.uint32)
+    full = values.gather(pl.Series(index))
+    return pl.select(pl.when(pl.Series(held)).then(full).otherwise(None).alias(values.name)).to_series()
