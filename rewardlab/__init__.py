@@ -34,6 +34,10 @@ _SUBMODULES = {
 _EXPORTS = {
     "rewardlab.sources.dispatch": ("load", "scan"),
     "rewardlab.sources.gymnasium.recorder": ("record",),
+    "rewardlab.sources.retro.recorder": ("record_retro",),
+    "rewardlab.sources.retro.reader": ("read_retro", "load_retro"),
+    "rewardlab.sources.retro.levels": ("level_table", "load_levels"),
+    "rewardlab.sources.pettingzoo.recorder": ("record_parallel",),
     "rewardlab.sources.steps": ("read_steps", "load_steps"),
     "rewardlab.sources.rllib": ("read_rllib", "load_rllib"),
     "rewardlab.core.spec": ("FrameSpec", "StateColumn"),
@@ -49,8 +53,12 @@ _EXPORTS = {
     "rewardlab.sources.datasets": ("open_dataset", "read_dataset_folder"),
     "rewardlab.plugins": (
         "CheckReport", "Plugin", "apply_plugins", "check_plugin", "load_plugin", "split_shards",
+        "apply_managers", "load_manager", "check_manager", "ManagerCheckReport",
     ),
+    "rewardlab.domains.retro.family": ("ContestFamily", "ContestParams", "export_contest_plugin"),
     "rewardlab.analysis.scopes": ("SCOPES", "scope_values"),
+    "rewardlab.analysis.joint": ("JointView", "joint_view", "scatter_rows"),
+    "rewardlab.analysis.alignment": ("AlignmentResult", "alignment", "alignment_table"),
     "rewardlab.analysis.limits": ("DisplayLimits", "display_limits", "series_limits", "normalization_limits"),
     "rewardlab.normalized_export": ("export_normalized_plugin", "plugin_constants"),
     "rewardlab.analysis.stats": (
@@ -78,7 +86,8 @@ _EXPORTS = {
     "rewardlab.domains.mahjong.episodes": ("mahjong_episode_detail",),
     "rewardlab.plots": (
         "plot_correlation_heatmap", "plot_episode_summary", "plot_normalization", "plot_return_distribution",
-        "plot_return_scatter", "plot_reward_by_rank", "plot_reward_distribution",
+        "plot_return_scatter", "plot_reward_by_rank", "plot_reward_distribution", "plot_agent_alignment",
+        "plot_alignment_comparison", "plot_reward_vs_global",
     ),
     "rewardlab.families": ("Provenance", "RewardFamily"),
     "rewardlab.domains.mahjong.families": (

@@ -23,13 +23,16 @@ from rewardlab.core.fronts import Fix, Text
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["register_contract", "get_contract", "registered_contracts", "contract_for",
-           "DEFAULT_CONTRACT", "unregister_contract"]
+           "DEFAULT_CONTRACT", "unregister_contract", "register_file_contract", "file_contracts",
+           "claimed_contract"]
 
 #: The contract a run gets when neither a ``contract=`` argument nor a spec names one
 #: (the runner's default, as before contracts were a registry).
 DEFAULT_CONTRACT = "kanachan"
 
 _CONTRACTS: dict[str, Contract] = {}
+#: Contracts a plug-in file claims by defining a name (:func:`register_file_contract`), by that name.
+_FILE_CONTRACTS: dict[str, Contract] = {}
 
 
 def register_contract(contract: Contract, *, replace: bool = False) -> Contract:
@@ -89,6 +92,10 @@ def get_contract(contract: str | Contract) -> Contract:
     """
     if isinstance(contract, Contract):
         return contract
+    if isinstance(contract, str):
+        claimed = next((c for c in _FILE_CONTRACTS.values() if c.name == contract), None)
+        if claimed is not None and contract not in _CONTRACTS:
+            return claimed
     if not isinstance(contract, str) or contract not in _CONTRACTS:
         raise ParameterError("contract", "should be one of the registered contracts "
                              + ", ".join(map(repr, _CONTRACTS)), contract,
@@ -138,3 +145,59 @@ def contract_for(frame, contract: str | Contract | None = None, *,
                         hint="Pass contract= one of " + ", ".join(map(repr, _CONTRACTS))
                         + ", or declare FrameSpec(..., contract=...)")
     return get_contract(found.contract), found
+
+
+def register_file_contract(contract: Contract) -> Contract:
+    """Register a contract that a plug-in *file* chooses, by defining ``contract.defined_by`` at its top level.
+
+    The contracts of :func:`register_contract` are chosen by the data (its
+    spec's ``contract``, or ``contract=``); a file contract is chosen by the
+    plug-in file itself, whatever the data: a file defining ``RewardManager``
+    is a reward manager (:data:`rewardlab.contracts.manager.MANAGER`).
+    :func:`get_contract` finds it by its name; :func:`claimed_contract` by a
+    file's top-level names.
+
+    Examples
+    --------
+    >>> from rewardlab.contracts.manager import MANAGER
+    >>> register_file_contract(MANAGER) is get_contract("manager")
+    True
+    """
+    marker = getattr(contract, "defined_by", None)
+    if not isinstance(contract, Contract) or not isinstance(marker, str) or not marker.isidentifier():
+        raise ParameterError("contract", "should be a rewardlab.contracts.Contract whose `defined_by` names the "
+                             "top-level definition that marks its plug-in files", contract)
+    if contract.name in _CONTRACTS:
+        raise ParameterError("contract", "names a contract already registered for data", contract.name)
+    _FILE_CONTRACTS[marker] = contract
+    return contract
+
+
+def file_contracts() -> dict[str, Contract]:
+    """The contracts plug-in files choose, by the top-level name that marks them.
+
+    Examples
+    --------
+    >>> file_contracts()
+    {'RewardManager': <rewardlab contract 'manager': RewardManager().get_reward(agent, state, joint_action)>}
+    """
+    return dict(_FILE_CONTRACTS)
+
+
+def claimed_contract(names) -> Contract | None:
+    """The file contract a plug-in file chooses by its top-level ``names`` (None: the data chooses).
+
+    Examples
+    --------
+    >>> claimed_contract({"RewardManager", "np"}).name
+    'manager'
+    >>> claimed_contract({"get_reward"}) is None
+    True
+    """
+    names = set(names)
+    return next((c for marker, c in _FILE_CONTRACTS.items() if marker in names), None)
+
+
+from rewardlab.contracts.manager import MANAGER  # noqa: E402 - the built-in file contract
+
+register_file_contract(MANAGER)

@@ -19,6 +19,12 @@ rewardlab never scans a folder and executes what it finds.
   ``done_<name>`` (Boolean) columns.
 * :func:`check_plugin` runs the contract checks in every batch mode with two
   batch sizes and reports whether the rewards depend on how the data was cut.
+* A file defining a ``RewardManager`` class (PRLT's reward managers, seed 003)
+  is recognised by that class and run the PRLT way over a joint frame
+  (:mod:`rewardlab.plugins.managers`: ``reset()`` per trial, then
+  ``get_reward(agent, state, joint_action)`` once per agent in agent order
+  after every joint step); :func:`apply_plugins` and :func:`check_plugin`
+  dispatch to it (:mod:`rewardlab.plugins.manager_check`).
 
 Examples
 --------
@@ -37,6 +43,8 @@ _EXPORTS = {
     "rewardlab.plugins.check": ("CHECK_BATCH_SIZES", "CheckReport", "Difference", "RunSummary", "check_plugin"),
     "rewardlab.plugins.loading": ("Plugin", "load_plugin", "read_plugin", "safe_repr"),
     "rewardlab.plugins.shards": ("split_shards", "run_shards", "stream_shards", "merge_outcomes"),
+    "rewardlab.plugins.managers": ("apply_managers", "load_manager"),
+    "rewardlab.plugins.manager_check": ("ManagerCheckReport", "check_manager"),
 }
 
 install(globals(), _EXPORTS)

@@ -28,6 +28,7 @@ from rewardlab.plugins.execution import (
     load_items, plugin_items, progress_bar, raise_first,
 )
 from rewardlab.plugins.loading import Plugin
+from rewardlab.plugins.managers import apply_managers, manager_items
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
 from rewardlab.plugins.runner import resolve
@@ -131,6 +132,14 @@ def apply_plugins(
         (:func:`check_column_clashes`): applying the same plug-in twice is a
         clash too, since nothing in a column says which file made it.
 
+    A file that defines ``RewardManager`` is a reward manager (PRLT's
+    ``reset()`` / ``get_reward(agent, state, joint_action)``,
+    :mod:`rewardlab.contracts.manager`): the frame must be a joint frame (one
+    row per episode, step and agent) and the plug-ins are run by
+    :func:`rewardlab.plugins.managers.apply_managers`, trial by trial, with
+    the batch options at their defaults (managers and ``get_reward`` files
+    are applied in separate calls).
+
     Returns
     -------
     polars.DataFrame or list of them
@@ -173,6 +182,14 @@ def apply_plugins(
     ...                     batch_mode="dataloader", batch_size=256)  # doctest: +SKIP
     >>> out.select("reward_rank_top", "done_rank_top").describe()  # doctest: +SKIP
     """
+    managers = manager_items(plugins)  # files defining RewardManager: the manager contract's own runner
+    if managers is not None:
+        _check_manager_options(batch_mode=batch_mode, batch_size=batch_size, contiguous=contiguous,
+                               convention=convention, contract=contract, replace=replace)
+        if not replace and isinstance(frame, pl.DataFrame):
+            check_column_clashes(frame.columns, [(name, path) for _, name, path in managers])
+        return apply_managers(frame, managers, spec=spec, isolate=isolate, timeout=timeout, cancel=cancel,
+                              progress=progress)
     shards, single = as_shard_frames(frame)
     check_choice("batch_mode", batch_mode, BATCH_MODES)
     chosen, frame_spec = contract_for(shards[0], contract, spec=spec)
@@ -239,6 +256,22 @@ def apply_plugins(
     starts = np.cumsum([0] + [s.height for s in shards]).tolist()
     return [keep_spec(s, s.drop(stale).with_columns([c.slice(a, s.height) for c in added]))
             for s, a in zip(shards, starts)]
+
+
+def _check_manager_options(*, batch_mode, batch_size, contiguous, convention, contract, replace) -> None:
+    """Refuse the options a reward manager has no use for: it is called per agent over whole trials."""
+    why = "a reward manager is called per agent after every joint step of whole trials (PRLT's way)"
+    if batch_mode != "episodes" or batch_size is not None or contiguous:
+        raise ParameterError("batch_mode", f"does not apply to reward managers: {why}",
+                             batch_mode if batch_mode != "episodes" else (batch_size or contiguous),
+                             hint="Leave the batch options at their defaults.")
+    if convention is not None:
+        raise ParameterError("convention", f"does not apply to reward managers: {why}", convention)
+    if contract is not None and getattr(contract, "name", contract) != "manager":
+        raise ParameterError("contract", "should be None or 'manager' for files that define RewardManager",
+                             getattr(contract, "name", contract))
+    if not isinstance(replace, bool):
+        raise ParameterError("replace", "should be True or False", replace)
 
 
 def term_series(name: str, terms: dict) -> list[pl.Series]:

@@ -29,6 +29,8 @@ from rewardlab.plugins.execution import (
     plugin_items, progress_bar,
 )
 from rewardlab.plugins.loading import Plugin
+from rewardlab.plugins.manager_check import check_manager
+from rewardlab.plugins.managers import manager_items
 from rewardlab.plugins.probes import padding_probes, padding_warning
 from rewardlab.plugins.shards import ShardLocator, as_shard_frames, run_shards, shard_arrays
 from rewardlab.plugins.runner import Locator, RunOutcome, resolve
@@ -430,6 +432,10 @@ def check_plugin(
     Returns
     -------
     CheckReport
+        Or, for a file defining ``RewardManager``, a
+        :class:`~rewardlab.plugins.manager_check.ManagerCheckReport`
+        (:func:`~rewardlab.plugins.manager_check.check_manager`: determinism
+        and reset, not batch modes).
 
     Raises
     ------
@@ -441,6 +447,13 @@ def check_plugin(
     >>> report = check_plugin(frame, "data/plugins/round_delta.py")  # doctest: +SKIP
     >>> print(report)  # doctest: +SKIP
     """
+    managers = manager_items([plugin]) if plugin is not None else None
+    if managers is not None:  # a file defining RewardManager: determinism and reset, not batch modes
+        if contract is not None and getattr(contract, "name", contract) != "manager":
+            raise ParameterError("contract", "should be None or 'manager' for a file that defines RewardManager",
+                                 getattr(contract, "name", contract))
+        return check_manager(frame, managers[0], seed=seed, isolate=isolate, timeout=timeout, cancel=cancel,
+                             progress=progress, spec=spec)
     shards, _ = as_shard_frames(frame)
     if isinstance(batch_sizes, (str, bytes)) or not isinstance(batch_sizes, Sequence) or not batch_sizes:
         raise ParameterError("batch_sizes", "should be a non-empty sequence of integers >= 1",

@@ -314,7 +314,8 @@ def load_plugin(path: str | os.PathLike, *, name: str | None = None,
                               f"`def {contract.signature}`{hint}")
     get_reward = namespace[entry]
     if not callable(get_reward):
-        raise PluginLoadError(name, path, f"`{entry}` should be a function; it is a "
+        kind = "a class" if getattr(contract, "defined_by", None) == entry else "a function"
+        raise PluginLoadError(name, path, f"`{entry}` should be {kind}; it is a "
                               f"{type(get_reward).__name__} ({safe_repr(get_reward)})", line=line)
     try:
         signature = inspect.signature(get_reward)

@@ -60,7 +60,7 @@ Examples
 ...                             frame=[0, 4, 8], game=0, end_x=0x1F60 - 80)
 >>> reward, done = contest_rewards(steps)
 >>> np.round(reward, 3).tolist(), done.tolist()
-([2173.038, 7826.573], [False, True])
+([2173.038, 7826.517], [False, True])
 """
 
 from __future__ import annotations

@@ -1,0 +1,117 @@
+"""Reward managers over 10^6 agent-steps: rewardlab's runner against a plain Python loop calling the same manager.
+
+The data is El Farol (``SMALL``: 50 agents, 6 nights), 200 trials of 100
+weeks, 10^6 agent-steps.  The plain loop is what a user would write: per
+trial ``reset()``, per week the joint action and an (empty) state dict, then
+``get_reward`` for each agent, keeping the rewards and finished flags in two
+lists (no checks, no process, no frame); a second plain loop that keeps the
+returned tuples as they are is reported beside it (it is slower: a million
+live tuples for the garbage collector to walk).  The runner is
+``apply_plugins(frame, MANAGER.py)`` end to end: the joint order and arrays
+(Polars), the child process, the loop there, the checks of every return and
+the columns back.  Its loop alone (``run_trials`` in this process, checks
+included) is reported beside it.  Target: the runner takes at most 1.5x the
+plain loop's time with the shipped difference-reward manager (a NumPy
+bincount on agent 0's call, a lookup per agent).  A trivial manager
+(``return 0.0, False``) is reported beside it without a target: there the
+runner's own cost per call (the checks of every return, about 50-80 ns)
+is as large as the call itself.  The three timings are interleaved, best
+of five each.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from benchmarks._data import ROOT, best_time
+from rewardlab.domains.el_farol import SMALL, simulate_actions, simulate_bar
+from rewardlab.plugins import apply_plugins
+from rewardlab.plugins.manager_steps import joint_arrays
+from rewardlab.plugins.managers import load_manager, run_trials
+
+EPISODES, WEEKS = 200, 100  # x 50 agents = 10^6 agent-steps
+DIFFERENCE = ROOT / "examples" / "managers" / "el_farol_difference.py"
+TRIVIAL = """\
+class RewardManager:
+    def reset(self):
+        pass
+
+    def get_reward(self, agent, state, joint_action):
+        return 0.0, False
+"""
+
+
+def plain_loop(cls, actions) -> tuple[list, list]:
+    """A plain loop calling the manager the PRLT way (the reference the runner is measured against).
+
+    It keeps the rewards and finished flags in two lists, as the runner does
+    before its checks (keeping the returned tuples instead leaves 10^6 live
+    tuples for the garbage collector to walk, and made this loop slower than
+    the runner's).
+    """
+    manager = cls()
+    rewards, finished = [], []
+    keep_reward, keep_finished = rewards.append, finished.append
+    agents = range(actions.shape[2])
+    for trial in actions:
+        manager.reset()
+        get = manager.get_reward
+        for joint in trial:  # the week's joint action, a row view
+            state = {}
+            for i in agents:
+                reward, done = get(i, state, joint)
+                keep_reward(reward)
+                keep_finished(done)
+    return rewards, finished
+
+
+def plain_loop_tuples(cls, actions) -> list:
+    """The same plain loop keeping each returned tuple as it is (no unpacking)."""
+    manager = cls()
+    out = []
+    append = out.append
+    agents = range(actions.shape[2])
+    for trial in actions:
+        manager.reset()
+        get = manager.get_reward
+        for joint in trial:
+            state = {}
+            for i in agents:
+                append(get(i, state, joint))
+    return out
+
+
+def interleaved(functions: dict, repeat: int = 5) -> dict:
+    """The best time of each function, the calls interleaved (a busy machine slows them alike)."""
+    best = dict.fromkeys(functions, float("inf"))
+    for _ in range(repeat):
+        for label, function in functions.items():
+            best[label] = min(best[label], best_time(function, repeat=1))
+    return best
+
+
+def run(report) -> None:
+    actions = simulate_actions(SMALL, episodes=EPISODES, weeks=WEEKS, seed=0)
+    frame = simulate_bar(SMALL, episodes=EPISODES, weeks=WEEKS, seed=0)
+    calls = frame.height
+    report("agent-steps (calls)", calls, "calls")
+    with tempfile.TemporaryDirectory() as folder:
+        trivial = Path(folder) / "trivial.py"
+        trivial.write_text(TRIVIAL)
+        for label, path in (("El Farol difference manager", DIFFERENCE), ("trivial manager", trivial)):
+            plugin = load_manager(path)
+            arrays = joint_arrays(frame)
+            times = interleaved({
+                "plain": lambda: plain_loop(plugin.get_reward, actions),
+                "tuples": lambda: plain_loop_tuples(plugin.get_reward, actions),
+                "loop": lambda: run_trials(plugin, arrays),
+                "runner": lambda: apply_plugins(frame, path, progress=False),
+            })
+            report(f"{label}: plain loop", calls / times["plain"], "calls/s")
+            report(f"{label}: plain loop keeping the returned tuples", calls / times["tuples"], "calls/s")
+            report(f"{label}: runner loop alone (in process, checks)", calls / times["loop"], "calls/s")
+            report(f"{label}: apply_plugins (child process, end to end)", calls / times["runner"], "calls/s")
+            report(f"{label}: apply_plugins time / plain loop time", times["runner"] / times["plain"], "x",
+                   target="<= 1.5" if path == DIFFERENCE else None)
+            report(f"{label}: apply_plugins time / plain loop (tuples) time", times["runner"] / times["tuples"], "x")
