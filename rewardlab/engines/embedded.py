@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Iterator
 from rewardlab.core.errors import check_int
 from rewardlab.engines.registry import Engine, register_engine
 
-__all__ = ["map_items", "prefetch", "available_cores", "check_workers", "ENGINE", "MAX_WORKERS"]
+__all__ = ["map_items", "ordered_results", "prefetch", "available_cores", "check_workers", "ENGINE", "MAX_WORKERS"]
 
 #: The most items the embedded engine runs at once.
 MAX_WORKERS = 1024
@@ -85,19 +85,36 @@ def map_items(fn: Callable, items: Iterable, *, workers: int | None = None, addr
         for item in items:
             yield fn(item)
         return
-    pending: collections.deque = collections.deque()
-    source = iter(items)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rewardlab-engine") as pool:
-        try:
-            for item in source:
-                pending.append(pool.submit(fn, item))
-                while len(pending) >= 2 * workers:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
+        yield from ordered_results(pool, fn, items, window=2 * workers)
+
+
+def ordered_results(pool, fn: Callable, items: Iterable, *, window: int,
+                    result: Callable = lambda index, future: future.result()) -> Iterator:
+    """Submit ``fn(item)`` to ``pool`` for each item, at most ``window`` ahead, and yield the results in order.
+
+    ``result(index, future)`` reads one result (raising its item's exception);
+    when the consumer stops early or an item raises, items not yet started are
+    cancelled.  Shared by the engines that run items in a
+    :class:`concurrent.futures.Executor`.
+
+    Examples
+    --------
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     list(ordered_results(pool, abs, [-1, 2, -3], window=2))
+    [1, 2, 3]
+    """
+    pending: collections.deque = collections.deque()
+    try:
+        for index, item in enumerate(items):
+            pending.append((index, pool.submit(fn, item)))
+            while len(pending) >= window:
+                yield result(*pending.popleft())
+        while pending:
+            yield result(*pending.popleft())
+    finally:
+        for _, future in pending:
+            future.cancel()
 
 
 _DONE = object()

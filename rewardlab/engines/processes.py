@@ -37,7 +37,6 @@ Examples
 
 from __future__ import annotations
 
-import collections
 import multiprocessing
 import signal
 import sys
@@ -46,7 +45,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator
 
 from rewardlab.core.errors import EngineError, ParameterError
-from rewardlab.engines.embedded import check_workers
+from rewardlab.engines.embedded import check_workers, ordered_results
 from rewardlab.engines.registry import Engine, register_engine
 
 __all__ = ["map_items_processes", "ENGINE", "START_METHOD"]
@@ -103,21 +102,9 @@ def map_items_processes(fn: Callable, items: Iterable, *, workers: int | None = 
         for item in items:
             yield fn(item)
         return
-    pending: collections.deque = collections.deque()
     context = multiprocessing.get_context(START_METHOD)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent) as pool:
-        try:
-            index = 0
-            for item in items:
-                pending.append((index, pool.submit(fn, item)))
-                index += 1
-                while len(pending) >= 2 * workers:
-                    yield _result(*pending.popleft())
-            while pending:
-                yield _result(*pending.popleft())
-        finally:
-            for _, future in pending:
-                future.cancel()
+        yield from ordered_results(pool, fn, items, window=2 * workers, result=_result)
 
 
 def _result(index: int, future):

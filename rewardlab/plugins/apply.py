@@ -24,7 +24,7 @@ from rewardlab.core.spec import FrameSpec, keep_spec
 from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice
 from rewardlab.core.fronts import Fix, Text
 from rewardlab.plugins.execution import (
-    check_cancel, check_isolation, execute, failed_plugin, failure_error,
+    check_cancel, check_isolation, child_failure_error, execute,
     load_items, plugin_items, progress_bar, raise_first,
 )
 from rewardlab.plugins.loading import Plugin
@@ -230,11 +230,7 @@ def apply_plugins(
         if bar is not None:
             bar.close()
     if isinstance(result, isolation.ChildFailure):
-        if len(loaded) < len(items):
-            _, name, path = items[len(loaded)]
-            raise failure_error(result, name, path, loading=True)
-        name, path = failed_plugin(result, items)
-        raise failure_error(result, name, path, loading=False)
+        raise child_failure_error(result, items, len(loaded))
     outcomes = result
     for outcome, loaded_plugin, (item, _, _) in zip(outcomes, loaded, items):
         outcome.plugin = item if isinstance(item, Plugin) else loaded_plugin

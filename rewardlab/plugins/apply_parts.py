@@ -67,7 +67,7 @@ from rewardlab.plugins.apply import (REWARD_DTYPES, check_column_clashes, reward
                                      term_series)
 from rewardlab.plugins.batch_modes import DEFAULT_NUM_WORKERS, check_run_options, mode_setting
 from rewardlab.plugins.execution import (
-    check_isolation, failed_plugin, failure_error, load_items, plugin_items, progress_bar,
+    check_isolation, child_failure_error, load_items, plugin_items, progress_bar,
 )
 from rewardlab.plugins.runner import Locator, resolve
 from rewardlab.plugins.shards import stream_shards
@@ -249,12 +249,7 @@ def _run_task(task: _Task) -> _Done:
     else:
         result = job(None, on_part, feed())
     if isinstance(result, isolation.ChildFailure):
-        if len(loaded_names) < len(items):
-            _, name, path = items[len(loaded_names)]
-            done.error = failure_error(result, name, path, loading=True)
-        else:
-            name, path = failed_plugin(result, items)
-            done.error = failure_error(result, name, path, loading=False)
+        done.error = child_failure_error(result, items, len(loaded_names))
         return done
     status, outcomes = result
     if status == "failed":

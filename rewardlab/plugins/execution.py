@@ -29,7 +29,8 @@ from rewardlab.core.errors import ParameterError, PluginLoadError, PluginRunCanc
 from rewardlab.plugins.loading import Plugin, load_plugin, read_plugin
 
 __all__ = ["plugin_items", "load_items", "check_frame", "check_isolation", "progress_bar",
-           "ProgressCallback", "check_cancel", "execute", "failure_error", "failed_plugin", "raise_first"]
+           "ProgressCallback", "check_cancel", "execute", "failure_error", "failed_plugin", "child_failure_error",
+           "raise_first"]
 
 
 def plugin_items(plugins, contract=None) -> list:
@@ -205,6 +206,16 @@ def failed_plugin(failure: isolation.ChildFailure, items: list) -> tuple[str, ob
     name = match.group(1) if match else items[0][1]
     path = next((p for _, n, p in items if n == name), items[0][2])
     return name, path
+
+
+def child_failure_error(failure: isolation.ChildFailure, items: list, loaded: int):
+    """The error of a child that failed after loading ``loaded`` of ``items`` (:func:`plugin_items`): the next
+    plug-in's load failed, or (all loaded) the one it was running failed (:func:`failed_plugin`)."""
+    if loaded < len(items):
+        _, name, path = items[loaded]
+        return failure_error(failure, name, path, loading=True)
+    name, path = failed_plugin(failure, items)
+    return failure_error(failure, name, path, loading=False)
 
 
 def raise_first(outcomes: list) -> None:
