@@ -229,6 +229,23 @@ def test_info_reports_the_roles(tmp_path, capsys):
     assert "no episode column" in capsys.readouterr().err
 
 
+def test_info_counts_the_agents_and_trials_of_a_joint_table(tmp_path, capsys):
+    rows = [(e, t, a) for e in (3, 7) for t in range(4) for a in (0, 1, 5)]  # 2 trials x 3 agents x 4 steps
+    pl.DataFrame({"episode_id": [r[0] for r in rows], "t": [r[1] for r in rows], "agent_id": [r[2] for r in rows],
+                  "action": [1] * len(rows), "terminated": [r[1] == 3 for r in rows],
+                  "truncated": [False] * len(rows)}).write_parquet(tmp_path / "joint.parquet")
+    assert main(["info", str(tmp_path / "joint.parquet")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "episodes                6" in out
+    assert any(line.startswith("agents                  3  (agent_id, over 2 trials:") for line in out), out
+    assert main(["info", str(tmp_path / "joint.parquet"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["agents"] == {"column": "agent_id", "agents": 3, "trials": 2}
+    pl.DataFrame({"episode_id": [0, 0], "t": [0, 1], "x": [0.5, 1.0], "terminated": [False, True]}).write_parquet(
+        tmp_path / "one.parquet")
+    assert main(["info", str(tmp_path / "one.parquet")]) == 0
+    assert not any(line.startswith("agents") for line in capsys.readouterr().out.splitlines())
+
+
 # ----------------------------------------------------------------------------
 # Bad input: each error names file, line or row group, column
 # ----------------------------------------------------------------------------

@@ -234,6 +234,12 @@ def _summary(data, format_name: str, as_json: bool, *, roles: dict | None = None
     counts = lf.select(transitions=pl.len(), episodes=spec.episode_end(names).sum()).collect().row(0, named=True)
     out = {"format": format_name, "spec": spec.name, "transitions": int(counts["transitions"]),
            "episodes": int(counts["episodes"] or 0), "columns": names}
+    if spec.agent is not None and spec.agent in names:  # multi-agent: an episode is one agent's steps of a trial
+        trial = [c for c in spec.episode if c != spec.agent and c in names]
+        found = lf.select(agents=pl.col(spec.agent).n_unique(),
+                          trials=pl.struct(trial).n_unique() if trial else pl.lit(None)).collect().row(0, named=True)
+        out["agents"] = {"column": spec.agent, "agents": int(found["agents"]),
+                         "trials": None if found["trials"] is None else int(found["trials"])}
     if roles is not None:
         out["roles"] = roles
     out["episode_summary"] = _episode_digest(data)
@@ -249,6 +255,11 @@ def _counts_text(out: dict, heading: str, as_json: bool) -> str:
              f"episodes     {out['episodes']:>12,}",
              f"transitions  {out['transitions']:>12,}",
              "columns      " + ", ".join(out["columns"])]
+    agents = out.get("agents")
+    if agents is not None:
+        trials = "" if agents["trials"] is None else f", over {agents['trials']:,} trials"
+        lines.append(f"agents       {agents['agents']:>12,}  ({agents['column']}{trials}: an episode is one agent's "
+                     "steps of a trial; rewardlab.joint_view lines them up per joint step)")
     return "\n".join(lines + _roles_lines(out.get("roles")) + _digest_lines(out["episode_summary"]))
 
 
