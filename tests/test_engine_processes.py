@@ -122,27 +122,44 @@ def test_a_failing_plugin_is_named_with_its_part_and_row_as_on_the_embedded_engi
 
 
 @pytest.mark.slow
-def test_killing_the_driver_leaves_no_worker_running(corpus, tmp_path):
+@pytest.mark.parametrize("engine", ["processes", "embedded"])
+def test_killing_the_driver_leaves_no_process_running(corpus, tmp_path, engine):
+    # every process below the driver (workers, the plug-ins' keepers and workers) ends with it
     slow = tmp_path / "slow.py"
     slow.write_text("import time\n\ndef get_reward(data, contiguous):\n    time.sleep(60)\n")
     code = ("import sys; from rewardlab.plugins.apply_parts import apply_to_dataset; "
-            "apply_to_dataset(sys.argv[1], [sys.argv[2]], sys.argv[3], engine='processes', workers=2, "
+            "apply_to_dataset(sys.argv[1], [sys.argv[2]], sys.argv[3], engine=sys.argv[4], workers=2, "
             "progress=False)")
-    driver = subprocess.Popen([sys.executable, "-c", code, str(corpus), str(slow), str(tmp_path / "out")],
+    driver = subprocess.Popen([sys.executable, "-c", code, str(corpus), str(slow), str(tmp_path / "out"), engine],
                               start_new_session=True)
-    deadline = time.monotonic() + 60
-    workers: set[int] = set()
-    while time.monotonic() < deadline and len(workers) < 2:
+    deadline = time.monotonic() + 90
+    below: set[int] = set()
+    while time.monotonic() < deadline and not _running_plugins({driver.pid} | below):
         time.sleep(0.5)
-        workers = _children(driver.pid)
-    assert workers, "the driver started no worker"
+        below = _descendants(driver.pid)
+    assert _running_plugins({driver.pid} | below), "no plug-in process started"
     os.kill(driver.pid, signal.SIGKILL)
     driver.wait()
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+    while time.monotonic() < deadline and any(_alive(p) for p in below):
         time.sleep(0.2)
-    assert not any(_alive(p) for p in workers)
+    assert not [p for p in below if _alive(p)]
     assert not (tmp_path / "out").exists()
+
+
+def _running_plugins(pids: set[int]) -> bool:
+    """Whether some process of ``pids`` has a child and a grandchild (a keeper and its plug-in worker)."""
+    return any(_children(p) and any(_children(c) for c in _children(p)) for p in pids)
+
+
+def _descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 def _children(pid: int) -> set[int]:

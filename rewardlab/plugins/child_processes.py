@@ -35,7 +35,7 @@ from typing import Callable
 from rewardlab.plugins.child_messages import received, sendable, write_message
 from rewardlab.plugins.child_status import ChildStatus
 from rewardlab.plugins.process_tree import become_subreaper, descendants, end_descendants, process_state, \
-    send_signal
+    send_signal, signal_on_parent_death
 
 _ENDED = struct.Struct("<qq")  # the keeper's last word: the worker's pid and wait status
 #: Seconds the keeper has to end the tree once asked, before rewardlab kills it.
@@ -84,8 +84,11 @@ def _worker(fn: Callable, status: ChildStatus, write_fd: int, dump_fd: int,
 
 
 def run_keeper(fn: Callable, status: ChildStatus, write_fd: int, ended_fd: int, dump_fd: int,
-            feed_fds: tuple[int, int] | None = None) -> None:
-    """Fork the worker, wait for it, end every process left below, tell the parent; never returns."""
+            feed_fds: tuple[int, int] | None = None, *, parent: int | None = None) -> None:
+    """Fork the worker, wait for it, end every process left below, tell the parent; never returns.
+
+    ``parent``: the pid of the process that forked this keeper; when it ends, the keeper is sent SIGTERM
+    (Linux), which ends the worker's tree as a timeout does."""
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -99,6 +102,8 @@ def run_keeper(fn: Callable, status: ChildStatus, write_fd: int, ended_fd: int, 
                 send_signal(worker, signal.SIGKILL)
 
         signal.signal(signal.SIGTERM, end)
+        if parent is not None:  # rewardlab's process killed: end the plug-in's tree, not leave it to init
+            signal_on_parent_death(signal.SIGTERM, parent)
         become_subreaper()
         try:
             worker = os.fork()

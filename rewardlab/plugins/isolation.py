@@ -30,7 +30,10 @@ reaps everything itself, so no zombie is left even where init does not
 reap.  The parent watches the keeper with ``waitpid`` beside the two pipes
 (continuing it with SIGCONT if a plug-in stopped it), and a keeper that
 dies without its word (a plug-in killed it) is reported as such, after
-rewardlab kills the worker and what it can still find below it.
+rewardlab kills the worker and what it can still find below it.  When
+rewardlab's own process ends first (killed with SIGKILL, say), the keeper is
+sent SIGTERM by the kernel (``PR_SET_PDEATHSIG``, Linux) and ends the worker's
+tree the same way, so no plug-in process outlives the command.
 
 * The child inherits the parent's memory (the frame's arrays, loaded
   plug-ins, ``linecache``), so nothing is pickled on the way in; only the
@@ -231,6 +234,7 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
             stream.flush()
         except Exception:  # noqa: BLE001
             pass
+    parent = os.getpid()
     try:
         pid = os.fork()
     except BaseException:
@@ -247,7 +251,7 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
             os.close(feed_write)
             os.close(ask_read)
         run_keeper(fn, status, write_fd, ended_write, dump.fileno(),
-                None if feed_read is None else (feed_read, ask_write))
+                None if feed_read is None else (feed_read, ask_write), parent=parent)
         _exit(70)
     os.close(write_fd)
     os.close(ended_write)

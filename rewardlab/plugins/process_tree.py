@@ -27,6 +27,7 @@ import time
 
 _PROC = "/proc"
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
 
 # Taken once: a plug-in that replaces os.kill or os.getpid does not change how rewardlab ends.
 _getpid, _kill = os.getpid, os.kill
@@ -103,6 +104,20 @@ def find_prctl() -> None:
             _PRCTL.append(ctypes.CDLL(None, use_errno=True).prctl)
         except Exception:  # noqa: BLE001 - without it, orphans go to init: the tree walk still ends the rest
             _PRCTL.append(None)
+
+
+def signal_on_parent_death(sig: int, parent: int) -> None:
+    """Have ``sig`` sent to this process when its parent ends (Linux's ``PR_SET_PDEATHSIG``; elsewhere
+    nothing); sent now when ``parent`` (its pid, taken before the fork) already ended.
+
+    Examples
+    --------
+    >>> signal_on_parent_death(0, os.getppid())  # doctest: +SKIP
+    """
+    if _PRCTL and _PRCTL[0] is not None:
+        _PRCTL[0](_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    if os.getppid() != parent:  # it ended before the call: the kernel will not send it
+        send_signal(_getpid(), sig)
 
 
 def become_subreaper() -> None:
