@@ -127,8 +127,9 @@ def run_keeper(fn: Callable, status: ChildStatus, write_fd: int, ended_fd: int, 
             if pid == worker:
                 break
         status.worker = 0  # reaped: its pid may be reused, so the parent must no longer signal it
+        reaped, worker = worker, 0  # nor this keeper's own SIGTERM handler (a late parent-death signal)
         end_descendants(time.monotonic() + END_GRACE)
-        _write(ended_fd, _ENDED.pack(worker, wait_status))
+        _write(ended_fd, _ENDED.pack(reaped, wait_status))
     except BaseException:  # noqa: BLE001
         code = 70
     finally:
