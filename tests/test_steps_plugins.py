@@ -226,7 +226,8 @@ def test_return_scopes_scale_without_centering(tmp_path):
 def test_a_file_that_differs_is_not_written(tmp_path, monkeypatch):
     frame = steps_frame(7)
     constants = rewardlab.normalization_constants(frame, "recorded")
-    monkeypatch.setattr(scaling, "_BODY", scaling._BODY.replace("/ _RL_SCALE", "* (1.0 / _RL_SCALE)"))
+    body = StepsScaling.export_body.replace("/ _RL_SCALE", "* (1.0 / _RL_SCALE)")
+    monkeypatch.setattr(StepsScaling, "export_body", body)
     path = tmp_path / "bad.py"
     with pytest.raises(RoundTripError, match="was not written: the file failed its round-trip check") as info:
         export_scaling_plugin(constants, path, data=frame)

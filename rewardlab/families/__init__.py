@@ -12,6 +12,10 @@
   literals, helpers, body: :func:`render_family`, :func:`render_plugin_text`).
 * :mod:`rewardlab.families.roundtrip`: the export's round trip, through the
   frame's contract and spec, in every batch mode (:func:`plugin_roundtrip`).
+* :mod:`rewardlab.families.scaling`: the core's own family, registered as
+  ``"scaling"``: :class:`StepsScaling` (a column of a step table scaled by
+  normalization constants, for the steps contract; its checked export is
+  :mod:`rewardlab.scaling`'s).
 
 The domains' families live with their domain (the mahjong ones in
 :mod:`rewardlab.domains.mahjong.families`, also re-exported from
@@ -48,8 +52,9 @@ _EXPORTS = {
     ),
     "rewardlab.families.rendering": (
         "REWARD_LIMIT", "check_reward_range", "float_literal", "format_value", "render_literal",
-        "sanitize_comment",
+        "sanitize_comment", "KeyLiteral",
     ),
+    "rewardlab.families.scaling": ("StepsScaling", "ScalingParams"),
 }
 
 install(globals(), _EXPORTS)

@@ -49,7 +49,9 @@ class RewardFamily:
     :meth:`get_reward` (the plug-in contract) and
     :meth:`export_literals` / :attr:`export_body` / :attr:`export_formula` /
     :attr:`export_helpers` / :attr:`export_for` (the exported file,
-    :func:`rewardlab.families.export.render_family`).
+    :func:`rewardlab.families.export.render_family`).  A family built from
+    other arguments than one ``params`` object overrides :meth:`from_params`;
+    one whose file has a header of its own overrides :meth:`export_header`.
 
     Examples
     --------
@@ -96,7 +98,23 @@ class RewardFamily:
             raise ParameterError("preset", f"should be one of {', '.join(cls.presets)} "
                                  f"for the {cls.name} family", preset)
         cls._check_fields(changes)
-        return cls(cls.params_type(**{**cls.presets[key], **changes}))
+        return cls.from_params(cls.params_type(**{**cls.presets[key], **changes}))
+
+    @classmethod
+    def from_params(cls, params):
+        """The family holding ``params`` (a :attr:`params_type`): ``cls(params)``.
+
+        What :meth:`from_preset` and :meth:`with_params` build with; a family
+        whose constructor takes other arguments (e.g.
+        :class:`rewardlab.families.scaling.StepsScaling`) overrides it.
+
+        Examples
+        --------
+        >>> from rewardlab.domains.mahjong.families import Points
+        >>> Points.from_params(Points.from_preset("thousands").params).params.divisor
+        1000.0
+        """
+        return cls(params)
 
     def with_params(self, **changes):
         """A copy with some parameters changed (validated again).
@@ -115,7 +133,7 @@ class RewardFamily:
         rewardlab.core.errors.ParameterError: `vectr` should be a parameter of the ranking family: vector, mean, std, provenance. Received (1, 0, 0, -1).
         """
         self._check_fields(changes)
-        return type(self)(dataclasses.replace(self.params, **changes))
+        return type(self).from_params(dataclasses.replace(self.params, **changes))
 
     @classmethod
     def _check_fields(cls, changes: dict) -> None:
@@ -260,6 +278,24 @@ class RewardFamily:
         p = self.params
         return {"_RL_MEAN": p.mean, "_RL_STD": p.std}
 
+    def export_header(self, *, created, source=None, state=None) -> list[str] | None:
+        """The exported file's header lines, or None for the core's (the default).
+
+        The core's header (:func:`rewardlab.families.export.family_header`:
+        the family, its parameters, constants and their provenance, the
+        formula) suits most families; a family whose exported file has always
+        had a header of its own returns it here, so the file's text stays as it
+        was (``created``: the header's time, already checked; ``source`` and
+        ``state``: notes, already checked).
+
+        Examples
+        --------
+        >>> from rewardlab.domains.mahjong.families import Points
+        >>> Points.from_preset("raw").export_header(created=None) is None
+        True
+        """
+        return None
+
     def parameter_key(self) -> str:
         """The family and its tunable parameters in one line: what fitted constants are fitted for.
 
@@ -372,5 +408,6 @@ def get_family(name: str) -> type[RewardFamily]:
     if key not in FAMILY_REGISTRY:
         raise ParameterError("family", "should be one of " + ", ".join(FAMILY_REGISTRY), name,
                              hint="A domain's families are registered when its module is imported "
-                             "(e.g. rewardlab.domains.mahjong.families).")
+                             "(e.g. rewardlab.domains.mahjong.families; the steps scaling: "
+                             "rewardlab.families.scaling).")
     return FAMILY_REGISTRY[key]

@@ -7,7 +7,7 @@ it is written for::
 
     import hashlib as _RL_hashlib        (standard modules the file needs, if any)
 
-    import torch as _RL_torch
+    import torch as _RL_torch            (the file's one library: torch, or numpy for a reward manager)
 
     _RL_NAME = literal                   (numbers and tuples of numbers, a key's repr)
 
@@ -15,7 +15,7 @@ it is written for::
     <helpers>                            (fixed code the family shares, if any)
 
 
-    def get_reward(data, contiguous):    (the family's body)
+    def get_reward(data, contiguous):    (the family's body: get_reward, or a RewardManager class)
         ...
 
 :func:`render_plugin_text` assembles it from what a family supplies (its
@@ -32,7 +32,12 @@ A family class supplies, for :func:`render_family`:
 * ``export_for``: what the file is a plug-in for (``"kanachan"``);
 * ``export_formula``: the header's ``reward:`` lines (what the file computes);
 * ``export_helpers``: fixed helper code with ``_RL_`` names (may be empty);
-* ``export_literals()`` and ``export_body``: the literals and ``get_reward``.
+* ``export_literals()`` and ``export_body``: the literals and ``get_reward`` (or, for a family
+  exported as a reward manager, the ``RewardManager`` class);
+* optionally ``export_header(...)``: the lines of a header of its own (the
+  default, None, is :func:`family_header`'s);
+* optionally ``export_library``: the one library the file imports, ``"torch"`` (the default) or
+  ``"numpy"`` (:data:`LIBRARIES`; a reward-manager file, e.g. El Farol's, imports numpy only).
 
 Examples
 --------
@@ -64,11 +69,30 @@ from rewardlab.core.fronts import Fix, Say, Text
 from rewardlab.families.base import RewardFamily
 from rewardlab.families.rendering import check_reward_range, format_value, render_literal, sanitize_comment
 
-__all__ = ["generated_line", "check_created", "check_note", "render_plugin_text", "constants_fit",
-           "check_constants_fit", "family_header", "render_family"]
+__all__ = ["LIBRARIES", "export_library", "generated_line", "check_created", "check_note", "render_plugin_text",
+           "constants_fit", "check_constants_fit", "family_header", "render_family"]
 
-#: Standard-library modules an exported file may import (as ``_RL_<name>``), besides torch.
+#: Standard-library modules an exported file may import (as ``_RL_<name>``), besides its library.
 STANDARD_MODULES = ("hashlib", "os", "sys", "types")
+
+#: The library an exported file imports (as ``_RL_<name>``): torch for a ``get_reward`` plug-in, numpy for a
+#: reward manager (:mod:`rewardlab.contracts.manager`).
+LIBRARIES = ("torch", "numpy")
+
+
+def export_library(family) -> str:
+    """The library a family's exported file imports: its class's ``export_library``, ``"torch"`` by default.
+
+    Examples
+    --------
+    >>> from rewardlab.domains.mahjong.families import Ranking
+    >>> export_library(Ranking.from_preset("top"))
+    'torch'
+    """
+    library = getattr(type(family), "export_library", "torch")
+    if library not in LIBRARIES:
+        raise ParameterError("export_library", "should be one of " + ", ".join(LIBRARIES), library)
+    return library
 
 
 def check_created(created: _dt.datetime | None) -> _dt.datetime:
@@ -111,7 +135,7 @@ def generated_line(what: str, created: _dt.datetime) -> str:
 
 
 def render_plugin_text(header: Sequence[str], literals: Mapping[str, str], body: str, *, helpers: str = "",
-                       modules: Sequence[str] = ()) -> str:
+                       modules: Sequence[str] = (), library: str = "torch") -> str:
     """The text of an exported plug-in file (see the module docstring); it is compiled before it is returned.
 
     Parameters
@@ -123,19 +147,26 @@ def render_plugin_text(header: Sequence[str], literals: Mapping[str, str], body:
         (:func:`~rewardlab.families.rendering.render_literal`,
         :func:`~rewardlab.families.rendering.float_literal`, a key's ``repr``).
     body : str
-        The family's code defining ``get_reward(data, contiguous)``.
+        The family's code defining ``get_reward(data, contiguous)`` (or a ``RewardManager`` class).
     helpers : str
         Fixed code before the body (none by default).
     modules : sequence of str
-        Standard-library modules imported as ``_RL_<name>`` before torch
+        Standard-library modules imported as ``_RL_<name>`` before the library
         (of :data:`STANDARD_MODULES`).
+    library : str
+        The one third-party library, imported as ``_RL_<library>``: ``"torch"``
+        (default) or ``"numpy"`` (:data:`LIBRARIES`).
 
     Examples
     --------
     >>> render_plugin_text(["x"], {"SCALE": "2.0"}, "def get_reward(data, contiguous): pass")
     Traceback (most recent call last):
     rewardlab.core.errors.ParameterError: `name` should be an identifier starting with _RL_. Received 'SCALE'.
+    >>> "import numpy as _RL_numpy" in render_plugin_text(["x"], {}, "class RewardManager: pass", library="numpy")
+    True
     """
+    if library not in LIBRARIES:
+        raise ParameterError("library", "should be one of " + ", ".join(LIBRARIES), library)
     for name in literals:  # fixed names from the family classes; checked all the same
         if not name.startswith("_RL_") or not name.isidentifier():
             raise ParameterError("name", "should be an identifier starting with _RL_", name)
@@ -144,7 +175,7 @@ def render_plugin_text(header: Sequence[str], literals: Mapping[str, str], body:
             raise ParameterError("modules", "should name modules of " + ", ".join(STANDARD_MODULES), module)
     comment = "\n".join(("# " + sanitize_comment(line)).rstrip() for line in header)
     imports = "".join(f"import {m} as _RL_{m}\n" for m in modules) + ("\n" if modules else "")
-    text = (comment + "\n\n" + imports + "import torch as _RL_torch\n\n"
+    text = (comment + "\n\n" + imports + f"import {library} as _RL_{library}\n\n"
             + "\n".join(f"{k} = {v}" for k, v in literals.items()) + "\n\n\n"
             + (helpers.strip("\n") + "\n\n\n" if helpers.strip("\n") else "")
             + body.strip("\n") + "\n")
@@ -217,7 +248,7 @@ def family_header(family: RewardFamily, *, created: _dt.datetime, source=None, s
     prov = p.provenance
     header = [
         generated_line(f"Reward plug-in for {family.export_for}", created),
-        "Self-contained (imports torch only).  To change it, change the parameters in rewardlab",
+        f"Self-contained (imports {export_library(family)} only).  To change it, change the parameters in rewardlab",
         "and export again; the literals below are exactly rewardlab's values.",
         "",
         f"family:      {family.name} ({family.title})",
@@ -258,7 +289,8 @@ def render_family(family: RewardFamily, *, source: str | None = None, created: _
     ----------
     family : RewardFamily
         Supplies ``export_for``, ``export_formula``, ``export_helpers``,
-        ``export_literals()`` and ``export_body`` (module docstring).
+        ``export_literals()``, ``export_body`` and ``export_header()``
+        (module docstring).
     source, state : str, optional
         Notes for the header (sanitized); without them, no such line.
     created : datetime, optional
@@ -284,5 +316,8 @@ def render_family(family: RewardFamily, *, source: str | None = None, created: _
     literals = {name: render_literal(name, value) for name, value in family.export_literals().items()}
     check_reward_range(family.params)  # again: the parameters may have been built around validation
     check_constants_fit(family, keep_constants=keep_constants)
-    header = family_header(family, created=created, source=source, state=state)
-    return render_plugin_text(header, literals, family.export_body, helpers=family.export_helpers)
+    header = family.export_header(created=created, source=source, state=state)
+    if header is None:
+        header = family_header(family, created=created, source=source, state=state)
+    return render_plugin_text(header, literals, family.export_body, helpers=family.export_helpers,
+                              library=export_library(family))

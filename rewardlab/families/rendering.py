@@ -2,8 +2,9 @@
 
 An exported plug-in file holds only fixed code and numbers: every value
 written as code goes through :func:`render_literal` (a finite ``int`` or
-``float``, or a tuple of them) or :func:`float_literal` (a finite float),
-and user text appears only in ``#`` comments, through
+``float``, a tuple of them, or a data key marked as :class:`KeyLiteral`) or
+:func:`float_literal` (a finite float), and user text appears only in ``#``
+comments, through
 :func:`sanitize_comment`.  :func:`check_reward_range` refuses parameters whose
 raw or normalized reward can leave ``±``:data:`REWARD_LIMIT` for some input.
 
@@ -17,14 +18,16 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
+from rewardlab.core import columns
 from rewardlab.core.errors import ParameterError
 
-__all__ = ["REWARD_LIMIT", "MAX_COMMENT", "sanitize_comment", "render_literal", "float_literal", "format_value",
-           "check_reward_range"]
+__all__ = ["REWARD_LIMIT", "MAX_COMMENT", "sanitize_comment", "KeyLiteral", "render_literal", "float_literal",
+           "format_value", "check_reward_range"]
 
 #: Largest magnitude a family's raw or normalized reward may reach: far beyond any useful reward,
 #: and small enough that means, variances and expected rewards over 10**12 steps stay finite
@@ -52,8 +55,32 @@ def sanitize_comment(text: object, *, limit: int = MAX_COMMENT) -> str:
     return escaped
 
 
+@dataclasses.dataclass(frozen=True)
+class KeyLiteral:
+    """A data key a plug-in reads (``data[key]``), written into it as a string literal by :func:`render_literal`.
+
+    Only a name of ``[A-Za-z_][A-Za-z0-9_]*`` (:func:`rewardlab.core.columns.check_name`);
+    a family marks a value as a key explicitly, so a string anywhere else is
+    still refused.
+
+    Examples
+    --------
+    >>> render_literal("_RL_KEY", KeyLiteral("reward_recorded"))
+    "'reward_recorded'"
+    >>> KeyLiteral("x'); import os #")
+    Traceback (most recent call last):
+    rewardlab.core.errors.ParameterError: `key` should match [A-Za-z_][A-Za-z0-9_]* (letters, digits, underscores). Received "x'); import os #".
+    """
+
+    key: str
+
+    def __post_init__(self):
+        columns.check_name(self.key, what="key")
+
+
 def render_literal(name: str, value) -> str:
-    """Python source of a number or tuple of numbers, refusing anything else (``name``: what to blame).
+    """Python source of a number, a tuple of numbers or a :class:`KeyLiteral`, refusing anything else (``name``:
+    what to blame).
 
     Examples
     --------
@@ -72,6 +99,8 @@ def render_literal(name: str, value) -> str:
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"  # (x,): a one-element tuple
     if type(value) is int:
         return repr(value)
+    if type(value) is KeyLiteral:
+        return repr(columns.check_name(value.key, what=name))
     if type(value) is float:
         if not math.isfinite(value):
             raise ParameterError(name, "should be a finite number to be written into a plug-in", value)

@@ -44,7 +44,7 @@ from rewardlab.contracts import contract_for
 from rewardlab.core import columns
 from rewardlab.core.errors import ParameterError, RewardlabWarning, check_int
 from rewardlab.core.rows import spread_episodes
-from rewardlab.core.spec import FrameSpec
+from rewardlab.core.spec import FrameSpec, attach
 from rewardlab.families.base import RewardFamily
 from rewardlab.plugins import apply_plugins, check_plugin, load_plugin
 from rewardlab.plugins.batch_modes import BATCH_MODES
@@ -393,7 +393,8 @@ def family_roundtrip(family: RewardFamily, path, frame: pl.DataFrame, *, spec: F
         What the file should reproduce (e.g. the family it was rendered
         from by :func:`rewardlab.families.export.render_family`).
     path, frame, spec, contract, modes, check_rows, progress
-        As :func:`plugin_roundtrip`.
+        As :func:`plugin_roundtrip`; the family evaluates ``frame`` under
+        ``spec`` too, when it is given.
 
     Returns
     -------
@@ -409,5 +410,10 @@ def family_roundtrip(family: RewardFamily, path, frame: pl.DataFrame, *, spec: F
     if not isinstance(family, RewardFamily):
         raise ParameterError("family", "should be a reward family (rewardlab.families.RewardFamily)",
                              type(family).__name__)
-    return plugin_roundtrip(path, frame, family.evaluate(frame), spec=spec, contract=contract, modes=modes,
+    if spec is not None and not isinstance(frame, pl.DataFrame):
+        raise ParameterError("frame", "should be a polars DataFrame", type(frame).__name__)
+    # the family evaluates the frame under the spec the file is applied with (a copy carries it: the
+    # caller's frame keeps its own)
+    evaluated = family.evaluate(frame if spec is None else attach(frame.clone(), spec))
+    return plugin_roundtrip(path, frame, evaluated, spec=spec, contract=contract, modes=modes,
                             check_rows=check_rows, progress=progress)
