@@ -169,13 +169,13 @@ def test_the_step_table_shape_columns_and_order():
     assert frame.columns == ["episode_id", "t", "agent_id", "action", "terminated", "truncated"]
     assert frame.dtypes == [pl.Int64] * 4 + [pl.Boolean] * 2
     assert frame.shape == (3 * 4 * SMALL.agents, 6)
-    assert frame.equals(frame.sort(["episode_id", "t", "agent_id"]))
-    # The plain loop: row r is (episode, week, agent) in nested order.
+    assert frame.equals(frame.sort(["episode_id", "agent_id", "t"]))  # each agent's weeks together
+    # The plain loop: row r is (episode, agent, week) in nested order.
     rows = frame.rows()
     r = 0
     for e in range(3):
-        for t in range(4):
-            for i in range(SMALL.agents):
+        for i in range(SMALL.agents):
+            for t in range(4):
                 assert rows[r] == (e, t, i, actions[e, t, i], False, t == 3)
                 r += 1
     per_step = frame.group_by(["episode_id", "t"]).agg(pl.col("agent_id").n_unique().alias("n"))

@@ -1,8 +1,13 @@
-"""Export commands: ``export ranking|points|round-delta|scaling|normalized|contest`` (a plug-in file) and ``schedule``.
+"""Export commands: ``export ranking|points|round-delta|scaling|normalized|contest|el-farol`` (a plug-in file) and
+``schedule``.
 
 ``rewardlab export contest [--preset contest|ppo2|rainbow] [--scale X --bonus X --frame-limit N --scaler
 --backtracking --levels FILE] [--data RECORDING] --out FILE.py [--overwrite]`` writes the retro contest's
 reward family (:mod:`rewardlab.domains.retro.family`) as a steps plug-in.
+
+``rewardlab export el-farol [--preset global|difference|local|wonderful_life|uniform_division] [--kind K
+--capacity B --nights K --home --clamp C] [--data JOINT] --out FILE.py [--overwrite]`` writes an El Farol
+reward (:mod:`rewardlab.domains.el_farol.family`) as a reward-manager file (numpy only).
 
 ``rewardlab export normalized --plugin FILE.py --data DATA [--scope S] [--no-center] --out FILE.py
 [--overwrite]`` writes a normalized version of the user's own steps plug-in
@@ -151,6 +156,30 @@ def register(sub) -> None:
     k.add_argument("--overwrite", action="store_true", help="replace an existing file")
     k.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
     k.set_defaults(func=_export_contest)
+
+    e = fam.add_parser("el-farol", help="reward manager: the El Farol bar problem's per-agent reward",
+                       description="Write a reward-manager file (PRLT's RewardManager, numpy only) that computes an "
+                       "El Farol reward over a joint frame: G (every agent), local, uniform division, difference "
+                       "D_i = G(z) - G(z_-i) or Wonderful Life, with f(x) = x exp(-x / b) per night. Like PRLT's Bar "
+                       "Problem manager it computes G on agent 0's call. With --data the file is first applied to "
+                       "the joint frame and checked bit for bit against rewardlab (and check-plugin on whole "
+                       "trials); nothing is written when that fails.")
+    e.add_argument("--preset", choices=("global", "difference", "local", "wonderful_life", "uniform_division"),
+                   help="the reward kind (default global); the other options override it")
+    e.add_argument("--kind", help="the reward kind: global, local, uniform_division, difference, wonderful_life "
+                   "(or G, L, UD, D, WL)")
+    e.add_argument("--capacity", type=float, metavar="B", help="b, the night's best attendance (default 4)")
+    e.add_argument("--nights", type=int, metavar="K", help="the nights, actions 0..K-1 (default 6)")
+    e.add_argument("--home", action="store_true", default=None, help="action K means the agent stays home")
+    e.add_argument("--clamp", type=int, metavar="C", help="wonderful_life: the night agent i is clamped to "
+                   "(default: clamped away, which gives the difference reward)")
+    e.add_argument("--data", metavar="JOINT", help="a joint step table (one row per episode, step and agent; see "
+                   "--format) to check the file on before writing it")
+    add_input_options(e)  # of the data --data reads
+    e.add_argument("--out", required=True, metavar="FILE.py", help="the reward-manager file to write")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    e.add_argument("--note", help="a note for the file's header (e.g. where it will be used)")
+    e.set_defaults(func=_export_el_farol)
 
     s = sub.add_parser("schedule", help="epsilon-greedy schedules: summary and config snippet",
                        description="Summarize an epsilon-greedy schedule and print its parameters "
@@ -460,6 +489,35 @@ def _export_contest(args) -> int:
         data = load(args.data, format="retro", progress=False)  # the retro source: checked, with its columns
     result = export_contest_plugin(family, args.out, data=data, overwrite=args.overwrite, source=args.note,
                                    progress=None)  # bars on an interactive terminal
+    print(result)
+    print(f"  {family.describe()}")
+    return 0
+
+
+def _export_el_farol(args) -> int:
+    from rewardlab.core.files import check_input, check_not_input
+    from rewardlab.domains.el_farol.family import ElFarolFamily, write_el_farol_manager
+    from rewardlab.sources.dispatch import load
+
+    _refuse_existing(args, [args.data] if args.data is not None else [])  # before any work
+    if args.data is None:
+        for flag, value in (("--format", args.format), ("--option", args.option or None)):
+            if value is not None:
+                raise ParameterError(flag, "applies to the data --data reads, and none is given", value,
+                                     hint="Pass --data JOINT, or leave the option out.")
+    changes = {k: v for k, v in (("kind", args.kind), ("capacity", args.capacity), ("nights", args.nights),
+                                 ("home", args.home), ("clamp", args.clamp)) if v is not None}
+    try:
+        family = ElFarolFamily.from_preset(args.preset or "global", **changes)
+    except ParameterError as exc:  # in the command's words: --capacity, --clamp, ...
+        flag = "--" + exc.name if exc.name in changes else exc.name
+        raise ParameterError(flag, exc.rule, exc.value, hint=exc.hint) from None
+    data = None
+    if args.data is not None:
+        check_input(args.data)
+        check_not_input(args.out, [args.data], name="--out")
+        data = load(args.data, format=args.format, progress=False, options=format_options(args) or None)
+    result = write_el_farol_manager(family, args.out, data=data, overwrite=args.overwrite, source=args.note)
     print(result)
     print(f"  {family.describe()}")
     return 0

@@ -185,7 +185,9 @@ def simulate_actions(setting: BarSetting, *, episodes: int, weeks: int, seed: in
 def step_table(actions) -> pl.DataFrame:
     """The joint step table of ``actions`` (``[E, T, n]``): one row per (episode, step, agent).
 
-    Rows are ordered by ``episode_id``, ``t``, then ``agent_id`` ascending;
+    Rows are ordered by ``episode_id``, ``agent_id``, then ``t`` ascending (each agent's weeks of a trial
+    together: an episode of :data:`SPEC` is one agent's steps, and its rows are contiguous, as the steps
+    source gives them when the table is loaded; :func:`rewardlab.joint_view` lines them up per week);
     ``terminated`` is always False and ``truncated`` is True on the last week
     of each trial.
 
@@ -202,7 +204,7 @@ def step_table(actions) -> pl.DataFrame:
     Examples
     --------
     >>> step_table(np.array([[[2, 0], [1, 1]]])).rows()
-    [(0, 0, 0, 2, False, False), (0, 0, 1, 0, False, False), (0, 1, 0, 1, False, True), (0, 1, 1, 1, False, True)]
+    [(0, 0, 0, 2, False, False), (0, 1, 0, 1, False, True), (0, 0, 1, 0, False, False), (0, 1, 1, 1, False, True)]
     """
     arr = np.asarray(actions)
     if arr.ndim != 3:
@@ -210,12 +212,14 @@ def step_table(actions) -> pl.DataFrame:
     if arr.size and arr.dtype.kind not in "iu":
         raise ParameterError("actions", "should hold integers (nights)", arr.dtype)
     e, t, n = arr.shape
-    ep, step, agent = (np.broadcast_to(v, arr.shape).ravel() for v in np.ix_(np.arange(e), np.arange(t), np.arange(n)))
+    by_agent = arr.transpose(0, 2, 1)  # [E, n, T]: each agent's weeks together, as the steps source reads them
+    ep, agent, step = (np.broadcast_to(v, by_agent.shape).ravel()
+                       for v in np.ix_(np.arange(e), np.arange(n), np.arange(t)))
     return attach(pl.DataFrame({
         "episode_id": pl.Series(ep, dtype=pl.Int64),
         "t": pl.Series(step, dtype=pl.Int64),
         "agent_id": pl.Series(agent, dtype=pl.Int64),
-        "action": pl.Series(arr.ravel(), dtype=pl.Int64),
+        "action": pl.Series(by_agent.ravel(), dtype=pl.Int64),
         "terminated": pl.Series(np.zeros(arr.size, dtype=bool)),
         "truncated": pl.Series(step == t - 1),
     }), SPEC)
