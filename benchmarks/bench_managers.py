@@ -15,8 +15,18 @@ plain loop's time with the shipped difference-reward manager (a NumPy
 bincount on agent 0's call, a lookup per agent).  A trivial manager
 (``return 0.0, False``) is reported beside it without a target: there the
 runner's own cost per call (the checks of every return, about 50-80 ns)
-is as large as the call itself.  The three timings are interleaved, best
-of five each.
+is as large as the call itself.  The timings are interleaved, best of five
+each.
+
+Beside them, the runner's fixed costs, which do not depend on the manager:
+the joint order and arrays (``joint_arrays``, Polars and NumPy, in the
+parent) and an empty run in a child process (``run_in_child`` with no work:
+the two forks of :mod:`rewardlab.plugins.isolation`, its pipes and its
+wait).  The per-call costs are the loop (a fresh ``state`` dict a step made
+in C, bound methods, appends) and the checks of every return, made on the
+whole trial at once: exact floats and bools are checked and converted in
+one C pass (``contracts.manager.exact_floats`` / ``exact_bools``), about
+15 ns a call, other types item by item.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from pathlib import Path
 
 from benchmarks._data import ROOT, best_time
 from rewardlab.domains.el_farol import SMALL, simulate_actions, simulate_bar
-from rewardlab.plugins import apply_plugins
+from rewardlab.plugins import apply_plugins, isolation
 from rewardlab.plugins.manager_steps import joint_arrays
 from rewardlab.plugins.managers import load_manager, run_trials
 
@@ -115,3 +125,10 @@ def run(report) -> None:
             report(f"{label}: apply_plugins time / plain loop time", times["runner"] / times["plain"], "x",
                    target="<= 1.5" if path == DIFFERENCE else None)
             report(f"{label}: apply_plugins time / plain loop (tuples) time", times["runner"] / times["tuples"], "x")
+    fixed = {"arrays": lambda: joint_arrays(frame)}
+    if isolation.AVAILABLE:
+        fixed["child"] = lambda: isolation.run_in_child(lambda status, send: None)
+    fixed = interleaved(fixed)
+    report("fixed cost: joint_arrays (order, checks, arrays)", fixed["arrays"] * 1e3, "ms")
+    if "child" in fixed:
+        report("fixed cost: an empty run in a child process", fixed["child"] * 1e3, "ms")

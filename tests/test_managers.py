@@ -63,21 +63,22 @@ def small_bar(episodes=3, weeks=4, seed=0):
 def test_el_farol_managers_equal_the_vectorized_rewards(isolate):
     actions = simulate_actions(SMALL, episodes=4, weeks=9, seed=7)
     frame = simulate_bar(SMALL, episodes=4, weeks=9, seed=7)
-    out = apply_plugins(frame, [GLOBAL, DIFFERENCE], isolate=isolate)
+    out = apply_plugins(frame, [GLOBAL, DIFFERENCE], isolate=isolate).sort("episode_id", "t", "agent_id")
     flat = actions.reshape(-1, SMALL.agents)
     g = np.repeat(global_reward(flat, **SMALL.reward_options()), SMALL.agents)
     d = difference_reward(flat, **SMALL.reward_options()).ravel()
     assert out["reward_el_farol_global"].dtype == pl.Float64
     assert np.array_equal(out["reward_el_farol_global"].to_numpy(), g)  # frame rows are (episode, t, agent)
     assert np.array_equal(out["reward_el_farol_difference"].to_numpy(), d)
-    last = frame["truncated"].to_numpy()  # PRLT's bar manager never finishes: done only at the data's end
+    last = out["truncated"].to_numpy()  # PRLT's bar manager never finishes: done only at the data's end
     assert np.array_equal(out["done_el_farol_global"].to_numpy(), last)
 
 
 @fork
 def test_a_shuffled_frame_and_a_loaded_step_table_give_the_same_rewards(tmp_path):
     frame = small_bar(episodes=2, weeks=5, seed=3)
-    reference = apply_plugins(frame, DIFFERENCE)["reward_el_farol_difference"].to_numpy()
+    reference = apply_plugins(frame, DIFFERENCE).sort("episode_id", "t", "agent_id")["reward_el_farol_difference"]
+    reference = reference.to_numpy()
     rng = np.random.default_rng(0)
     # rows of an episode in any order (episodes still contiguous): the runner orders them by step and agent id
     shuffled = pl.concat([part.sample(fraction=1.0, shuffle=True, seed=int(rng.integers(1000)))
@@ -479,3 +480,106 @@ def test_check_plugin_reports_trials_finished_early_as_a_fact(tmp_path):
     report = check_plugin(small_bar(episodes=3, weeks=4), path, isolate=False)
     assert report.ok and report.finished_early == (3, "episode_id=0, step t=1, agent agent_id=0 (position 0 of 50)")
     assert "ended 3 of 3 trials before their last recorded step" in str(report)
+
+
+# --- the runner's fast paths against the item-by-item checks and a plain loop -----------------------------------
+
+
+class _Float(float):
+    pass
+
+
+def test_exact_type_fast_paths_agree_with_the_item_by_item_checks(monkeypatch):
+    import rewardlab.contracts.manager as contract
+
+    rng = np.random.default_rng(11)
+    kinds = [lambda: float(rng.normal()), lambda: int(rng.integers(-5, 5)), lambda: np.float64(rng.normal()),
+             lambda: np.float32(1.5), lambda: True, lambda: None, lambda: "1.0", lambda: float("nan"),
+             lambda: float("inf"), lambda: 10 ** 400, lambda: _Float(2.5), lambda: [1.0]]
+    flags = [lambda: False, lambda: True, lambda: np.False_, lambda: np.True_, lambda: 0, lambda: 1.0, lambda: None]
+    cases = []
+    for _ in range(400):
+        n = int(rng.integers(0, 13))
+        common = rng.random() < 0.7  # mostly the common case (exact floats, exact bools) with a few odd items
+        rewards = [float(rng.normal()) if common and rng.random() < 0.9 else kinds[rng.integers(len(kinds))]()
+                   for _ in range(n)]
+        finished = [bool(rng.random() < 0.2) if common and rng.random() < 0.9 else flags[rng.integers(len(flags))]()
+                    for _ in range(n)]
+        cases.append((rewards, finished, int(rng.choice([1, n or 1]))))
+    cases += [([1.5] * 6, [True] * 6, 3), ([1.5] * 6, [False] * 3 + [True] * 3, 3), ([0.0] * 2, [False, 0], 1)]
+
+    def results():
+        out = []
+        for rewards, finished, agents in cases:
+            if len(rewards) % agents:
+                agents = 1
+            got = contract.check_pairs(list(rewards), list(finished), agents=agents)
+            out.append(got if isinstance(got, contract.ManagerViolation) else
+                       (got[0].tobytes(), got[0].dtype, got[1].tolist(), got[1].dtype))
+        return out
+
+    fast = results()
+    monkeypatch.setattr(contract, "exact_floats", lambda values: None)
+    monkeypatch.setattr(contract, "exact_bools", lambda values: None)
+    assert fast == results()
+    assert sum(not isinstance(r, contract.ManagerViolation) for r in fast) > 50  # both kinds of result were met
+
+
+def test_exact_floats_and_bools_refuse_anything_else():
+    from rewardlab.contracts.manager import exact_bools, exact_floats
+
+    assert exact_floats([0.5, -0.0, 1e300]).tolist() == [0.5, -0.0, 1e300]
+    for other in (1, True, np.float64(1.0), _Float(1.0), None, "g" * 8, b"g" * 8, [1.0], (1.0,)):
+        assert exact_floats([1.0, other, 2.0]) is None, other
+    assert exact_bools([True, False, True]).tolist() == [True, False, True]
+    for other in (0, 1, np.True_, None, 0.0, b"T", "F"):
+        assert exact_bools([False, other]) is None, other
+
+
+def test_each_step_gets_a_fresh_state_dict_of_its_own_rows(tmp_path):
+    rows = [(e, t, a) for e in range(2) for t in range(3) for a in range(2)]
+    frame = pl.DataFrame({"episode_id": [r[0] for r in rows], "t": [r[1] for r in rows],
+                          "agent_id": [r[2] for r in rows], "action": [0] * len(rows),
+                          "obs": [10.0 * r[0] + r[1] + r[2] / 10 for r in rows]})
+    # the manager writes into the dict it gets: a later step must not see it
+    path = manager(tmp_path, "scribbler", "seen = 'mark' in state\nstate['mark'] = 1\n"
+                   "return float(state['obs'][agent]) + (100.0 if seen and agent == 0 else 0.0), False")
+    rewards, _, _ = run_trials(load_manager(path), joint_arrays(frame))
+    expected = [10.0 * e + t + a / 10 for e, t, a in rows]  # the plain loop: a fresh dict per step
+    assert rewards.tolist() == expected
+
+
+# --- the comparison board: manager files are candidates on a joint frame ------------------------------------------
+
+
+def test_the_board_compares_managers_on_a_joint_frame_per_agent_episode(tmp_path):
+    from rewardlab.sessions.comparison import ComparisonSession
+
+    actions = simulate_actions(SMALL, episodes=3, weeks=4, seed=9)
+    frame = simulate_bar(SMALL, episodes=3, weeks=4, seed=9)  # joint order: (episode, week, agent)
+    session = ComparisonSession(frame, [DIFFERENCE])
+    assert session.add_plugin(GLOBAL) == "el_farol_global"  # a manager file added to the board
+    returns = session.results.returns.sort("episode_id", "agent_id")
+    # the reference: each agent's episode return, summed from the vectorized rewards [episodes, weeks, agents]
+    d = difference_reward(actions.reshape(-1, SMALL.agents), **SMALL.reward_options()).reshape(3, 4, SMALL.agents)
+    g = global_reward(actions.reshape(-1, SMALL.agents), **SMALL.reward_options()).reshape(3, 4)
+    assert returns.height == 3 * SMALL.agents
+    assert np.allclose(returns["el_farol_difference"].to_numpy(), d.sum(axis=1).ravel(), rtol=0, atol=1e-12)
+    assert np.allclose(returns["el_farol_global"].to_numpy(), np.repeat(g.sum(axis=1), SMALL.agents), rtol=0,
+                       atol=1e-12)
+    assert session.results.comparison.episodes == 3 * SMALL.agents
+
+
+def test_trajectory_order_keeps_rows_and_makes_agents_episodes_contiguous():
+    from rewardlab.plugins.manager_steps import trajectory_order
+    from rewardlab.sources.registry import spec_of
+
+    frame = simulate_bar(SMALL, episodes=3, weeks=4, seed=1)
+    spec = spec_of(frame)
+    ordered = trajectory_order(frame, spec)
+    expected = frame.sort("episode_id", "agent_id", "t")  # ids ascend here, so a plain sort is the reference
+    assert ordered.equals(expected)
+    assert trajectory_order(ordered, spec) is ordered  # already contiguous: as it is
+    out_joint = apply_plugins(frame, DIFFERENCE, isolate=False).sort("episode_id", "agent_id", "t")
+    out_ordered = apply_plugins(ordered, DIFFERENCE, isolate=False)
+    assert out_joint.equals(out_ordered)  # the manager's rewards do not depend on the row order

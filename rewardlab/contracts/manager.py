@@ -41,13 +41,38 @@ Examples
 
 from __future__ import annotations
 
+import marshal
 from dataclasses import dataclass
+
 import numpy as np
 
 from rewardlab.contracts.base import Contract, Recombination
+from rewardlab.core.errors import ParameterError
 
 __all__ = ["ManagerContract", "MANAGER", "ManagerViolation", "check_returns", "check_pairs", "pair_violation",
-           "RESULT_RULES"]
+           "RESULT_RULES", "exact_floats", "exact_bools", "check_manager_options"]
+
+
+def check_manager_options(*, batch_mode: str, batch_size, contiguous, convention) -> None:
+    """Refuse the batch options a reward manager has no use for: it is called per agent after every joint step
+    of whole trials, never on batches.
+
+    Examples
+    --------
+    >>> check_manager_options(batch_mode="episodes", batch_size=None, contiguous=None, convention=None)
+    >>> check_manager_options(batch_mode="sequential", batch_size=None, contiguous=None,
+    ...                       convention=None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `batch_mode` does not apply to reward managers...
+    """
+    why = "a reward manager is called per agent after every joint step of whole trials (PRLT's way)"
+    if batch_mode != "episodes" or batch_size is not None or contiguous:
+        raise ParameterError("batch_mode", f"does not apply to reward managers: {why}",
+                             batch_mode if batch_mode != "episodes" else (batch_size or contiguous),
+                             hint="Leave the batch options at their defaults.")
+    if convention is not None:
+        raise ParameterError("convention", f"does not apply to reward managers: {why}", convention)
 
 #: The rules :func:`check_returns` applies, by name.
 RESULT_RULES = {
@@ -184,6 +209,77 @@ def pair_violation(result, index: int = 0) -> ManagerViolation | None:
     return None
 
 
+#: marshal's encoding (format version 2: no back-references) of a list: a type code and a 4-byte length, then items.
+_LIST_HEAD = 5
+#: An exact ``float`` item in that encoding: the code ``g`` and the little-endian IEEE double, 9 bytes.
+_FLOAT_CODE, _FLOAT_SIZE = ord("g"), 9
+
+
+def exact_floats(values: list) -> np.ndarray | None:
+    """``values`` as float64 when every item is exactly a ``float`` (no subclass); None otherwise.
+
+    One pass in C instead of a type test and a conversion per item: marshal
+    (format version 2) writes a list of ``n`` exact floats as a 5-byte header
+    and ``n`` items of 9 bytes, the code ``g`` and the double, and writes any
+    other object (an int, a bool, a float subclass such as ``numpy.float64``)
+    with another code or refuses it.  Reading the items at 9-byte strides, a
+    ``g`` at an item's start proves the item is a float of 9 bytes, so the
+    next item starts 9 bytes on: all ``n`` codes ``g`` prove all ``n`` items
+    exact floats.  None sends the caller to its item-by-item checks.
+
+    Examples
+    --------
+    >>> exact_floats([1.5, float("nan")]).tolist()
+    [1.5, nan]
+    >>> exact_floats([1.5, 2]) is None, exact_floats([np.float64(1.5)]) is None, exact_floats([]) is None
+    (True, True, True)
+    """
+    n = len(values)
+    if not n or type(values[0]) is not float:  # not worth a try
+        return None
+    try:
+        data = marshal.dumps(values, 2)
+    except Exception:  # noqa: BLE001 - an object marshal refuses: not a float
+        return None
+    if len(data) != _LIST_HEAD + _FLOAT_SIZE * n:
+        return None
+    codes = np.frombuffer(data, np.uint8, _FLOAT_SIZE * n, _LIST_HEAD)[::_FLOAT_SIZE]
+    if not (codes == _FLOAT_CODE).all():
+        return None
+    return np.ndarray((n,), "<f8", data, _LIST_HEAD + 1, (_FLOAT_SIZE,)).astype(np.float64)
+
+
+def exact_bools(values: list) -> np.ndarray | None:
+    """``values`` as a bool array when every item is exactly ``True`` or ``False``; None otherwise.
+
+    One pass in C, as :func:`exact_floats`: marshal (format version 2) writes
+    ``True`` and ``False`` as the one-byte codes ``T`` and ``F`` and every
+    object as at least one byte, so a list of ``n`` items written in ``5 +
+    n`` bytes of which ``n`` are ``T`` or ``F`` after the header holds only
+    ``True`` and ``False`` (``numpy.bool_`` is written otherwise: None).
+
+    Examples
+    --------
+    >>> exact_bools([False, True]).tolist()
+    [False, True]
+    >>> exact_bools([False, 0]) is None, exact_bools([np.False_]) is None
+    (True, True)
+    """
+    n = len(values)
+    if not n or type(values[0]) is not bool:
+        return None
+    try:
+        data = marshal.dumps(values, 2)
+    except Exception:  # noqa: BLE001 - an object marshal refuses: not a bool
+        return None
+    if len(data) != _LIST_HEAD + n:
+        return None
+    trues = data.count(b"T", _LIST_HEAD)
+    if trues + data.count(b"F", _LIST_HEAD) != n:
+        return None
+    return np.frombuffer(data, np.uint8, n, _LIST_HEAD) == ord("T") if trues else np.zeros(n, bool)
+
+
 def check_pairs(rewards: list, finished: list, *, agents: int) -> tuple[np.ndarray, np.ndarray] | ManagerViolation:
     """Check a trial's rewards and finished flags (the pairs ``get_reward`` returned, split) and make them arrays.
 
@@ -207,25 +303,31 @@ def check_pairs(rewards: list, finished: list, *, agents: int) -> tuple[np.ndarr
     >>> check_pairs([float("nan")], [False], agents=1).message
     'returned reward nan, not a finite number'
     """
-    bad = [t for t in set(map(type, rewards)) if not issubclass(t, _REAL) or issubclass(t, _BOOL)]
-    if bad:
-        i = _first(rewards, lambda r: type(r) not in bad)
-        return ManagerViolation("reward_type", f"returned reward {type(rewards[i]).__name__} "
-                                f"{_echo(rewards[i])}, not a real number", i)
-    bad = [t for t in set(map(type, finished)) if not issubclass(t, _BOOL)]
-    if bad:
-        i = _first(finished, lambda f: type(f) not in bad)
-        return ManagerViolation("finished_type", f"returned finished {type(finished[i]).__name__} "
-                                f"{_echo(finished[i])}, not a bool", i)
-    try:
-        values = np.fromiter(rewards, np.float64, len(rewards))  # the types are checked: real numbers only
-    except OverflowError:  # an int too large for float64
-        i = _first(rewards, _fits_float)
-        return ManagerViolation("reward_finite", f"returned reward {_echo(rewards[i])}, not a finite float64", i)
+    values = exact_floats(rewards)  # the common case, checked and converted in one pass
+    if values is None:
+        bad = [t for t in set(map(type, rewards)) if not issubclass(t, _REAL) or issubclass(t, _BOOL)]
+        if bad:
+            i = _first(rewards, lambda r: type(r) not in bad)
+            return ManagerViolation("reward_type", f"returned reward {type(rewards[i]).__name__} "
+                                    f"{_echo(rewards[i])}, not a real number", i)
+    flags = exact_bools(finished)
+    if flags is None:
+        bad = [t for t in set(map(type, finished)) if not issubclass(t, _BOOL)]
+        if bad:
+            i = _first(finished, lambda f: type(f) not in bad)
+            return ManagerViolation("finished_type", f"returned finished {type(finished[i]).__name__} "
+                                    f"{_echo(finished[i])}, not a bool", i)
+    if values is None:
+        try:
+            values = np.fromiter(rewards, np.float64, len(rewards))  # the types are checked: real numbers only
+        except OverflowError:  # an int too large for float64
+            i = _first(rewards, _fits_float)
+            return ManagerViolation("reward_finite", f"returned reward {_echo(rewards[i])}, not a finite float64", i)
     if values.size and not np.isfinite(values).all():
         i = int(np.argmax(~np.isfinite(values)))
         return ManagerViolation("reward_finite", f"returned reward {rewards[i]!r}, not a finite number", i)
-    flags = np.array(finished, dtype=bool) if any(finished) else np.zeros(len(finished), bool)
+    if flags is None:
+        flags = np.array(finished, dtype=bool) if any(finished) else np.zeros(len(finished), bool)
     if agents > 1 and flags.size and flags.any():
         grid = flags.reshape(-1, agents)
         odd = grid != grid[:, :1]

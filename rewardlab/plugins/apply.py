@@ -20,6 +20,7 @@ from rewardlab.contracts.advice import scale_advice, warn_outside
 from rewardlab.contracts.checks import RewardScale, reward_scale
 from rewardlab.contracts.base import Contract
 from rewardlab.contracts.registry import contract_for
+from rewardlab.contracts.manager import check_manager_options
 from rewardlab.core.spec import FrameSpec, keep_spec
 from rewardlab.core.errors import ParameterError, RewardScaleWarning, check_choice
 from rewardlab.core.fronts import Fix, Text
@@ -256,13 +257,7 @@ def apply_plugins(
 
 def _check_manager_options(*, batch_mode, batch_size, contiguous, convention, contract, replace) -> None:
     """Refuse the options a reward manager has no use for: it is called per agent over whole trials."""
-    why = "a reward manager is called per agent after every joint step of whole trials (PRLT's way)"
-    if batch_mode != "episodes" or batch_size is not None or contiguous:
-        raise ParameterError("batch_mode", f"does not apply to reward managers: {why}",
-                             batch_mode if batch_mode != "episodes" else (batch_size or contiguous),
-                             hint="Leave the batch options at their defaults.")
-    if convention is not None:
-        raise ParameterError("convention", f"does not apply to reward managers: {why}", convention)
+    check_manager_options(batch_mode=batch_mode, batch_size=batch_size, contiguous=contiguous, convention=convention)
     if contract is not None and getattr(contract, "name", contract) != "manager":
         raise ParameterError("contract", "should be None or 'manager' for files that define RewardManager",
                              getattr(contract, "name", contract))

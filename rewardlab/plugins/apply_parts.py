@@ -55,6 +55,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.contracts.advice import scale_advice, warn_outside
+from rewardlab.contracts.manager import MANAGER
 from rewardlab.contracts.checks import RewardScale
 from rewardlab.contracts.registry import contract_for, get_contract
 from rewardlab.core import columns
@@ -66,6 +67,8 @@ from rewardlab.plugins import isolation
 from rewardlab.plugins.apply import (REWARD_DTYPES, check_column_clashes, rewards_table_columns, scale_message,
                                      term_series)
 from rewardlab.plugins.batch_modes import DEFAULT_NUM_WORKERS, check_run_options, mode_setting
+from rewardlab.plugins.manager_parts import check_part_options, part_job, trial_chunks
+from rewardlab.plugins.managers import manager_items
 from rewardlab.plugins.execution import (
     check_isolation, child_failure_error, load_items, plugin_items, progress_bar,
 )
@@ -217,6 +220,12 @@ def _run_task(task: _Task) -> _Done:
                 return ("failed", outcomes)
             send(("part", k, [(o.rewards, o.dones, o.reward_dtype, o.terms) for o in outcomes]))
         return ("ok", None)
+
+    if contract is MANAGER:  # reward managers: whole trials, whichever parts they span (plugins.manager_parts)
+        job = part_job(items, isolate=task.isolate)
+
+        def feed():
+            return trial_chunks(ds, task.indexes)
 
     loaded_names: list = []
 
@@ -407,9 +416,15 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     if not all(isinstance(p, (str, Path)) for p in plugins):
         raise ParameterError("plugins", "should be plug-in files (paths) for a dataset folder: each work item "
                              "loads them in its own process", [type(p).__name__ for p in plugins])
-    chosen, _ = contract_for(ds.read(0, list(ds.spec.episode)) if len(ds) else attach(pl.DataFrame(), ds.spec), None,
-                             spec=ds.spec)
-    chosen.options(convention)
+    managers = manager_items(plugins)  # files defining RewardManager: whole trials, one work item
+    if managers is not None:
+        check_part_options(batch_mode=batch_mode, batch_size=batch_size, contiguous=contiguous,
+                           convention=convention, resume=resume)
+        chosen = MANAGER
+    else:
+        chosen, _ = contract_for(ds.read(0, list(ds.spec.episode)) if len(ds) else attach(pl.DataFrame(), ds.spec),
+                                 None, spec=ds.spec)
+        chosen.options(convention)
     size, seed, contiguous, num_workers = check_run_options(
         batch_mode, batch_size=batch_size, seed=seed, contiguous=contiguous, num_workers=num_workers, strict=strict)
     isolate, timeout = check_isolation(isolate, timeout)
@@ -440,7 +455,8 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
         for i, (scale, dtype) in enumerate(zip(part_scales, part_dtypes)):
             scales[i].merge(scale)
             dtypes[i] = dtypes[i] or dtype
-    groups = _groups([i for i in range(len(ds)) if i not in finished], workers or available_cores(), batch_mode)
+    groups = _groups([i for i in range(len(ds)) if i not in finished], 1 if managers else workers or available_cores(),
+                     batch_mode)
     tasks = [_Task(str(ds.folder), g, tuple((str(p), n) for _, n, p in items), settings, str(writer.staging),
                    writer.id, tuple(keep), timeout, isolate, tuple(ds.part_indexes), ds.on_error) for g in groups if g]
     bar = progress_bar(progress, ds.rows, f"apply_plugins ({batch_mode}, {len(ds)} parts)")

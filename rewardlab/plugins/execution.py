@@ -77,8 +77,9 @@ def plugin_items(plugins, contract=None) -> list:
     return items
 
 
-def load_items(items: list, status, contract=None) -> list[Plugin]:
-    """Load the :func:`plugin_items` given as paths (for ``contract``; None: the default)."""
+def load_items(items: list, status, contract=None, *, load=None) -> list[Plugin]:
+    """Load the :func:`plugin_items` given as paths (for ``contract``; None: the default), with ``load(path,
+    name=...)`` when given (a contract a file chooses itself: reward managers), else :func:`load_plugin`."""
     loaded = []
     for item, name, path in items:
         if isinstance(item, Plugin):
@@ -86,7 +87,7 @@ def load_items(items: list, status, contract=None) -> list[Plugin]:
             continue
         if status is not None:
             status.doing(f"loading plug-in {name!r} ({path})")
-        loaded.append(load_plugin(item, name=name, contract=contract))
+        loaded.append(load_plugin(item, name=name, contract=contract) if load is None else load(item, name=name))
     return loaded
 
 

@@ -25,10 +25,10 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import SpecError
-from rewardlab.core.spec import FrameSpec
+from rewardlab.core.spec import FrameSpec, keep_spec
 
 __all__ = ["JointSteps", "joint_order", "JointLayout", "joint_layout", "JointArrays", "joint_arrays",
-           "DEFAULT_LAYOUT"]
+           "DEFAULT_LAYOUT", "trajectory_order"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,8 @@ def joint_order(episode, step, agent, *, labels=None, names=None) -> JointSteps:
     # a step whose row count differs from its trial's first step, then (rows before it) an agent that differs from
     # the agent at the same position of the trial's first step: the first of either, in joint order
     size_bad = sizes != np.repeat(agents, steps)
+    if not size_bad.any() and _same_agents(a, r, agents):  # the common case: checked without a row per row index
+        return _joint_steps(order, agents, steps)
     limit = int(group_start[np.argmax(size_bad)]) if size_bad.any() else n
     trial_row_start = group_start[trial_start]
     row_trial_start = np.repeat(trial_row_start, np.diff(np.append(trial_row_start, n)))[:limit]
@@ -179,8 +181,25 @@ def joint_order(episode, step, agent, *, labels=None, names=None) -> JointSteps:
         joined = sorted(set(here) - set(first))
         raise _refuse(f"the agent joins the episode at this step (its first step has agents {_few(first)}); "
                       "agents may not change mid-episode", agent=joined[0], **where, hint=_HINT, names=names)
-    return JointSteps(order.astype(np.int64), np.append(0, np.cumsum(agents * steps)).astype(np.int64),
-                      agents.astype(np.int64), steps.astype(np.int64))
+    return _joint_steps(order, agents, steps)
+
+
+def _joint_steps(order, agents, steps) -> JointSteps:
+    return JointSteps(order.astype(np.int64, copy=False), np.append(0, np.cumsum(agents * steps)).astype(np.int64),
+                      agents.astype(np.int64, copy=False), steps.astype(np.int64, copy=False))
+
+
+def _same_agents(a: np.ndarray, r: np.ndarray, agents: np.ndarray) -> bool:
+    """Whether every step has its trial's first step's agents, when every trial has as many agents per step.
+
+    False also when the trials' widths differ: the caller's general check then decides (and names what is wrong).
+    Each step of ``w`` rows is compared with the one before it in its trial (``w`` rows back), so by
+    induction with the first.
+    """
+    w = int(agents[0]) if agents.size else 0
+    if not w or not (agents == w).all():
+        return False
+    return bool(((a[w:] == a[:-w]) | (r[w:] != r[:-w])).all())
 
 
 def _few(values: list, limit: int = 8) -> str:
@@ -360,7 +379,8 @@ def joint_arrays(frame: pl.DataFrame, spec: FrameSpec | None = None) -> JointArr
     cols = list(layout.episode)
     key = frame.select(pl.struct(cols) if len(cols) > 1 else pl.col(cols[0])).to_series()
     runs = key.rle_id().to_numpy()
-    firsts = np.flatnonzero(np.diff(runs, prepend=-1)).tolist()
+    firsts = (np.flatnonzero(runs[1:] != runs[:-1]) + 1).tolist()
+    firsts = [0, *firsts] if runs.size else []
     labels = [", ".join(f"{c}={v!r}" for c, v in zip(cols, row)) for row in frame.select(cols)[firsts].rows()]
     # one code per episode value (a split episode keeps its code): a numeric key is its own code
     codes = key.to_numpy() if len(cols) == 1 and key.dtype.is_numeric() and not key.null_count() else \
@@ -386,4 +406,40 @@ def joint_arrays(frame: pl.DataFrame, spec: FrameSpec | None = None) -> JointArr
     for trial in range(steps.agents.shape[0]):
         end = int(steps.starts[trial + 1])
         last[order[end - int(steps.agents[trial]):end]] = True
-    return JointArrays(steps, actions, state, labels, step[order], agent[order], last, layout)
+    return JointArrays(steps, actions, state, labels, step if identity else step[order],
+                       agent if identity else agent[order], last, layout)
+
+
+def trajectory_order(frame: pl.DataFrame, spec: FrameSpec | None) -> pl.DataFrame:
+    """A joint frame with each agent's trajectory contiguous, as episode-keyed analyses read it.
+
+    A spec that keys each agent's own trajectory (its episode key holds the
+    agent column, as the steps source's and El Farol's do) makes an episode
+    of each run of rows of one key; a frame in joint order (episode, step,
+    agent: a simulator's) would make every row its own episode.  This puts
+    the rows trial by trial (in order of first appearance), then by agent id,
+    then by step; a frame whose episodes are already contiguous, or whose
+    spec does not key agents, is returned as it is.  The rewards a manager
+    gives do not depend on the frame's row order (its runner orders the rows
+    itself), so this can come before or after it runs.
+
+    Examples
+    --------
+    >>> f = pl.DataFrame({"e": [0, 0, 0, 0], "t": [0, 0, 1, 1], "a": [0, 1, 0, 1], "r": [1, 2, 3, 4]})
+    >>> trajectory_order(f, FrameSpec(name="s", episode=("e", "a"), step="t", agent="a"))["r"].to_list()
+    [1, 3, 2, 4]
+    """
+    if spec is None or not spec.agent or spec.agent not in spec.episode or not frame.height:
+        return frame
+    keys = list(spec.episode)
+    if not all(c in frame.columns for c in [*keys, spec.step or ""]):
+        return frame
+    key = pl.struct(keys) if len(keys) > 1 else pl.col(keys[0])
+    runs, distinct = frame.select((key.rle_id().max() + 1).alias("runs"), key.n_unique().alias("keys")).row(0)
+    if runs == distinct:
+        return frame
+    trial = [c for c in keys if c != spec.agent]
+    first = "__trajectory_order_first"
+    ordered = frame.with_row_index(first).with_columns(pl.col(first).min().over(trial) if trial else pl.lit(0)) \
+        .sort([first, spec.agent, spec.step], maintain_order=True).drop(first)
+    return keep_spec(frame, ordered)

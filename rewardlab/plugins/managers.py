@@ -25,7 +25,14 @@ episode of the data always ends where it ends).
 
 :func:`apply_plugins` and :func:`check_plugin` send manager files here: a
 file is a manager when it defines ``RewardManager`` at its top level
-(:func:`manager_items`).
+(:func:`manager_items`).  Over a dataset folder
+(:func:`rewardlab.plugins.apply_parts.apply_to_dataset`) the same runner
+goes part by part, whole trials at a time (:mod:`rewardlab.plugins.manager_parts`).
+
+What a call costs beyond the manager's own work: the loop hands each step's
+joint action (a row view) and a fresh ``state`` dict made in C, keeps the
+two items of each return in two lists, and checks a trial's returns once,
+exact floats and bools in one C pass (:func:`~rewardlab.contracts.manager.check_pairs`).
 
 Examples
 --------
@@ -42,6 +49,7 @@ import ast
 import inspect
 import mmap
 import os
+from itertools import repeat
 from pathlib import Path
 from typing import Sequence
 
@@ -55,7 +63,7 @@ from rewardlab.core.errors import ContractError, ParameterError, PluginLoadError
 from rewardlab.core.spec import FrameSpec, keep_spec
 from rewardlab.plugins import isolation
 from rewardlab.plugins.execution import (
-    check_cancel, check_isolation, execute, failed_plugin, failure_error, progress_bar,
+    check_cancel, check_isolation, child_failure_error, execute, load_items, progress_bar,
 )
 from rewardlab.plugins.loading import Plugin, load_plugin, read_plugin
 from rewardlab.plugins.manager_steps import JointArrays, joint_arrays
@@ -63,7 +71,7 @@ from rewardlab.plugins.runner import plugin_traceback, safe_text
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["load_manager", "manager_items", "run_trials", "apply_managers", "frame_arrays", "manager_columns",
-           "top_level_names", "shared_result"]
+           "frame_result", "top_level_names", "shared_result", "load_managers"]
 
 
 #: No call returned yet in this trial.
@@ -264,7 +272,7 @@ def run_trials(plugin: Plugin, arrays: JointArrays, trials=None, *, manager=None
             raise
         except BaseException as exc:  # noqa: BLE001 - the manager's own failure
             raise _raised(plugin, exc, f"{MANAGER.entry_point}()", "construction (before the first trial)") from None
-    keys = list(arrays.state)
+    keys = tuple(arrays.state)
     for trial in trials:
         start, stop = int(steps.starts[trial]), int(steps.starts[trial + 1])
         agents, count = int(steps.agents[trial]), int(steps.steps[trial])
@@ -278,19 +286,18 @@ def run_trials(plugin: Plugin, arrays: JointArrays, trials=None, *, manager=None
         except BaseException as exc:  # noqa: BLE001
             raise _raised(plugin, exc, "reset()", f"the start of trial {label}, before step "
                           f"{arrays.layout.step}={arrays.step_values[start].item()!r} (no agent called yet)") from None
-        actions = arrays.actions[start:stop].reshape(count, agents, *arrays.actions.shape[1:])
-        state = [arrays.state[k][start:stop].reshape(count, agents, *arrays.state[k].shape[1:]) for k in keys]
-        columns_at = list(zip(keys, state))
+        joints = arrays.actions[start:stop].reshape(count, agents, *arrays.actions.shape[1:])
+        # each step's state: a fresh dict a step (a manager may change it) of the step's rows of each column
+        # (views), made in C as the steps go (no Python frame a step, no list of them)
+        columns_now = [arrays.state[k][start:stop].reshape(count, agents, *arrays.state[k].shape[1:]) for k in keys]
+        states = map(dict, map(zip, repeat(keys), zip(*columns_now))) if keys else map(dict, repeat((), count))
         get = manager.get_reward
         got, ends = [], []
         keep_reward, keep_end = got.append, ends.append
         agent_range = range(agents)
-        s = i = 0
         result = _NOT_YET
         try:
-            for s in range(count):
-                joint = actions[s]
-                here = {k: c[s] for k, c in columns_at} if columns_at else {}
+            for joint, here in zip(joints, states):
                 for i in agent_range:
                     result = get(i, here, joint)
                     reward, end = result  # a return that is no pair fails here, in this frame
@@ -299,10 +306,11 @@ def run_trials(plugin: Plugin, arrays: JointArrays, trials=None, *, manager=None
         except passed:
             raise
         except BaseException as exc:  # noqa: BLE001
+            index = len(got)  # every call before this one kept its reward
             own = exc.__traceback__ is not None and exc.__traceback__.tb_next is None
-            bad = pair_violation(result, s * agents + i) if own and result is not _NOT_YET else None
+            bad = pair_violation(result, index) if own and result is not _NOT_YET else None
             if bad is None:
-                raise _raised(plugin, exc, "get_reward", arrays.where(trial, s * agents + i)) from None
+                raise _raised(plugin, exc, "get_reward", arrays.where(trial, index)) from None
             checked = bad
         else:
             checked = check_pairs(got, ends, agents=agents)
@@ -347,11 +355,28 @@ def manager_columns(name: str, rewards: np.ndarray, finished: np.ndarray, arrays
     >>> r.name, int(d.sum())
     ('reward_g', 50)
     """
+    reward, done = frame_result(rewards, finished, arrays)
+    return [pl.Series(columns.reward_column(name), reward, dtype=pl.Float64),
+            pl.Series(columns.done_column(name), done, dtype=pl.Boolean)]
+
+
+def frame_result(rewards: np.ndarray, finished: np.ndarray, arrays: JointArrays) -> tuple[np.ndarray, np.ndarray]:
+    """The rewards and done flags in frame order (NumPy only: a child may call it): what :func:`manager_columns` holds.
+
+    ``done`` is the manager's finished flag or the episode's last step.
+
+    Examples
+    --------
+    >>> from rewardlab.domains.el_farol import SMALL, simulate_bar
+    >>> arrays = joint_arrays(simulate_bar(SMALL, episodes=1, weeks=2, seed=0))
+    >>> reward, done = frame_result(np.arange(100.0), np.zeros(100, bool), arrays)
+    >>> reward[:3].tolist(), int(done.sum())  # frame rows: agent 0's two weeks, then agent 1's
+    ([0.0, 50.0, 1.0], 50)
+    """
     order = arrays.steps.order
     reward, done = np.empty(arrays.n), np.empty(arrays.n, bool)
     reward[order], done[order] = rewards, finished
-    return [pl.Series(columns.reward_column(name), reward, dtype=pl.Float64),
-            pl.Series(columns.done_column(name), done | arrays.last_step, dtype=pl.Boolean)]
+    return reward, done | arrays.last_step
 
 
 def shared_result(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -370,16 +395,9 @@ def shared_result(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(block, np.float64, n, 0), np.frombuffer(block, np.bool_, n, 8 * n)
 
 
-def _check_items(items, status):
-    loaded = []
-    for item, name, path in items:
-        if isinstance(item, Plugin):
-            loaded.append(item)
-            continue
-        if status is not None:
-            status.doing(f"loading plug-in {name!r} ({path})")
-        loaded.append(load_manager(item, name=name))
-    return loaded
+def load_managers(items, status=None) -> list[Plugin]:
+    """Load :func:`manager_items`' paths (:func:`load_manager`); loaded plug-ins are kept as they are."""
+    return load_items(items, status, load=load_manager)
 
 
 def apply_managers(frame: pl.DataFrame, items, *, spec: FrameSpec | None = None, isolate: bool | None = None,
@@ -434,7 +452,7 @@ def apply_managers(frame: pl.DataFrame, items, *, spec: FrameSpec | None = None,
     results = [shared_result(arrays.n) for _ in items]  # the child writes here: nothing to send back
 
     def job(status, send):
-        loaded = _check_items(items, status)
+        loaded = load_managers(items, status)
         for plugin in loaded:
             send(plugin.portable())
         for plugin, out in zip(loaded, results):
@@ -449,11 +467,7 @@ def apply_managers(frame: pl.DataFrame, items, *, spec: FrameSpec | None = None,
         if bar is not None:
             bar.close()
     if isinstance(result, isolation.ChildFailure):
-        if len(loaded) < len(items):
-            _, name, path = items[len(loaded)]
-            raise failure_error(result, name, path, loading=True)
-        name, path = failed_plugin(result, items)
-        raise failure_error(result, name, path, loading=False)
+        raise child_failure_error(result, items, len(loaded))
     added = [s for (_, name, _), (rewards, finished) in zip(items, results)
              for s in manager_columns(name, rewards, finished, arrays)]
     return keep_spec(frame, frame.with_columns(added))

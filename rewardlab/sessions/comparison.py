@@ -41,6 +41,8 @@ from rewardlab.diagnostics.base import DiagnosisOptions
 from rewardlab.diagnostics.epic import epic_matrix
 from rewardlab.plugins import Plugin, apply_plugins, load_plugin
 from rewardlab.plugins.loading import plugin_name
+from rewardlab.plugins.manager_steps import trajectory_order
+from rewardlab.plugins.managers import load_manager, manager_items
 from rewardlab.plugins.batch_modes import BATCH_MODES
 from rewardlab.analysis.episodes import EpisodeDetail, episode_keys
 from rewardlab.sessions.base import Param, Session, check_fingerprint, saved_data
@@ -215,8 +217,8 @@ class ComparisonSession(BoardDiagnostics, Session):
             return
         frame, source = load_frame(data)
         self.data_path = source
-        self.frame = frame
         self.spec = spec_of(frame, spec)
+        self.frame = frame = trajectory_order(frame, self.spec)  # a joint frame in joint order: agents' episodes
         names = [columns.reward_column(c) for c in columns.reward_names(frame)] + spec_columns(self.spec, frame)
         self.base_fingerprint = fingerprint_columns(frame, names)
 
@@ -322,7 +324,10 @@ class ComparisonSession(BoardDiagnostics, Session):
         cancel = None if cancel is None else cancel_token(cancel)
         if self.dataset is not None:
             self._refuse_plugins()
-        loaded = plugin if isinstance(plugin, Plugin) else load_plugin(plugin, name=name)
+        if isinstance(plugin, Plugin):
+            loaded = plugin
+        else:  # a file defining RewardManager is a reward manager (run over the joint frame's trials)
+            loaded = (load_manager if manager_items(plugin) is not None else load_plugin)(plugin, name=name)
         if loaded.name in self.candidates:
             raise ParameterError("name", "should differ from the candidates already loaded ("
                                  + ", ".join(self.candidates) + ")", loaded.name,
