@@ -87,8 +87,12 @@ _EXPORTS = {
     "rewardlab.plots": (
         "plot_correlation_heatmap", "plot_episode_summary", "plot_normalization", "plot_return_distribution",
         "plot_return_scatter", "plot_reward_by_rank", "plot_reward_distribution", "plot_agent_alignment",
-        "plot_alignment_comparison", "plot_reward_vs_global",
+        "plot_alignment_comparison", "plot_reward_vs_global", "plot_agent_rewards", "plot_agent_constants",
+        "plot_global_by_week", "plot_night_attendance", "plot_finish_rates", "plot_bonus_by_frame",
+        "plot_option_effects",
     ),
+    "rewardlab.domains.el_farol.family": ("ElFarolFamily", "ElFarolParams", "export_el_farol_manager"),
+    "rewardlab.analysis.manager_alignment": ("manager_alignment", "manager_reward_fn"),
     "rewardlab.families": ("Provenance", "RewardFamily"),
     "rewardlab.domains.mahjong.families": (
         "Points", "PointsParams", "PreparedFrame", "Ranking", "RankingParams",
@@ -97,7 +101,7 @@ _EXPORTS = {
     ),
     "rewardlab.schedules": ("ExplorerSchedule", "KanachanEpsilonGreedy"),
     "rewardlab.export": ("export_plugin", "render_plugin"),
-    "rewardlab.scaling": ("StepsScaling", "export_scaling_plugin"),
+    "rewardlab.scaling": ("StepsScaling", "ScalingParams", "export_scaling_plugin"),
 }
 
 __all__ = ["__version__"]

@@ -20,12 +20,13 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NAMES = ["01_tour", "02_tuning_ranking", "03_normalization", "04_epsilon_schedules", "05_comparing_plugins",
-         "06_step_tables", "07_mjai_logs"]
+         "06_step_tables", "07_mjai_logs", "08_retro_contest", "09_multi_agent"]
 CELL_TIMEOUT_S = 300
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: Notebooks whose widget must be displayed (as a widget view, not only its text repr).
 WIDGETS = {"01_tour": 1, "02_tuning_ranking": 1, "03_normalization": 1, "04_epsilon_schedules": 1,
-           "05_comparing_plugins": 1, "06_step_tables": 2, "07_mjai_logs": 2}
+           "05_comparing_plugins": 1, "06_step_tables": 2, "07_mjai_logs": 2, "08_retro_contest": 1,
+           "09_multi_agent": 1}
 
 
 def test_the_notebooks_exist():

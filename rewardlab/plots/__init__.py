@@ -48,7 +48,11 @@ from rewardlab.plots.distributions import (
 from rewardlab.plots.diagnostics import (
     plot_distance_matrix, plot_episode_steps, plot_step_marks, plot_term_shares,
 )
+from rewardlab.plots.el_farol import (
+    plot_agent_constants, plot_agent_rewards, plot_global_by_week, plot_night_attendance,
+)
 from rewardlab.plots.episodes import plot_episode, plot_episode_summary
+from rewardlab.plots.retro import plot_bonus_by_frame, plot_finish_rates, plot_option_effects
 from rewardlab.plots.schedules import plot_epsilon_schedule, plot_normalization
 
 __all__ = [
@@ -68,5 +72,12 @@ __all__ = [
     "plot_agent_alignment",
     "plot_alignment_comparison",
     "plot_reward_vs_global",
+    "plot_agent_rewards",
+    "plot_agent_constants",
+    "plot_global_by_week",
+    "plot_night_attendance",
+    "plot_finish_rates",
+    "plot_bonus_by_frame",
+    "plot_option_effects",
     "legend_outside",
 ]

@@ -39,6 +39,15 @@ Sessions
 * :class:`NormalizationSession`: normalization constants of a reward column
   in a scope, before / after statistics, Gymnasium and SB3 replays.
 * :class:`ComparisonSession`: candidate plug-ins side by side.
+* :class:`ContestSession`: the retro contest reward (scale, bonus, frame
+  limit, the baselines' scaler and backtracking, the level table) on a retro
+  recording; per-level finish rates, returns, the time bonus, what each
+  option pays per outcome; exports the checked contest plug-in.
+* :class:`ElFarolSession`: El Farol's per-agent rewards (capacity, kind G /
+  local / D / WL, agents, nights) on simulated or recorded joint actions;
+  alignment with G (factoredness, learnability, intervals), per-agent
+  reward distributions and normalization constants, one week opened;
+  exports the checked reward manager.
 
 Pinned candidates, undo and saved state (every tuner)
 -----------------------------------------------------
@@ -62,8 +71,8 @@ Modules
 * :mod:`rewardlab.sessions.roundtrip`: :func:`roundtrip_check`,
   :class:`RoundTrip`, :class:`ExportResult` (the check an export runs).
 * :mod:`rewardlab.sessions.ranking`, :mod:`rewardlab.sessions.epsilon`,
-  :mod:`rewardlab.sessions.normalization`,
-  :mod:`rewardlab.sessions.comparison`: one tuner each.
+  :mod:`rewardlab.sessions.normalization`, :mod:`rewardlab.sessions.el_farol`,
+  :mod:`rewardlab.sessions.comparison`, :mod:`rewardlab.sessions.retro`: one tuner each.
 * :mod:`rewardlab.sessions.board_diagnostics`: the comparison board's EPIC
   matrix and diagnostics panel (:data:`METRICS`, :class:`FindingEpisode`),
   which :class:`ComparisonSession` inherits.
@@ -85,9 +94,11 @@ from rewardlab.sessions.base import HISTORY_LIMIT, Session
 from rewardlab.sessions.inputs import CancelToken, locate, parse_number
 from rewardlab.sessions.board_diagnostics import METRICS, FindingEpisode
 from rewardlab.sessions.comparison import ComparisonResults, ComparisonSession
+from rewardlab.sessions.el_farol import EL_FAROL_KINDS, ElFarolResults, ElFarolSession, WeekDetail
 from rewardlab.sessions.epsilon import SCHEDULE_KINDS, EpsilonResults, EpsilonScheduleSession
 from rewardlab.sessions.normalization import NormalizationResults, NormalizationSession
 from rewardlab.sessions.ranking import RankingResults, RankingTuningSession
+from rewardlab.sessions.retro import OPTION_VARIANTS, OUTCOME_GROUPS, ContestResults, ContestSession
 from rewardlab.sessions.state import STATE_FORMAT, Pinned, SavedState, read_state
 from rewardlab.sessions.roundtrip import (
     CHECK_ROWS, COMPARE_BATCH_SIZE, COMPARE_MODE, ExportResult, RoundTrip, roundtrip_check, sample_whole_games,
@@ -117,10 +128,18 @@ __all__ = [
     "EpsilonScheduleSession",
     "EpsilonResults",
     "SCHEDULE_KINDS",
+    "ElFarolSession",
+    "ElFarolResults",
+    "WeekDetail",
+    "EL_FAROL_KINDS",
     "NormalizationSession",
     "NormalizationResults",
     "ComparisonSession",
     "ComparisonResults",
     "FindingEpisode",
     "METRICS",
+    "ContestSession",
+    "ContestResults",
+    "OPTION_VARIANTS",
+    "OUTCOME_GROUPS",
 ]

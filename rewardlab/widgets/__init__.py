@@ -25,6 +25,14 @@ Widgets
 * :class:`NormalizationPanel`: constants per scope, before / after, the
   Gymnasium and Stable-Baselines3 running-normalizer replays.
 * :class:`ComparisonBoard`: candidate plug-ins side by side.
+* :class:`ContestTuner`: the retro contest reward (scale, bonus, frame
+  limit, scaler and backtracking, the level table): finish rates per level,
+  returns, the time bonus by finishing frame, what each option pays per
+  outcome, the checked export.
+* :class:`ElFarolTuner`: El Farol's per-agent rewards (capacity, kind,
+  agents, nights): alignment with G per agent and beside the pins, reward
+  distributions and constants per agent, one week opened, the checked
+  reward-manager export.
 
 Each is an :class:`ipywidgets.VBox` (display it as the last expression of a
 cell) with its session in ``.session``.
@@ -36,8 +44,8 @@ Modules
 * :mod:`rewardlab.widgets.figures`: :class:`FigurePane` (interactive figures).
 * :mod:`rewardlab.widgets.episodes`: :class:`EpisodeView` (an opened episode).
 * :mod:`rewardlab.widgets.ranking`, :mod:`rewardlab.widgets.epsilon`,
-  :mod:`rewardlab.widgets.normalization`,
-  :mod:`rewardlab.widgets.comparison`: one tuner each.
+  :mod:`rewardlab.widgets.normalization`, :mod:`rewardlab.widgets.el_farol`,
+  :mod:`rewardlab.widgets.comparison`, :mod:`rewardlab.widgets.retro`: one tuner each.
 
 Examples
 --------
@@ -51,10 +59,12 @@ Examples
 from rewardlab.widgets.base import NumberText, fmt, number_text
 from rewardlab.widgets.comparison import ComparisonBoard
 from rewardlab.widgets.episodes import EpisodeView
+from rewardlab.widgets.el_farol import ElFarolTuner
 from rewardlab.widgets.epsilon import EpsilonScheduleTuner
 from rewardlab.widgets.figures import Click, FigurePane
 from rewardlab.widgets.normalization import NormalizationPanel
 from rewardlab.widgets.ranking import RankingTuner
+from rewardlab.widgets.retro import ContestTuner
 
-__all__ = ["RankingTuner", "EpsilonScheduleTuner", "NormalizationPanel", "ComparisonBoard", "FigurePane",
-           "Click", "EpisodeView", "NumberText", "number_text", "fmt"]
+__all__ = ["RankingTuner", "EpsilonScheduleTuner", "NormalizationPanel", "ComparisonBoard", "ContestTuner",
+           "FigurePane", "ElFarolTuner", "Click", "EpisodeView", "NumberText", "number_text", "fmt"]
