@@ -44,7 +44,7 @@ _EXPORTS = {
     "rewardlab.families.provenance": ("Provenance", "SCOPE_WORDS", "constants_stale", "population_constants"),
     "rewardlab.families.export": (
         "render_family", "render_plugin_text", "family_header", "constants_fit", "check_constants_fit",
-        "generated_line", "check_created", "check_note",
+        "generated_line", "check_created", "check_note", "FamilyExport",
     ),
     "rewardlab.families.roundtrip": (
         "ModesRoundTrip", "plugin_roundtrip", "family_roundtrip", "compare_modes", "compare_bits", "group_spans", "episode_end_rows",

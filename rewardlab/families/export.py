@@ -59,6 +59,7 @@ def get_reward(data, contiguous):
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -70,7 +71,7 @@ from rewardlab.families.base import RewardFamily
 from rewardlab.families.rendering import check_reward_range, format_value, render_literal, sanitize_comment
 
 __all__ = ["LIBRARIES", "export_library", "generated_line", "check_created", "check_note", "render_plugin_text",
-           "constants_fit", "check_constants_fit", "family_header", "render_family"]
+           "constants_fit", "check_constants_fit", "family_header", "render_family", "FamilyExport"]
 
 #: Standard-library modules an exported file may import (as ``_RL_<name>``), besides its library.
 STANDARD_MODULES = ("hashlib", "os", "sys", "types")
@@ -321,3 +322,25 @@ def render_family(family: RewardFamily, *, source: str | None = None, created: _
         header = family_header(family, created=created, source=source, state=state)
     return render_plugin_text(header, literals, family.export_body, helpers=family.export_helpers,
                               library=export_library(family))
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyExport:
+    """What a family's checked export wrote: the path, and its round trip (None when no data was given).
+
+    ``str`` is what the CLI prints: ``wrote PATH``, then the round trip's text, indented.
+
+    Examples
+    --------
+    >>> str(FamilyExport(Path("c.py"), None))
+    'wrote c.py'
+    """
+
+    path: Path
+    roundtrip: object | None
+
+    def __str__(self) -> str:
+        text = f"wrote {self.path}"
+        if self.roundtrip is not None:
+            text += "\n  " + str(self.roundtrip).replace("\n", "\n  ")
+        return text

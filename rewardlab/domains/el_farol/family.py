@@ -61,7 +61,7 @@ from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.el_farol.rewards import REWARD_KINDS, agent_rewards
 from rewardlab.domains.el_farol.simulate import SPEC
 from rewardlab.families.base import RewardFamily, register_family
-from rewardlab.families.export import render_family
+from rewardlab.families.export import FamilyExport, render_family
 from rewardlab.families.parameters import mean_field, param_field, provenance_field, std_field, validate_normalization
 from rewardlab.families.provenance import Provenance
 from rewardlab.families.roundtrip import CHECK_ROWS, compare_bits
@@ -518,24 +518,14 @@ def manager_roundtrip(path, frame: pl.DataFrame, expected: tuple[np.ndarray, np.
                             int(picked.size), trials)
 
 
-@dataclasses.dataclass(frozen=True)
-class ElFarolExport:
-    """What :func:`write_el_farol_manager` wrote, and its round trip (None without data).
+class ElFarolExport(FamilyExport):
+    """What :func:`write_el_farol_manager` wrote, and its :class:`ManagerRoundTrip` (None without data).
 
     Examples
     --------
     >>> str(ElFarolExport(Path("bar.py"), None))
     'wrote bar.py'
     """
-
-    path: Path
-    roundtrip: ManagerRoundTrip | None
-
-    def __str__(self) -> str:
-        text = f"wrote {self.path}"
-        if self.roundtrip is not None:
-            text += "\n  " + str(self.roundtrip).replace("\n", "\n  ")
-        return text
 
 
 def write_el_farol_manager(family: ElFarolFamily, path, *, data: pl.DataFrame | None = None,

@@ -46,7 +46,7 @@ from rewardlab.domains.retro.contest import (BONUS, FRAME_LIMIT, FRAME_OFFSET, S
 from rewardlab.core.spec import attached
 from rewardlab.domains.retro.frames import EPISODE_COLUMNS, contest_spec, contest_steps, steps_frame
 from rewardlab.families.base import RewardFamily, register_family
-from rewardlab.families.export import render_family
+from rewardlab.families.export import FamilyExport, render_family
 from rewardlab.families.parameters import mean_field, param_field, provenance_field, std_field, validate_normalization
 from rewardlab.families.provenance import Provenance
 from rewardlab.families.roundtrip import ModesRoundTrip, family_roundtrip
@@ -343,24 +343,15 @@ class ContestFamily(RewardFamily):
         return render_family(self, source=source, created=created)
 
 
-@dataclasses.dataclass(frozen=True)
-class ContestExport:
-    """What :func:`export_contest_plugin` wrote, and its round trip (None without data).
+class ContestExport(FamilyExport):
+    """What :func:`export_contest_plugin` wrote, and its :class:`~rewardlab.families.roundtrip.ModesRoundTrip`
+    (None without data).
 
     Examples
     --------
     >>> str(ContestExport(Path("c.py"), None)).startswith("wrote c.py")
     True
     """
-
-    path: Path
-    roundtrip: ModesRoundTrip | None
-
-    def __str__(self) -> str:
-        text = f"wrote {self.path}"
-        if self.roundtrip is not None:
-            text += "\n  " + str(self.roundtrip).replace("\n", "\n  ")
-        return text
 
 
 def export_contest_plugin(family: ContestFamily, path, *, data: pl.DataFrame | None = None, overwrite: bool = False,
