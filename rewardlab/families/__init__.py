@@ -50,6 +50,7 @@ _EXPORTS = {
         "ModesRoundTrip", "plugin_roundtrip", "family_roundtrip", "compare_modes", "compare_bits", "group_spans", "episode_end_rows",
         "whole_episodes", "sample_whole_episodes", "collect_warnings",
     ),
+    "rewardlab.families.manager_roundtrip": ("ManagerRoundTrip", "manager_roundtrip"),
     "rewardlab.families.rendering": (
         "REWARD_LIMIT", "check_reward_range", "float_literal", "format_value", "render_literal",
         "sanitize_comment", "KeyLiteral",
