@@ -350,3 +350,17 @@ def test_a_game_without_levels_loads(tmp_path):
     frame = rewardlab.load(path)
     assert frame["final_score"].to_list() == [None, 10] and frame["game_code"].to_list() == [-1, -1]
     assert [s.name for s in attached(frame).states] == ["frame", "gameover", "lives", "score"]
+
+
+def test_without_stable_retro_a_contest_game_says_which_extra_to_install(monkeypatch, raw, tmp_path):
+    from rewardlab.core.errors import FileAccessError
+    from rewardlab.sources.retro import reader
+
+    def missing(game):
+        raise FileAccessError("stable_retro", "stable-retro is not installed, so its level tables cannot be read")
+
+    monkeypatch.setattr(reader, "game_levels", missing)
+    path = tmp_path / "one.parquet"
+    raw.filter(pl.col("episode_id") == raw["episode_id"][0]).write_parquet(path)
+    with pytest.raises(StepTableError, match=r"stable-retro is not installed; install the retro extra \(.*\.\[retro\]"):
+        read_retro(path)

@@ -51,6 +51,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import ParameterError, SkippedLinesWarning, StepTableError, check_choice
+from rewardlab.core.extras import install_command
 from rewardlab.core.files import check_input, check_not_input, check_output
 from rewardlab.core.fronts import Fix, Text
 from rewardlab.core.spec import attach
@@ -244,9 +245,15 @@ def _check_level(r: int, game: str, state, zone: int, act: int, levels: dict[str
     table = levels.get(game)
     key = level_key(zone, act)
     if table is None:
-        problems.add([r], L.GAME, "unknown_game",
-                     lambda r: f"game {game!r} at {where(r)} plays a level ({key}) but has no level table (the "
-                     "installed ones: " + ", ".join(SONIC_GAMES) + ")")
+        if game in SONIC_GAMES:  # a contest game whose table could not be read: stable-retro is missing
+            problems.add([r], L.GAME, "unknown_game",
+                         lambda r: f"game {game!r} at {where(r)} plays a level ({key}), whose end comes from "
+                         "stable-retro's own script.lua, and stable-retro is not installed; install the retro "
+                         f"extra ({install_command('retro')})")
+        else:
+            problems.add([r], L.GAME, "unknown_game",
+                         lambda r: f"game {game!r} at {where(r)} plays a level ({key}) but has no level table "
+                         "(stable-retro's are those of " + ", ".join(SONIC_GAMES) + ")")
         return
     if key not in table.max_x:
         problems.add([r], "zone", "level_not_in_table",
