@@ -51,7 +51,7 @@ True
 ...         "frame": [0, 4]}
 >>> out = run_episode("SonicTheHedgehog-Genesis-v0", rows)
 >>> out.dones, round(out.rewards[0], 6)
-([True], 9999.833333)
+([True], 9999.777778)
 """
 
 from __future__ import annotations

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import html
 import pickle
+import warnings
 
 import polars as pl
 import pytest
 
 import rewardlab
 from rewardlab.cli import build_parser, main
-from rewardlab.core.errors import DataFormatError, OutputExistsError, ParameterError, StepTableError
+from rewardlab.core.errors import DataFormatError, OutputExistsError, ParameterError, SkippedLinesWarning, StepTableError
 from rewardlab.core.fronts import PYTHON, WIDGET, Arg, Fix, Text, render, text_of
 from lines import game_lines, gid, write
 
@@ -179,15 +180,21 @@ def test_a_bad_kanachan_line_says_skip_mode_in_the_words_of_each_front(tmp_path,
     text = str(info.value)
     assert text.endswith("[rule: column_count] Fix the line, or load with on_error='skip'" + hint)
     assert "CLI" not in text and "--on-error" not in text
-    # the CLI: `info` has --on-error; `apply` takes it as a format option
+    # the CLI: `info` and `apply` have --on-error
     code, err = _cli(["info", bad], capsys)
     assert code == 2 and err.endswith("Fix the line, or load with --on-error skip" + hint + "\n"), err
     assert "on_error='skip'" not in err
     code, err = _cli(["apply", bad, "--plugin", "data/plugins/rank_top.py", "--out", tmp_path / "r.parquet"],
                      capsys)
-    assert code == 2 and err.endswith("Fix the line, or load with --option on_error=skip" + hint + "\n"), err
+    assert code == 2 and err.endswith("Fix the line, or load with --on-error skip" + hint + "\n"), err
     side = tmp_path / "skipped.tsv"
     assert main(["info", str(bad), "--on-error", "skip", "--skipped", str(side)]) == 0  # the advice works
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SkippedLinesWarning)  # the command reports the skipped lines itself
+        assert main(["apply", str(bad), "--on-error", "skip", "--option",
+                     f"skipped_path={tmp_path / 'skipped2.tsv'}", "--plugin", "data/plugins/rank_top.py",
+                     "--out", str(tmp_path / "r.parquet")]) == 0
+    assert (tmp_path / "skipped2.tsv").read_text().count("\n") == 5 and (tmp_path / "r.parquet").is_file()
     # a widget: Python's words (the data is loaded in the notebook's cell), never the CLI's
     panel = EpsilonScheduleTuner()
     assert not panel.session.attempt(rewardlab.load_kanachan, bad)
@@ -212,7 +219,8 @@ def test_the_cli_front_is_read_from_each_commands_flags():
     info = command_front(parser.commands["info"])
     skip = Fix("on_error", "skip", verb="", option=True)
     assert info.say(skip) == "--on-error skip"
-    assert command_front(parser.commands["apply"]).say(skip) == "--option on_error=skip"
+    assert command_front(parser.commands["apply"]).say(skip) == "--on-error skip"
+    assert command_front(parser.commands["stats"]).say(skip) == "--on-error skip"
     assert command_front(parser.commands["apply"]).say(Fix("replace", True)) == "pass --replace"
     # no word of its own: Python's
     assert info.say(Fix("keep_constants", True)) == "pass keep_constants=True"

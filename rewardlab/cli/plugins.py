@@ -76,9 +76,11 @@ def register(sub) -> None:
                    "finished (left in OUT.partial) and run the plug-ins over the others only (batch modes "
                    "episodes and fragments)")
     p.add_argument("--on-error", choices=("raise", "skip"), default="raise",
-                   help="dataset folder: stop at a missing, truncated, foreign or duplicated part (raise, "
-                   "default), or leave it out whole (its file left in place) and warn, naming it and the rows and "
-                   "episodes left out (skip); the rewards dataset is written without it and its manifest lists it")
+                   help="stop at bad input (raise, default) or skip it (skip). A dataset folder: a missing, "
+                   "truncated, foreign or duplicated part is left out whole (its file left in place) with a "
+                   "warning naming it and the rows and episodes left out; the rewards dataset is written without "
+                   "it and its manifest lists it. A file: the format's own skip mode for bad lines (as --option "
+                   "on_error=skip)")
     p.add_argument("--replace", action="store_true",
                    help="replace the data's reward_<name> / done_<name> columns of a plug-in's name (by "
                    "default a plug-in named like a column of the data, e.g. one applied before, is refused)")
@@ -205,10 +207,11 @@ def _apply(args) -> int:
     if args.resume:
         raise ParameterError("--resume", "applies to a dataset folder (rewardlab convert ... --out FOLDER) only",
                              True, hint="A single-file output is written whole or not at all.")
-    if args.on_error != "raise":
-        raise ParameterError("--on-error", "applies to a dataset folder named alone (its bad parts are left out); "
-                             "a file is read whole", args.on_error,
-                             hint="For a format's own skip mode (bad lines), pass --option on_error=skip.")
+    if args.on_error != "raise":  # a file: the format's own skip mode (bad lines), as --option on_error=skip
+        if options.get("on_error", args.on_error) != args.on_error:
+            raise ParameterError("--on-error", f"says {args.on_error} while --option on_error says "
+                                 f"{options['on_error']}", args.on_error, hint="Give one of them.")
+        options = {**options, "on_error": args.on_error}
     with atomic_path(out, overwrite=args.overwrite) as tmp:  # refuses an existing file up front
         frame = _load(args.dataset, args.format, options)
         spec = attached(frame)
