@@ -211,12 +211,19 @@ def joint_order_loop(episode, step, agent):
     return order, agents, steps
 
 
-def test_joint_order_refuses_what_a_plain_loop_refuses():
+@pytest.mark.parametrize("layout", ["joint", "trajectory", "trajectory, agents descending"])
+def test_joint_order_refuses_what_a_plain_loop_refuses(layout):
+    # joint order (a simulator's), each agent's trajectory together (a loaded step table's), or those with the
+    # agents in another order: the three ways joint_order orders rows (none, a stable sort, the lexsort)
     rng = np.random.default_rng(11)
     rules = {"split": "split", "duplicate": "two rows", "missing": "missing", "joins": "joins"}
     seen = set()
+    agent_order = (5, 2, 0) if "descending" in layout else (0, 2, 5)
     for _ in range(300):
-        rows = [(e, t, a) for e in range(3) for t in range(3) for a in (0, 2, 5)]
+        if layout == "joint":
+            rows = [(e, t, a) for e in range(3) for t in range(3) for a in (0, 2, 5)]
+        else:
+            rows = [(e, t, a) for e in range(3) for a in agent_order for t in range(3)]
         for _ in range(rng.integers(0, 3)):
             k = int(rng.integers(len(rows)))
             kind = rng.integers(4)

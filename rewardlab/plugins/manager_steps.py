@@ -135,9 +135,18 @@ def joint_order(episode, step, agent, *, labels=None, names=None) -> JointSteps:
             seen.add(v)
     same_run = run[1:] == run[:-1]
     ahead = (step[1:] > step[:-1]) | ((step[1:] == step[:-1]) & (agent[1:] > agent[:-1]))
+    order = None
     if (ahead | ~same_run).all():  # already in joint order (a simulator's, a sorted table): no sort, no copy
         order, r, s, a = np.arange(n, dtype=np.int64), run, step, agent
-    else:
+    elif step.dtype.kind in "iu" and int(step.min()) >= 0 and (int(run[-1]) + 1) * (int(step.max()) + 1) < 2 ** 62:
+        # each agent's trajectory together (what loading a step table gives): a stable sort by (trial, step)
+        # keeps the agents in their order, the lexsort's order whenever they come out ascending in every step
+        # (several times faster: the sort merges the trajectories' ascending runs)
+        order = np.argsort(run.astype(np.int64) * (int(step.max()) + 1) + step, kind="stable")
+        r, s, a = run[order], step[order], agent[order]
+        if not (((r[1:] != r[:-1]) | (s[1:] != s[:-1])) | (a[1:] > a[:-1])).all():
+            order = None  # agents not ascending in some step (or a duplicate): the lexsort decides
+    if order is None:
         order = np.lexsort((agent, step, run))
         r, s, a = run[order], step[order], agent[order]
     same_step = (r[1:] == r[:-1]) & (s[1:] == s[:-1])
