@@ -195,6 +195,9 @@ def test_a_bad_kanachan_line_says_skip_mode_in_the_words_of_each_front(tmp_path,
                      f"skipped_path={tmp_path / 'skipped2.tsv'}", "--plugin", "data/plugins/rank_top.py",
                      "--out", str(tmp_path / "r.parquet")]) == 0
     assert (tmp_path / "skipped2.tsv").read_text().count("\n") == 5 and (tmp_path / "r.parquet").is_file()
+    code, err = _cli(["apply", bad, "--on-error", "skip", "--option", "on_error=raise", "--plugin",
+                      "data/plugins/rank_top.py", "--out", tmp_path / "r2.parquet"], capsys)
+    assert code == 2 and "`--on-error` says skip while --option on_error says raise" in err, err
     # a widget: Python's words (the data is loaded in the notebook's cell), never the CLI's
     panel = EpsilonScheduleTuner()
     assert not panel.session.attempt(rewardlab.load_kanachan, bad)

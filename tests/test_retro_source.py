@@ -364,3 +364,18 @@ def test_without_stable_retro_a_contest_game_says_which_extra_to_install(monkeyp
     raw.filter(pl.col("episode_id") == raw["episode_id"][0]).write_parquet(path)
     with pytest.raises(StepTableError, match=r"stable-retro is not installed; install the retro extra \(.*\.\[retro\]"):
         read_retro(path)
+
+
+def test_info_on_a_folder_kept_with_a_readme_and_a_summary_names_the_left_out_file_once(tmp_path, capsys):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "sonic.parquet").write_bytes(SAMPLE.read_bytes())
+    (folder / "README.md").write_text("# my runs\n")
+    (folder / "summary.csv").write_text("episode,return\n0,1.0\n")
+    with warnings.catch_warnings(record=True) as caught:  # the command's own warning, as a user sees it
+        warnings.simplefilter("always")
+        assert main(["info", str(folder)]) == 0
+    captured = capsys.readouterr()
+    said = captured.err + "".join(str(w.message) for w in caught)
+    assert "format       retro (spec retro)" in captured.out
+    assert said.count("summary.csv") == 1, said

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import polars as pl
 
-from rewardlab.core.errors import SkippedLinesWarning
+from rewardlab.core.errors import FilesLeftOutWarning, SkippedLinesWarning
 from rewardlab.core.spec import attached
 from rewardlab.sources.registry import Source, register_source
 from rewardlab.sources.retro import layout as L
@@ -72,8 +72,9 @@ def retro_roles(paths, *, levels=None, unfinished="error") -> dict:
     >>> roles["final"]
     "final (rows after an episode's last step: removed, their values -> final_<column>)"
     """
-    with warnings.catch_warnings():  # the load itself reports what it skips
+    with warnings.catch_warnings():  # the load itself reports what it skips and the files it leaves out
         warnings.simplefilter("ignore", SkippedLinesWarning)
+        warnings.simplefilter("ignore", FilesLeftOutWarning)
         frame = read_retro(paths, levels=levels, unfinished=unfinished, on_error="skip").frame
     spec = attached(frame)
     out = {"episode": L.EPISODE, "step": L.STEP,
