@@ -61,17 +61,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import tempfile
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from rewardlab._version import __version__
-from rewardlab.core.errors import ParameterError
+from rewardlab.core.errors import OutputExistsError, ParameterError, RoundTripError
+from rewardlab.core.files import atomic_open
 from rewardlab.core.fronts import Fix, Say, Text
 from rewardlab.families.base import RewardFamily
 from rewardlab.families.rendering import check_reward_range, format_value, render_literal, sanitize_comment
 
 __all__ = ["LIBRARIES", "export_library", "generated_line", "check_created", "check_note", "render_plugin_text",
-           "constants_fit", "check_constants_fit", "family_header", "render_family", "FamilyExport"]
+           "constants_fit", "check_constants_fit", "family_header", "render_family", "FamilyExport", "write_checked"]
 
 #: Standard-library modules an exported file may import (as ``_RL_<name>``), besides its library.
 STANDARD_MODULES = ("hashlib", "os", "sys", "types")
@@ -344,3 +346,31 @@ class FamilyExport:
         if self.roundtrip is not None:
             text += "\n  " + str(self.roundtrip).replace("\n", "\n  ")
         return text
+
+
+def write_checked(text: str, path, *, overwrite: bool = False, check=None):
+    """Write an exported file's ``text`` to ``path`` atomically, after ``check`` passed on a temporary copy.
+
+    ``check(temporary_path)`` returns a round trip whose ``ok`` says whether
+    the file reproduces the library (None: no check).  When it is not ok,
+    a :class:`~rewardlab.core.errors.RoundTripError` is raised and nothing
+    is written.  Returns the round trip (None unchecked).
+
+    Examples
+    --------
+    >>> write_checked(ContestFamily().render(), "contest.py", check=None)  # doctest: +SKIP
+    """
+    roundtrip = None
+    if check is not None:
+        with tempfile.TemporaryDirectory() as folder:
+            temporary = Path(folder) / "exported.py"
+            temporary.write_text(text)
+            roundtrip = check(temporary)
+        if not roundtrip.ok:
+            raise RoundTripError(str(path), roundtrip)
+    try:
+        with atomic_open(Path(path), "w", overwrite=overwrite, compress=None) as f:
+            f.write(text)
+    except OutputExistsError:
+        raise OutputExistsError(str(path)) from None
+    return roundtrip

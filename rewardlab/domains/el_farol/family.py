@@ -46,7 +46,6 @@ import dataclasses
 import datetime as _dt
 import hashlib
 import math
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -54,14 +53,14 @@ import polars as pl
 
 from rewardlab.analysis.joint import JointView, joint_view, scatter_rows
 from rewardlab.core import columns
-from rewardlab.core.errors import (OutputExistsError, ParameterError, RoundTripError, SpecError, check_choice,
+from rewardlab.core.errors import (ParameterError, SpecError, check_choice,
                                    check_int, check_positive)
-from rewardlab.core.files import atomic_open, check_output
+from rewardlab.core.files import check_output
 from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.el_farol.rewards import REWARD_KINDS, agent_rewards
 from rewardlab.domains.el_farol.simulate import SPEC
 from rewardlab.families.base import RewardFamily, register_family
-from rewardlab.families.export import FamilyExport, render_family
+from rewardlab.families.export import FamilyExport, render_family, write_checked
 from rewardlab.families.parameters import mean_field, param_field, provenance_field, std_field, validate_normalization
 from rewardlab.families.provenance import Provenance
 from rewardlab.families.manager_roundtrip import ManagerRoundTrip, manager_roundtrip
@@ -430,22 +429,14 @@ def write_el_farol_manager(family: ElFarolFamily, path, *, data: pl.DataFrame | 
     target = Path(path)
     check_output(target, overwrite=overwrite)  # before any work
     text = family.render(source=source, created=created)
-    roundtrip = None
+    check = None
     if data is not None:
         prepared = family.prepare(data)
         expected = (family.evaluate(prepared), prepared.done(family.scope))
-        with tempfile.TemporaryDirectory() as folder:
-            temporary = Path(folder) / "exported.py"
-            temporary.write_text(text)
-            roundtrip = manager_roundtrip(temporary, data, expected, spec=_spec_of(data))
-        if not roundtrip.ok:
-            raise RoundTripError(str(path), roundtrip)
-    try:
-        with atomic_open(target, "w", overwrite=overwrite, compress=None) as f:
-            f.write(text)
-    except OutputExistsError:
-        raise OutputExistsError(str(path)) from None
-    return ElFarolExport(target, roundtrip)
+
+        def check(temporary):
+            return manager_roundtrip(temporary, data, expected, spec=_spec_of(data))
+    return ElFarolExport(target, write_checked(text, target, overwrite=overwrite, check=check))
 
 
 def export_el_farol_manager(family: ElFarolFamily, path, *, data: pl.DataFrame | None = None,

@@ -31,25 +31,24 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 import polars as pl
 
-from rewardlab.core.errors import OutputExistsError, ParameterError, RoundTripError
-from rewardlab.core.files import atomic_open, check_output
+from rewardlab.core.errors import ParameterError
+from rewardlab.core.files import check_output
 from rewardlab.domains.retro.contest import (BONUS, FRAME_LIMIT, FRAME_OFFSET, S2, S3K, SCALE, SCALER, SONIC_GAMES,
                                              START_LIVES, BONUS_STAGE_MODE, ContestSteps, check_options,
                                              contest_rewards, level_codes)
 from rewardlab.core.spec import attached
 from rewardlab.domains.retro.frames import EPISODE_COLUMNS, contest_spec, contest_steps, steps_frame
 from rewardlab.families.base import RewardFamily, register_family
-from rewardlab.families.export import FamilyExport, render_family
+from rewardlab.families.export import FamilyExport, render_family, write_checked
 from rewardlab.families.parameters import mean_field, param_field, provenance_field, std_field, validate_normalization
 from rewardlab.families.provenance import Provenance
-from rewardlab.families.roundtrip import ModesRoundTrip, family_roundtrip
+from rewardlab.families.roundtrip import family_roundtrip
 from rewardlab.sources.retro.levels import level_table, parse_level_key
 
 __all__ = ["ContestParams", "ContestFamily", "ContestPrepared", "ContestExport", "export_contest_plugin",
@@ -393,18 +392,10 @@ def export_contest_plugin(family: ContestFamily, path, *, data: pl.DataFrame | N
     target = Path(path)
     check_output(target, overwrite=overwrite)  # before any work
     text = family.render(source=source)
-    roundtrip = None
+    check = None
     if data is not None:
         frame = steps_frame(data) if "final" in data.columns else data
-        with tempfile.TemporaryDirectory() as folder:
-            temporary = Path(folder) / "exported.py"
-            temporary.write_text(text)
-            roundtrip = family_roundtrip(family, temporary, frame, progress=progress)
-        if not roundtrip.ok:
-            raise RoundTripError(str(path), roundtrip)
-    try:
-        with atomic_open(target, "w", overwrite=overwrite, compress=None) as f:
-            f.write(text)
-    except OutputExistsError:
-        raise OutputExistsError(str(path)) from None
-    return ContestExport(target, roundtrip)
+
+        def check(temporary):
+            return family_roundtrip(family, temporary, frame, progress=progress)
+    return ContestExport(target, write_checked(text, target, overwrite=overwrite, check=check))
