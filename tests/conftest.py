@@ -94,9 +94,13 @@ def ray_installed():
     return importlib.import_module("ray")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_local(ray_installed):
-    """One local Ray (2 CPUs, as CI has) shared by every Ray test of the session; shut down at its end.
+    """One local Ray (2 CPUs, as CI has) shared by a module's Ray tests; shut down at the module's end.
+
+    Module-scoped so that Ray's own notices (its raylet warns on stderr, for
+    example when the disk under /tmp/ray is nearly full) cannot reach the
+    later tests that check a command's stderr line for line.
 
     Skipped or failed as :func:`ray_installed` says.  The workers get ``tests/``
     on their path, so functions defined in a test module run there.
