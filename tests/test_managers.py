@@ -27,7 +27,7 @@ from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.el_farol import SMALL, difference_reward, global_reward, simulate_actions, simulate_bar
 from rewardlab.plugins import apply_plugins, check_plugin, isolation
 from rewardlab.plugins.manager_check import ManagerCheckReport, check_manager
-from rewardlab.plugins.manager_steps import joint_arrays, joint_order
+from rewardlab.plugins.manager_steps import joint_arrays, joint_order, trajectory_steps
 from rewardlab.plugins.managers import load_manager, manager_items, run_trials
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -211,10 +211,44 @@ def joint_order_loop(episode, step, agent):
     return order, agents, steps
 
 
+@pytest.mark.parametrize("shapes", ["one shape", "trials of different shapes"])
+def test_trajectory_layout_is_transposed_as_the_plain_loop_orders_it(shapes):
+    # each agent's trajectory together, agents ascending, the same steps for each agent of a trial (gaps and
+    # offsets allowed): trajectory_steps transposes it, and gives what the plain loop gives
+    rng = np.random.default_rng(5)
+    checked = 0
+    for _ in range(50):
+        ep, st, ag = [], [], []
+        uniform = (int(rng.integers(1, 5)), int(rng.integers(1, 6)))
+        for e in rng.permutation(40)[:rng.integers(1, 8)]:
+            a_count, s_count = uniform if shapes == "one shape" else (int(rng.integers(1, 5)), int(rng.integers(1, 6)))
+            agents = np.sort(rng.permutation(20)[:a_count])
+            steps = np.sort(rng.permutation(9)[:s_count]) + int(rng.integers(0, 3))
+            for a in agents:
+                for t in steps:
+                    ep.append(e), st.append(t), ag.append(a)
+        ep, st, ag = np.array(ep), np.array(st), np.array(ag)
+        change = np.concatenate(([True], ep[1:] != ep[:-1]))
+        direct = trajectory_steps(change, st, ag)
+        assert direct is not None
+        expected = joint_order_loop(ep.tolist(), st.tolist(), ag.tolist())
+        for got in (direct, joint_order(ep, st, ag)):
+            assert (got.order.tolist(), got.agents.tolist(), got.steps.tolist()) == expected
+        # the rows on either side of a change of agent within a trial swapped: not the layout (the caller sorts)
+        inside = np.flatnonzero(np.concatenate(([False], (ag[1:] != ag[:-1]) & ~change[1:])))
+        if inside.size:
+            i = int(inside[0])
+            swapped = ag.copy()
+            swapped[i - 1], swapped[i] = swapped[i], swapped[i - 1]
+            assert trajectory_steps(change, st, swapped) is None
+            checked += 1
+    assert checked
+
+
 @pytest.mark.parametrize("layout", ["joint", "trajectory", "trajectory, agents descending"])
 def test_joint_order_refuses_what_a_plain_loop_refuses(layout):
     # joint order (a simulator's), each agent's trajectory together (a loaded step table's), or those with the
-    # agents in another order: the three ways joint_order orders rows (none, a stable sort, the lexsort)
+    # agents in another order: the three ways joint_order orders rows (none, a transpose, the lexsort)
     rng = np.random.default_rng(11)
     rules = {"split": "split", "duplicate": "two rows", "missing": "missing", "joins": "joins"}
     seen = set()

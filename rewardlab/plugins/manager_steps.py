@@ -27,7 +27,7 @@ import polars as pl
 from rewardlab.core.errors import SpecError
 from rewardlab.core.spec import FrameSpec, keep_spec
 
-__all__ = ["JointSteps", "joint_order", "JointLayout", "joint_layout", "JointArrays", "joint_arrays",
+__all__ = ["JointSteps", "joint_order", "trajectory_steps", "JointLayout", "joint_layout", "JointArrays", "joint_arrays",
            "DEFAULT_LAYOUT", "trajectory_order"]
 
 
@@ -135,18 +135,13 @@ def joint_order(episode, step, agent, *, labels=None, names=None) -> JointSteps:
             seen.add(v)
     same_run = run[1:] == run[:-1]
     ahead = (step[1:] > step[:-1]) | ((step[1:] == step[:-1]) & (agent[1:] > agent[:-1]))
-    order = None
     if (ahead | ~same_run).all():  # already in joint order (a simulator's, a sorted table): no sort, no copy
         order, r, s, a = np.arange(n, dtype=np.int64), run, step, agent
-    elif step.dtype.kind in "iu" and int(step.min()) >= 0 and (int(run[-1]) + 1) * (int(step.max()) + 1) < 2 ** 62:
-        # each agent's trajectory together (what loading a step table gives): a stable sort by (trial, step)
-        # keeps the agents in their order, the lexsort's order whenever they come out ascending in every step
-        # (several times faster: the sort merges the trajectories' ascending runs)
-        order = np.argsort(run.astype(np.int64) * (int(step.max()) + 1) + step, kind="stable")
-        r, s, a = run[order], step[order], agent[order]
-        if not (((r[1:] != r[:-1]) | (s[1:] != s[:-1])) | (a[1:] > a[:-1])).all():
-            order = None  # agents not ascending in some step (or a duplicate): the lexsort decides
-    if order is None:
+    else:
+        # each agent's trajectory together (what loading a step table gives): a transpose per trial, no sort
+        found = trajectory_steps(change, step, agent)
+        if found is not None:
+            return found
         order = np.lexsort((agent, step, run))
         r, s, a = run[order], step[order], agent[order]
     same_step = (r[1:] == r[:-1]) & (s[1:] == s[:-1])
@@ -190,6 +185,76 @@ def joint_order(episode, step, agent, *, labels=None, names=None) -> JointSteps:
         joined = sorted(set(here) - set(first))
         raise _refuse(f"the agent joins the episode at this step (its first step has agents {_few(first)}); "
                       "agents may not change mid-episode", agent=joined[0], **where, hint=_HINT, names=names)
+    return _joint_steps(order, agents, steps)
+
+
+def trajectory_steps(change: np.ndarray, step: np.ndarray, agent: np.ndarray) -> JointSteps | None:
+    """The joint steps of rows in trajectory layout, or None when the rows are not in it.
+
+    Trajectory layout (a loaded step table's): each trial's rows are its
+    agents' trajectories one after another, agents ascending, every agent
+    with the same steps, ascending.  The joint order (step, then agent) is
+    then a transpose of each trial's ``[agents, steps]`` block, made without
+    a sort, and the layout itself proves that every step has every agent
+    once, so no further check is needed.
+
+    Parameters
+    ----------
+    change : numpy.ndarray of bool, shape ``[N]``
+        True on each trial's first row.
+    step, agent : numpy.ndarray, shape ``[N]``
+        Each row's step and agent.
+
+    Returns
+    -------
+    JointSteps or None
+        None when the rows are not in trajectory layout (the caller sorts).
+
+    Examples
+    --------
+    >>> change = np.array([True, False, False, False, True, False])
+    >>> s = trajectory_steps(change, np.array([0, 1, 0, 1, 4, 4]), np.array([3, 3, 5, 5, 0, 1]))
+    >>> s.order.tolist(), s.agents.tolist(), s.steps.tolist()
+    ([0, 2, 1, 3, 4, 5], [2, 2], [2, 1])
+    >>> trajectory_steps(change, np.array([0, 1, 0, 2, 4, 4]), np.array([3, 3, 5, 5, 0, 1])) is None
+    True
+    """
+    n = change.shape[0]
+    block = change.copy()  # a block: one agent's rows of one trial
+    block[1:] |= agent[1:] != agent[:-1]
+    if not ((step[1:] > step[:-1]) | block[1:]).all():  # steps ascending within each block
+        return None
+    starts = np.flatnonzero(block)
+    new_trial = change[starts]
+    first = agent[starts]
+    if not ((first[1:] > first[:-1]) | new_trial[1:]).all():  # agents ascending from block to block of a trial
+        return None
+    trial_first = np.flatnonzero(new_trial)  # each trial's first block
+    agents = np.diff(np.append(trial_first, starts.size))
+    lengths = np.diff(np.append(starts, n))
+    steps = lengths[trial_first]
+    if not (lengths == np.repeat(steps, agents)).all():  # every block as long as its trial's first
+        return None
+    sizes = agents * steps
+    if (steps == steps[0]).all():  # one length: each block against the one before it, a fixed distance back
+        w = int(steps[0])
+        same = bool(((step[w:] == step[:-w]) | np.repeat(new_trial, lengths)[w:]).all())
+    else:  # each block against the one before it in its trial
+        back = np.repeat(steps, sizes)
+        later = ~np.repeat(new_trial, lengths)
+        rows = np.flatnonzero(later)
+        same = bool((step[rows] == step[rows - back[rows]]).all())
+    if not same:
+        return None
+    begin = np.append(0, np.cumsum(sizes))
+    if (agents == agents[0]).all() and (steps == steps[0]).all():  # one shape: one broadcast
+        a, t = int(agents[0]), int(steps[0])
+        order = (begin[:-1, None, None] + np.arange(t)[None, :, None] + t * np.arange(a)[None, None, :]).ravel()
+    else:  # joint position k of a trial is its row (k % agents) * steps + k // agents
+        base = np.repeat(begin[:-1], sizes)
+        k = np.arange(n, dtype=np.int64) - base
+        q, m = np.divmod(k, np.repeat(agents, sizes))
+        order = base + m * np.repeat(steps, sizes) + q
     return _joint_steps(order, agents, steps)
 
 
@@ -318,7 +383,8 @@ class JointArrays:
     episode_labels : list of str
         How messages name each trial (``episode_id=3``).
     step_values, agent_values : numpy.ndarray, shape ``[N]``
-        Each joint-order row's step and agent id (for messages).
+        Each frame row's step and agent id, in frame order (for messages;
+        :meth:`step_at` and :meth:`agent_at` read them by joint position).
     last_step : numpy.ndarray of bool, shape ``[N]``
         True on the rows of each trial's last step (in frame order).
     layout : JointLayout
@@ -345,13 +411,21 @@ class JointArrays:
         """Rows (agent-steps)."""
         return int(self.steps.order.shape[0])
 
+    def step_at(self, position: int):
+        """The step (a Python value) of joint-order row ``position``."""
+        return self.step_values[self.steps.order[position]].item()
+
+    def agent_at(self, position: int):
+        """The agent id (a Python value) of joint-order row ``position``."""
+        return self.agent_values[self.steps.order[position]].item()
+
     def where(self, trial: int, index: int) -> str:
         """``episode_id=3, step t=5, agent agent_id=7 (position 7 of 50)``: call ``index`` of ``trial``, in words."""
         agents = int(self.steps.agents[trial])
         row = int(self.steps.starts[trial]) + index
         lay = self.layout
-        return (f"{self.episode_labels[trial]}, step {lay.step}={self.step_values[row].item()!r}, agent "
-                f"{lay.agent}={self.agent_values[row].item()!r} (position {index % agents} of {agents})")
+        return (f"{self.episode_labels[trial]}, step {lay.step}={self.step_at(row)!r}, agent "
+                f"{lay.agent}={self.agent_at(row)!r} (position {index % agents} of {agents})")
 
 
 def _column_array(series: pl.Series) -> np.ndarray:
@@ -411,12 +485,14 @@ def joint_arrays(frame: pl.DataFrame, spec: FrameSpec | None = None) -> JointArr
 
     actions = ordered(_column_array(frame[layout.action]))
     state = {c: ordered(_column_array(frame[c])) for c in layout.state}
-    last = np.zeros(len(order), bool)
-    for trial in range(steps.agents.shape[0]):
-        end = int(steps.starts[trial + 1])
-        last[order[end - int(steps.agents[trial]):end]] = True
-    return JointArrays(steps, actions, state, labels, step if identity else step[order],
-                       agent if identity else agent[order], last, layout)
+    # the rows of each trial's last step: joint positions [end - agents, end) of each trial, marked by a running sum
+    ends = steps.starts[1:]
+    edges = np.zeros(len(order) + 1, np.int8)
+    edges[ends - steps.agents] += 1
+    edges[ends] -= 1
+    last = np.empty(len(order), bool)
+    last[order] = np.cumsum(edges[:-1], dtype=np.int8) > 0
+    return JointArrays(steps, actions, state, labels, step, agent, last, layout)
 
 
 def trajectory_order(frame: pl.DataFrame, spec: FrameSpec | None) -> pl.DataFrame:

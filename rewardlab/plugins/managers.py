@@ -285,7 +285,7 @@ def run_trials(plugin: Plugin, arrays: JointArrays, trials=None, *, manager=None
             raise
         except BaseException as exc:  # noqa: BLE001
             raise _raised(plugin, exc, "reset()", f"the start of trial {label}, before step "
-                          f"{arrays.layout.step}={arrays.step_values[start].item()!r} (no agent called yet)") from None
+                          f"{arrays.layout.step}={arrays.step_at(start)!r} (no agent called yet)") from None
         joints = arrays.actions[start:stop].reshape(count, agents, *arrays.actions.shape[1:])
         # each step's state: a fresh dict a step (a manager may change it) of the step's rows of each column
         # (views), made in C as the steps go (no Python frame a step, no list of them)
