@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import rewardlab
 from rewardlab.core.errors import FrameError, ParameterError
 from rewardlab.domains.retro import contest as C
 from rewardlab.domains.retro.frames import contest_steps, steps_frame
@@ -327,6 +328,27 @@ def test_every_episode_of_the_sample_equals_the_lua():
         expected_d += run.dones
     assert reward.view(np.uint64).tolist() == np.array(expected_r).view(np.uint64).tolist()
     assert done.tolist() == expected_d
+
+
+def test_a_1up_mid_episode_loads_and_its_rewards_equal_the_lua(tmp_path):
+    # a life gained (100 rings, a 1-up monitor) raises lives mid-episode: the script only compares each frame's
+    # lives with the last frame's, so the recording is good data and loads as it is
+    if not SAMPLE.is_file():
+        pytest.skip(f"{SAMPLE} is not there yet (the retro source's sample)")
+    rec = pl.read_parquet(SAMPLE).filter(pl.col("episode_id") == 8)
+    rec = rec.with_columns(pl.when(pl.col("t") >= 10).then(pl.col("lives") + 1).otherwise(pl.col("lives"))
+                           .alias("lives"))
+    path = tmp_path / "one_up.parquet"
+    rec.write_parquet(path)
+    loaded = rewardlab.load(path, format="retro")
+    assert loaded["lives"].max() > rec["lives"][0]
+    game = rec["game"][0]
+    steps, _ = contest_steps(steps_frame(rec), C.level_codes({game: R.lua_level_table(game)}))
+    reward, done = C.contest_rewards(steps)
+    run = R.run_episode(game, {c: rec[c].to_list() for c in rec.columns})
+    assert len(run.rewards) == rec.height - 1
+    assert reward.view(np.uint64).tolist() == np.array(run.rewards).view(np.uint64).tolist()
+    assert done.tolist() == run.dones
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -248,7 +248,6 @@ def set_value(table, ep, t, column, value):
 BROKEN = {
     "frame_order": lambda t: set_value(t, 8, 10, "frame", 20),
     "frame_start": lambda t: set_value(t, 8, 0, "frame", 3),
-    "lives_rise": lambda t: set_value(t, 8, 10, "lives", 4),
     "level_not_in_table": lambda t: set_value(set_value(t, 8, 0, "zone", 9), 8, 0, "act", 3),
     "not_a_level": lambda t: t.with_columns(pl.when(pl.col("episode_id") == 8).then(pl.lit("EmeraldHillZone.Act9"))
                                             .otherwise(pl.col("state")).alias("state")),
@@ -291,7 +290,7 @@ def test_bad_input_names_episode_step_and_line(small, tmp_path, rule, kind):
 
 
 def test_csv_side_file_keeps_the_lines(small, tmp_path):
-    broken = BROKEN["lives_rise"](small)
+    broken = BROKEN["frame_order"](small)
     path = tmp_path / "bad.csv"
     broken.write_csv(path)
     lines = path.read_bytes().splitlines()

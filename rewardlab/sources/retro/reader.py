@@ -26,7 +26,6 @@ rule                       broken by
 ``state_changes``
 ``frame_start``            ``frame`` is not 0 on an episode's row 0
 ``frame_order``            ``frame`` does not increase from one row to the next
-``lives_rise``             ``lives`` is higher than on the row before
 ``unknown_game``           a row with ``zone`` / ``act`` whose game has no
                            level table (pass ``levels=``)
 ``level_not_in_table``     the level at row 0 (``zone``, ``act``) has no end
@@ -70,7 +69,7 @@ __all__ = ["read_retro", "load_retro", "resolve_levels", "RETRO_RULES"]
 
 #: The retro rules (see the module docstring), in the order they are checked.
 RETRO_RULES = ("missing_column", "missing_variable", "not_a_number", "game_changes", "state_changes",
-               "frame_start", "frame_order", "lives_rise", "unknown_game", "level_not_in_table", "not_a_level",
+               "frame_start", "frame_order", "unknown_game", "level_not_in_table", "not_a_level",
                "state_level_mismatch", "final_row_missing")
 
 _HINT = Text("Fix the recording, or ", Fix("on_error", "skip", verb="load with", option=True),
@@ -220,13 +219,6 @@ def _retro_problems(raw: pl.DataFrame, levels: dict[str, Levels], problems: C.Pr
     problems.add(back, L.FRAME, "frame_order",
                  lambda r: f"frame {frames[r]} at {where(r)} is not after frame {frames[r - 1]} of the row "
                  "before: frames go backwards or stand still")
-    if "lives" in values:
-        lives = values["lives"]
-        rise = np.zeros(n, dtype=bool)
-        rise[1:] = same[1:] & (lives[1:] > lives[:-1])
-        problems.add(rise, "lives", "lives_rise",
-                     lambda r: f"lives rises from {lives[r - 1]} to {lives[r]} at {where(r)}; a retro recording's "
-                     "life count may fall (the episode then ends) but not rise mid-episode")
     has_level = all(v in values for v in ("zone", "act"))
     if has_level:
         zone, act = values["zone"], values["act"]
