@@ -378,3 +378,22 @@ def test_info_on_a_folder_kept_with_a_readme_and_a_summary_names_the_left_out_fi
     said = captured.err + "".join(str(w.message) for w in caught)
     assert "format       retro (spec retro)" in captured.out
     assert said.count("summary.csv") == 1, said
+
+
+def test_info_reads_a_recording_once_and_lists_its_levels(tmp_path, capsys, monkeypatch):
+    # the roles hook is given the frame info has loaded, rather than reading the recording again
+    import rewardlab.sources.retro.source as source_module
+
+    calls = []
+    real = source_module.read_retro
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(source_module, "read_retro", counted)
+    assert main(["info", str(SAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert len(calls) == 1
+    assert "level " in out and "finished" in out
+    assert source_module.retro_roles(SAMPLE) == source_module.retro_roles(SAMPLE, frame=rewardlab.load(SAMPLE))

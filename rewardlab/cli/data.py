@@ -194,18 +194,24 @@ def _info(args) -> int:
             result = source.read(files, **source.check_options(options, "read"))
         _report_skipped(result)
         data = result.frame
-    print(_summary(data, source.name, args.json, roles=_roles(source, files, given)))
+    print(_summary(data, source.name, args.json, roles=_roles(source, files, given, data)))
     return 0
 
 
-def _roles(source, files, given: dict) -> dict | None:
-    """The source's report of which column plays which role (sources with a ``roles`` hook)."""
+def _roles(source, files, given: dict, data) -> dict | None:
+    """The source's report of which column plays which role (sources with a ``roles`` hook); a hook that
+    takes ``frame`` gets the frame already loaded, ``data``, when it is one (not a lazy scan)."""
     if source.roles is None:
         return None
     import inspect
 
+    import polars as pl
+
     accepted = inspect.signature(source.roles).parameters
-    return source.roles(files, **{k: v for k, v in given.items() if k in accepted})
+    options = {k: v for k, v in given.items() if k in accepted}
+    if "frame" in accepted and isinstance(data, pl.DataFrame):
+        options["frame"] = data
+    return source.roles(files, **options)
 
 
 def _is_dataset(path: Path) -> bool:

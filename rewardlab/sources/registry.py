@@ -87,7 +87,9 @@ class Source:
     roles : callable or None
         ``roles(paths, **options) -> dict``: which column plays which role
         (episode, step, flags, states, ...), for ``rewardlab info`` to show;
-        None for formats whose columns are fixed.
+        None for formats whose columns are fixed.  A hook that takes a
+        ``frame`` keyword is given the frame ``info`` has already loaded
+        (with the same options), so it need not read the files again.
     stream : callable or None
         ``stream(paths, *, chunk_bytes, on_error, progress)`` (and, when it
         declares them, ``workers``: the cores to use, ``spool_in``: a folder

@@ -62,9 +62,13 @@ def sniff_retro(path) -> bool:
     return set(SNIFF_COLUMNS) <= names
 
 
-def retro_roles(paths, *, levels=None, unfinished="error") -> dict:
+def retro_roles(paths, *, levels=None, unfinished="error", frame: pl.DataFrame | None = None) -> dict:
     """The roles of a recording's columns and, per level (game and state), how its episodes ended
     (:func:`~rewardlab.sources.retro.outcomes.level_outcomes`; episodes the rules reject are left out).
+
+    ``frame``: the recording as already loaded with the same ``levels`` and
+    ``unfinished`` (``rewardlab info`` passes its own), so it is not read
+    again; None reads ``paths``.
 
     Examples
     --------
@@ -72,10 +76,11 @@ def retro_roles(paths, *, levels=None, unfinished="error") -> dict:
     >>> roles["final"]
     "final (rows after an episode's last step: removed, their values -> final_<column>)"
     """
-    with warnings.catch_warnings():  # the load itself reports what it skips and the files it leaves out
-        warnings.simplefilter("ignore", SkippedLinesWarning)
-        warnings.simplefilter("ignore", FilesLeftOutWarning)
-        frame = read_retro(paths, levels=levels, unfinished=unfinished, on_error="skip").frame
+    if frame is None:
+        with warnings.catch_warnings():  # the load itself reports what it skips and the files it leaves out
+            warnings.simplefilter("ignore", SkippedLinesWarning)
+            warnings.simplefilter("ignore", FilesLeftOutWarning)
+            frame = read_retro(paths, levels=levels, unfinished=unfinished, on_error="skip").frame
     spec = attached(frame)
     out = {"episode": L.EPISODE, "step": L.STEP,
            "final": f"{L.FINAL} (rows after an episode's last step: removed, their values -> final_<column>)",
