@@ -18,7 +18,7 @@ from rewardlab.plots.el_farol import plot_agent_constants, plot_agent_rewards, p
 from rewardlab.sessions.el_farol import EL_FAROL_KINDS, ElFarolSession
 from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, message, table
 from rewardlab.widgets.figures import Click, FigurePane
-from rewardlab.widgets.tasks import BackgroundTask, error_html
+from rewardlab.widgets.tasks import BackgroundTask, ExportRow, ExportsInBackground
 
 __all__ = ["ElFarolTuner"]
 
@@ -26,7 +26,7 @@ __all__ = ["ElFarolTuner"]
 _KIND_LABELS = {"G": "G (global)", "local": "local (own night)", "D": "D (difference)", "WL": "WL (Wonderful Life)"}
 
 
-class ElFarolTuner(SessionWidget):
+class ElFarolTuner(ExportsInBackground, SessionWidget):
     """Tune El Farol's per-agent rewards and see their alignment with G, per-agent statistics and one week.
 
     Parameters
@@ -116,6 +116,8 @@ class ElFarolTuner(SessionWidget):
         self.export_task = BackgroundTask(background=background, css="rewardlab-export")
         self.export_result = W.HTML()
         self.export_result.add_class("rewardlab-export-result")
+        self.exporter = ExportRow(self.export_path, self.overwrite, self.export_button, self.export_result,
+                                  self.export_task)
         self.add_class("rewardlab-el-farol")
         source = (f"simulated: {s.episodes} episodes x {s.weeks} weeks, seed {s.seed}, policy {s.policy}"
                   if s.simulated else f"recorded: {html.escape(s.data_path or 'a frame in memory')}")
@@ -238,28 +240,7 @@ class ElFarolTuner(SessionWidget):
             self.open_week(int(round(click.x)))
 
     def _on_export(self, _button=None) -> None:
-        if self.export_task.running:
-            return
-        path, overwrite = self.export_path.value, self.overwrite.value
-        self.export_button.disabled = True
-        self.export_result.value = "<i>checking the manager on the joint actions, then writing it…</i>"
-        self.export_task.start(
-            lambda progress, token: self.session.export(path, overwrite=overwrite, progress=progress, cancel=token),
-            finish=lambda result, error: self._exported(path, result, error), name="rewardlab-export")
+        self.exporter.start(self.session.export, doing="checking the manager on the joint actions, then writing it…",
+                            shown=lambda result: f"<div style='white-space:pre-wrap'>{html.escape(str(result))}</div>",
+                            name="rewardlab-export")
 
-    def _exported(self, path: str, result, error: BaseException | None) -> None:
-        if error is not None:
-            self.export_result.value = error_html(error, f"export of {path!r}")
-        else:
-            self.export_result.value = f"<div style='white-space:pre-wrap'>{html.escape(str(result))}</div>"
-        self.export_button.disabled = False
-
-    def wait_for_export(self, timeout: float | None = None) -> bool:
-        """Wait for a background export to finish; True when none is running any more.
-
-        Examples
-        --------
-        >>> tuner.export_button.click(); tuner.wait_for_export()  # doctest: +SKIP
-        True
-        """
-        return self.export_task.wait(timeout)

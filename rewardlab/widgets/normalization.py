@@ -20,12 +20,12 @@ from rewardlab.sessions import NormalizationSession
 from rewardlab.widgets.base import NARROW, STYLE, WIDE, NumberText, SessionWidget, fmt, message, pre, table
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
-from rewardlab.widgets.tasks import BackgroundTask, error_html
+from rewardlab.widgets.tasks import BackgroundTask, ExportRow, ExportsInBackground
 
 __all__ = ["NormalizationPanel"]
 
 
-class NormalizationPanel(SessionWidget):
+class NormalizationPanel(ExportsInBackground, SessionWidget):
     """Normalization constants per scope, before / after, and the running-normalizer replays.
 
     Parameters
@@ -109,6 +109,8 @@ class NormalizationPanel(SessionWidget):
         self.export_task = BackgroundTask(background=background, css="rewardlab-normalized-export")
         self.export_result = W.HTML()
         self.export_result.add_class("rewardlab-normalized-export-result")
+        self.exporter = ExportRow(self.export_path, self.overwrite, self.export_button, self.export_result,
+                                  self.export_task)
         self.add_class("rewardlab-normalization")
         self.children = [W.HTML("<b>Normalization</b>"), self.reward, self.scope,
                          W.HBox([W.HTML("<small>running normalizers:</small>"), self.gamma, self.epsilon,
@@ -176,39 +178,22 @@ class NormalizationPanel(SessionWidget):
     def _on_export(self, _button=None) -> None:
         if self.export_task.running:
             return
-        path, overwrite = self.export_path.value, self.overwrite.value
         blocker = self.session.export_blocker()
         if blocker is not None:
             self.export_result.value = message("not exported: " + blocker)
             return
-        self.export_button.disabled = True
-        self.export_result.value = "<i>checking the file round trip in every batch mode, then writing it…</i>"
-        self.export_task.start(
-            lambda progress, token: self.session.export(path, overwrite=overwrite, progress=progress, cancel=token),
-            finish=lambda result, error: self._exported(path, result, error), name="rewardlab-normalized-export")
+        self.exporter.start(self.session.export, doing="checking the file round trip in every batch mode, then "
+                            "writing it…", shown=self._export_html, name="rewardlab-normalized-export")
 
-    def _exported(self, path: str, result, error: BaseException | None) -> None:
-        """Show what the export did (in the export's thread): the file, its companion and check, or why not."""
-        if error is not None:
-            self.export_result.value = error_html(error, f"export of {path!r}")
-        else:
-            rt = result.roundtrip
-            color = "#1b7f1b" if rt is None or rt.ok else "#b00020"
-            self.export_result.value = (
-                f"<div>wrote <code class='rewardlab-normalized-export-written'>"
+    @staticmethod
+    def _export_html(result) -> str:
+        """What a finished export shows: the file, its companion and check."""
+        rt = result.roundtrip
+        color = "#1b7f1b" if rt is None or rt.ok else "#b00020"
+        return (f"<div>wrote <code class='rewardlab-normalized-export-written'>"
                 f"{html.escape(str(result.path.resolve()))}</code>; it runs "
                 f"<code>{html.escape(str(result.plugin))}</code> from beside it and refuses to run if that file "
                 "is moved or changed</div>" + pre(result.header)
                 + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else "")
                 + "".join(message(w) for w in result.warnings))
-        self.export_button.disabled = False
 
-    def wait_for_export(self, timeout: float | None = None) -> bool:
-        """Wait for a background export to finish; True when none is running any more.
-
-        Examples
-        --------
-        >>> panel.export_button.click(); panel.wait_for_export()  # doctest: +SKIP
-        True
-        """
-        return self.export_task.wait(timeout)

@@ -19,13 +19,13 @@ from rewardlab.sessions import RankingTuningSession
 from rewardlab.widgets.base import NARROW, NUMBER, STYLE, WIDE, NumberText, SessionWidget, fmt, message, pre, table
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
-from rewardlab.widgets.tasks import BackgroundTask, error_html
+from rewardlab.widgets.tasks import BackgroundTask, ExportRow, ExportsInBackground
 from rewardlab.domains.mahjong.rules import PLACES
 
 __all__ = ["RankingTuner"]
 
 
-class RankingTuner(SessionWidget):
+class RankingTuner(ExportsInBackground, SessionWidget):
     """Tune a ranking reward (optionally plus points), watch its statistics, export the plug-in.
 
     Parameters
@@ -136,6 +136,8 @@ class RankingTuner(SessionWidget):
         self.export_progress, self.export_status = self.export_task.progress, self.export_task.status
         self.export_result = W.HTML()
         self.export_result.add_class("rewardlab-export-result")
+        self.exporter = ExportRow(self.export_path, self.overwrite, self.export_button, self.export_result,
+                                  self.export_task)
         self.add_class("rewardlab-tuner")
         frame = s.prepared
         self.children = [
@@ -252,39 +254,23 @@ class RankingTuner(SessionWidget):
     def _on_export(self, _button=None) -> None:
         if self.export_task.running:
             return
-        path, overwrite, keep = self.export_path.value, self.overwrite.value, self.keep_constants.value
+        keep = self.keep_constants.value
         blocker = self.session.export_blocker(keep_constants=keep)
         if blocker is not None:
             self.export_result.value = message("not exported: " + blocker)  # its remedy in the widgets' words
             self._update_export_state()
             return
-        self.export_button.disabled = True
-        self.export_result.value = "<i>checking the file round trip, then writing it…</i>"
-        self.export_task.start(
-            lambda progress, token: self.session.export(path, overwrite=overwrite, keep_constants=keep,
-                                                        progress=progress, cancel=token),
-            finish=lambda result, error: self._exported(path, result, error), name="rewardlab-export")
+        self.exporter.start(lambda path, **how: self.session.export(path, keep_constants=keep, **how),
+                            doing="checking the file round trip, then writing it…", shown=self._export_html,
+                            name="rewardlab-export", done=self._update_export_state)
 
-    def _exported(self, path: str, result, error: BaseException | None) -> None:
-        """Show what the export did (in the export's thread): the file and its check, or why not."""
-        if error is not None:
-            self.export_result.value = error_html(error, f"export of {path!r}")
-        else:
-            rt = result.roundtrip
-            color = "#1b7f1b" if result.ok else "#b00020"
-            self.export_result.value = (
-                f"<div>wrote <code class='rewardlab-export-written'>{html.escape(str(result.path.resolve()))}"
+    @staticmethod
+    def _export_html(result) -> str:
+        """What a finished export shows: the file and its check."""
+        rt = result.roundtrip
+        color = "#1b7f1b" if result.ok else "#b00020"
+        return (f"<div>wrote <code class='rewardlab-export-written'>{html.escape(str(result.path.resolve()))}"
                 f"</code></div>" + pre(result.header)
                 + (f"<div style='color:{color};white-space:pre-wrap'>{html.escape(str(rt))}</div>" if rt else "")
                 + f"<div><small>checked and written in {result.seconds:.1f} s</small></div>")
-        self._update_export_state()
 
-    def wait_for_export(self, timeout: float | None = None) -> bool:
-        """Wait for a background export to finish; True when none is running any more.
-
-        Examples
-        --------
-        >>> tuner.export_button.click(); tuner.wait_for_export()  # doctest: +SKIP
-        True
-        """
-        return self.export_task.wait(timeout)

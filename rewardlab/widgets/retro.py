@@ -24,7 +24,7 @@ from rewardlab.sessions import OPTION_VARIANTS, ContestSession, parse_number
 from rewardlab.widgets.base import STYLE, WIDE, NumberText, SessionWidget, fmt
 from rewardlab.widgets.episodes import EpisodeView
 from rewardlab.widgets.figures import Click, FigurePane
-from rewardlab.widgets.tasks import BackgroundTask, error_html
+from rewardlab.widgets.tasks import BackgroundTask, ExportRow, ExportsInBackground
 
 __all__ = ["ContestTuner"]
 
@@ -37,7 +37,7 @@ def _frame_html(frame: pl.DataFrame) -> str:
         return frame._repr_html_()
 
 
-class ContestTuner(SessionWidget):
+class ContestTuner(ExportsInBackground, SessionWidget):
     """Tune the retro contest reward on a recording (see :class:`~rewardlab.sessions.ContestSession`).
 
     Parameters
@@ -123,6 +123,8 @@ class ContestTuner(SessionWidget):
         self.export_button.on_click(self._on_export)
         self.export_task = BackgroundTask(background=background, css="rewardlab-contest-export")
         self.export_result = W.HTML()
+        self.exporter = ExportRow(self.export_path, self.overwrite, self.export_button, self.export_result,
+                                  self.export_task)
         self.add_class("rewardlab-contest")
         c = self.controls
         self.children = [
@@ -199,33 +201,15 @@ class ContestTuner(SessionWidget):
 
     # -- export -------------------------------------------------------------------------
     def _on_export(self, _button=None) -> None:
-        if self.export_task.running:
-            return
-        path, overwrite = self.export_path.value, self.overwrite.value
-        self.export_button.disabled = True
-        self.export_result.value = "<i>checking the file round trip in every batch mode, then writing it…</i>"
-        self.export_task.start(
-            lambda progress, token: self.session.export(path, overwrite=overwrite, progress=progress, cancel=token),
-            finish=lambda result, error: self._exported(path, result, error), name="rewardlab-contest-export")
+        self.exporter.start(self.session.export, doing="checking the file round trip in every batch mode, then "
+                            "writing it…", shown=_export_html, name="rewardlab-contest-export")
 
-    def _exported(self, path: str, result, error: BaseException | None) -> None:
-        if error is not None:
-            self.export_result.value = error_html(error, f"export of {path!r}")
-        else:
-            check = "" if result.roundtrip is None else f"<pre>{html.escape(str(result.roundtrip))}</pre>"
-            self.export_result.value = (f"<div>wrote <code class='rewardlab-contest-export-written'>"
-                                        f"{html.escape(str(result.path))}</code></div>{check}")
-        self.export_button.disabled = False
 
-    def wait_for_export(self, timeout: float | None = None) -> bool:
-        """Wait for a background export to finish; True when none is running any more.
-
-        Examples
-        --------
-        >>> tuner.export_button.click(); tuner.wait_for_export()  # doctest: +SKIP
-        True
-        """
-        return self.export_task.wait(timeout)
+def _export_html(result) -> str:
+    """What a finished contest export shows: the file written and its round trip."""
+    check = "" if result.roundtrip is None else f"<pre>{html.escape(str(result.roundtrip))}</pre>"
+    return (f"<div>wrote <code class='rewardlab-contest-export-written'>{html.escape(str(result.path))}</code>"
+            f"</div>{check}")
 
 
 def _episode_number(text) -> int:

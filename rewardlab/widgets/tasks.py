@@ -29,7 +29,7 @@ from rewardlab.core.fronts import text_of
 from rewardlab.sessions import CancelToken
 from rewardlab.widgets.base import message
 
-__all__ = ["BackgroundTask", "error_html"]
+__all__ = ["BackgroundTask", "error_html", "ExportRow", "ExportsInBackground"]
 
 
 def error_html(error: BaseException, what: str) -> str:
@@ -145,3 +145,83 @@ class BackgroundTask(W.HBox):
             finish(result, error)
         finally:
             self._thread = None
+
+
+class ExportRow:
+    """A tuner's export controls wired to its session's ``export``: what every tuner's Export button does.
+
+    The tuner builds and lays out its own widgets (its labels, classes and
+    extra options); this runs the export in ``task`` with the file and
+    "overwrite" as they are at the click, keeps the button disabled while it
+    runs, says what it is doing, then shows the tuner's rendering of the
+    result or :func:`error_html` of what stopped it.
+
+    Parameters
+    ----------
+    path : ipywidgets.Text
+        The file box.
+    overwrite : ipywidgets.Checkbox
+        "overwrite if it exists".
+    button : ipywidgets.Button
+        The Export button (disabled while an export runs).
+    result : ipywidgets.HTML
+        Where the outcome is shown.
+    task : BackgroundTask
+        Where the export runs.
+
+    Examples
+    --------
+    >>> row = ExportRow(W.Text("r.py"), W.Checkbox(False), W.Button(), W.HTML(), BackgroundTask(background=False))
+    >>> row.start(lambda path, *, overwrite, progress, cancel: f"wrote {path}", doing="writing",
+    ...           shown=lambda result: result, name="export")
+    True
+    >>> row.result.value, row.button.disabled
+    ('wrote r.py', False)
+    """
+
+    def __init__(self, path: W.Text, overwrite: W.Checkbox, button: W.Button, result: W.HTML, task: BackgroundTask):
+        self.path, self.overwrite, self.button, self.result, self.task = path, overwrite, button, result, task
+
+    def start(self, export: Callable, *, doing: str, shown: Callable[[object], str], name: str,
+              done: Callable[[], None] | None = None) -> bool:
+        """Run ``export(path, overwrite=, progress=, cancel=)``; False (nothing started) while one runs.
+
+        ``doing`` is shown (in italics) while it runs, ``shown(result)`` (HTML)
+        when it returns; ``done`` is called last (default: the button is
+        enabled again), in the export's thread.
+        """
+        if self.task.running:
+            return False
+        path, overwrite = self.path.value, self.overwrite.value
+        self.button.disabled = True
+        self.result.value = f"<i>{html.escape(doing)}</i>"
+
+        def finish(result, error: BaseException | None) -> None:
+            self.result.value = error_html(error, f"export of {path!r}") if error is not None else shown(result)
+            if done is None:
+                self.button.disabled = False
+            else:
+                done()
+
+        return self.task.start(lambda progress, token: export(path, overwrite=overwrite, progress=progress,
+                                                              cancel=token), finish=finish, name=name)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a background export to finish; True when none is running any more."""
+        return self.task.wait(timeout)
+
+
+class ExportsInBackground:
+    """What a tuner with an :class:`ExportRow` (as ``self.exporter``) offers its callers: waiting for the export."""
+
+    exporter: ExportRow
+
+    def wait_for_export(self, timeout: float | None = None) -> bool:
+        """Wait for a background export to finish; True when none is running any more.
+
+        Examples
+        --------
+        >>> tuner.export_button.click(); tuner.wait_for_export()  # doctest: +SKIP
+        True
+        """
+        return self.exporter.wait(timeout)
