@@ -34,6 +34,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks._data import ROOT, best_time
 from rewardlab.domains.el_farol import SMALL, simulate_actions, simulate_bar
 from rewardlab.plugins import apply_plugins, isolation
@@ -41,6 +43,7 @@ from rewardlab.plugins.manager_steps import joint_arrays
 from rewardlab.plugins.managers import load_manager, run_trials
 
 EPISODES, WEEKS = 200, 100  # x 50 agents = 10^6 agent-steps
+BALLAST, BALLAST_CHUNK = 2 << 30, 1 << 20  # the memory held for the last figures, in 1 MiB arrays
 DIFFERENCE = ROOT / "examples" / "managers" / "el_farol_difference.py"
 TRIVIAL = """\
 class RewardManager:
@@ -109,6 +112,7 @@ def run(report) -> None:
     with tempfile.TemporaryDirectory() as folder:
         trivial = Path(folder) / "trivial.py"
         trivial.write_text(TRIVIAL)
+        plugin_difference = load_manager(DIFFERENCE)
         for label, path in (("El Farol difference manager", DIFFERENCE), ("trivial manager", trivial)):
             plugin = load_manager(path)
             arrays = joint_arrays(frame)
@@ -132,3 +136,15 @@ def run(report) -> None:
     report("fixed cost: joint_arrays (order, checks, arrays)", fixed["arrays"] * 1e3, "ms")
     if "child" in fixed:
         report("fixed cost: an empty run in a child process", fixed["child"] * 1e3, "ms")
+    # a process holding gigabytes, as a notebook with big frames does: each fork copies its page tables
+    held = [np.ones(BALLAST_CHUNK // 8) for _ in range(BALLAST // BALLAST_CHUNK)]
+    loaded = {"plain": lambda: plain_loop(plugin_difference.get_reward, actions),
+              "runner": lambda: apply_plugins(frame, DIFFERENCE, progress=False)}
+    if isolation.AVAILABLE:
+        loaded["child"] = lambda: isolation.run_in_child(lambda status, send: None)
+    times = interleaved(loaded, repeat=3)
+    held_text = f"with {BALLAST >> 30} GiB held in the process"
+    report(f"{held_text}: apply_plugins time / plain loop time (difference)", times["runner"] / times["plain"], "x")
+    if "child" in times:
+        report(f"{held_text}: an empty run in a child process", times["child"] * 1e3, "ms")
+    del held
