@@ -388,6 +388,22 @@ def test_hostile_manager_errors_name_plugin_episode_step_and_agent(tmp_path, iso
         apply_plugins(small_bar(episodes=3, weeks=4), path, isolate=isolate)
 
 
+def test_string_agent_ids_are_named_as_they_are(tmp_path):
+    # PettingZoo-style ids ('agent_1'): the message names the agent by its id, not by a NumPy scalar's
+    frame = pl.DataFrame({"episode_id": [0] * 4, "t": [0, 1, 0, 1], "agent_id": ["agent_0", "agent_0", "agent_1",
+                                                                               "agent_1"], "action": [1, 2, 3, 4]})
+    path = manager(tmp_path, "strings", "if agent == 1:\n    return 1.0, False, 'extra'\nreturn 0.0, False")
+    with pytest.raises(ContractError,
+                       match=r"at episode_id=0, step t=0, agent agent_id='agent_1' \(position 1 of 2\)"):
+        apply_plugins(frame, path, isolate=False)
+    twice = pl.concat([frame, frame.tail(1)])  # agent_1 twice at step 1
+    with pytest.raises(SpecError, match=r"episode_id=0, step t=1, agent agent_id='agent_1': two rows for this agent"):
+        apply_plugins(twice, path, isolate=False)
+    missing = frame.head(3)  # agent_1 missing at step 1
+    with pytest.raises(SpecError, match=r"episode_id=0, step t=1, agent agent_id='agent_1': the agent is missing"):
+        apply_plugins(missing, path, isolate=False)
+
+
 @pytest.mark.parametrize("isolate", [pytest.param(True, marks=fork), False])
 def test_a_reset_that_raises_names_the_trial(tmp_path, isolate):
     path = manager(tmp_path, "bad_reset", "return 0.0, False", init="self.n = 0",
