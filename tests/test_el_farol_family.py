@@ -24,7 +24,7 @@ from rewardlab.core import columns
 from rewardlab.core.errors import OutputExistsError, ParameterError, RoundTripError
 from rewardlab.domains import el_farol as ef
 from rewardlab.domains.el_farol import (BarSetting, ElFarolFamily, ElFarolParams, SMALL, export_el_farol_manager,
-                                        manager_roundtrip, simulate_bar, write_el_farol_manager)
+                                        manager_roundtrip, simulate_bar)
 from rewardlab.plugins.managers import apply_managers
 
 LOOPS = {"global": lambda a, **o: np.repeat(ef.global_reward_loop(a, **o)[:, None], a.shape[1], axis=1),
@@ -161,7 +161,7 @@ def test_export_round_trip_bit_for_bit_in_the_manager_runner(tmp_path_factory, s
     fam = _family(setting, kind, clamp, mean=0.125, std=std)
     frame = simulate_bar(setting, episodes=2, weeks=3, seed=seed % 1000, policy="preference")
     path = tmp_path_factory.mktemp("el_farol") / "bar.py"
-    result = write_el_farol_manager(fam, path, data=frame)
+    result = export_el_farol_manager(fam, path, data=frame)
     assert result.roundtrip.ok, str(result.roundtrip)
     applied = apply_managers(frame, path, isolate=False)  # again, here, against the family
     assert applied["reward_bar"].to_numpy().view(np.uint64).tolist() == fam.evaluate(frame).view(np.uint64).tolist()
@@ -171,10 +171,10 @@ def test_export_round_trip_bit_for_bit_in_the_manager_runner(tmp_path_factory, s
 def test_export_returns_the_path_and_refuses_an_existing_file(tmp_path):
     frame = simulate_bar(SMALL, episodes=2, weeks=2, seed=0)
     path = tmp_path / "bar.py"
-    assert export_el_farol_manager(ElFarolFamily(), path, data=frame) == path
+    assert export_el_farol_manager(ElFarolFamily(), path, data=frame).path == path
     with pytest.raises(OutputExistsError):
         export_el_farol_manager(ElFarolFamily(), path)
-    assert export_el_farol_manager(ElFarolFamily.from_preset("local"), path, overwrite=True) == path
+    assert export_el_farol_manager(ElFarolFamily.from_preset("local"), path, overwrite=True).path == path
     assert "_RL_KIND = 1" in path.read_text()
 
 
@@ -268,3 +268,12 @@ def test_raw_extremes_bound_every_reward():
             (high, *_), (low, *_) = params.raw_extremes()
             values = ef.agent_rewards(actions, kind=kind, clamp=clamp, **HOME.reward_options())
             assert low <= values.min() and values.max() <= high and math.isfinite(high)
+
+
+def test_the_export_refuses_another_family_and_a_bad_overwrite(tmp_path):
+    with pytest.raises(ParameterError, match=r"^`family` should be an ElFarolFamily. Received 'str'."):
+        export_el_farol_manager("difference", tmp_path / "m.py")
+    with pytest.raises(ParameterError, match=r"^`overwrite` should be True or False. Received 'yes'."):
+        export_el_farol_manager(ElFarolFamily(), tmp_path / "m.py", overwrite="yes")
+    assert not (tmp_path / "m.py").exists()
+

@@ -496,7 +496,7 @@ def _export_contest(args) -> int:
 
 def _export_el_farol(args) -> int:
     from rewardlab.core.files import check_input, check_not_input
-    from rewardlab.domains.el_farol.family import ElFarolFamily, write_el_farol_manager
+    from rewardlab.domains.el_farol.family import ElFarolFamily, export_el_farol_manager
     from rewardlab.sources.dispatch import load
 
     _refuse_existing(args, [args.data] if args.data is not None else [])  # before any work
@@ -517,7 +517,7 @@ def _export_el_farol(args) -> int:
         check_input(args.data)
         check_not_input(args.out, [args.data], name="--out")
         data = load(args.data, format=args.format, progress=False, options=format_options(args) or None)
-    result = write_el_farol_manager(family, args.out, data=data, overwrite=args.overwrite, source=args.note)
+    result = export_el_farol_manager(family, args.out, data=data, overwrite=args.overwrite, source=args.note)
     print(result)
     print(f"  {family.describe()}")
     return 0

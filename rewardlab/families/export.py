@@ -67,7 +67,7 @@ from typing import Mapping, Sequence
 
 from rewardlab._version import __version__
 from rewardlab.core.errors import OutputExistsError, ParameterError, RoundTripError
-from rewardlab.core.files import atomic_open
+from rewardlab.core.files import atomic_open, check_output
 from rewardlab.core.fronts import Fix, Say, Text
 from rewardlab.families.base import RewardFamily
 from rewardlab.families.rendering import check_reward_range, format_value, render_literal, sanitize_comment
@@ -346,6 +346,27 @@ class FamilyExport:
         if self.roundtrip is not None:
             text += "\n  " + str(self.roundtrip).replace("\n", "\n  ")
         return text
+
+
+def export_target(family, kind: type, path, *, overwrite: bool) -> Path:
+    """The checked arguments of a family's export function: ``family`` a ``kind``, ``overwrite`` a bool, and
+    ``path`` writable (refused before any work when it exists and ``overwrite`` is False); returns ``Path(path)``.
+
+    Examples
+    --------
+    >>> export_target(object(), RewardFamily, "r.py", overwrite=False)
+    Traceback (most recent call last):
+    ...
+    rewardlab.core.errors.ParameterError: `family` should be a RewardFamily. Received 'object'.
+    """
+    if not isinstance(family, kind):
+        article = "an" if kind.__name__[0] in "AEIOU" else "a"
+        raise ParameterError("family", f"should be {article} {kind.__name__}", type(family).__name__)
+    if not isinstance(overwrite, bool):
+        raise ParameterError("overwrite", "should be True or False", overwrite)
+    target = Path(path)
+    check_output(target, overwrite=overwrite)
+    return target
 
 
 def write_checked(text: str, path, *, overwrite: bool = False, check=None):

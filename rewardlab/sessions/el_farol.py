@@ -53,7 +53,7 @@ from rewardlab.core.errors import ParameterError, check_choice, check_int, check
 from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.el_farol import POLICIES, SMALL, SPEC, BarSetting, agent_rewards, attendance, global_reward, \
     night_utility, simulate_bar
-from rewardlab.domains.el_farol.family import ElFarolExport, ElFarolFamily, ElFarolParams, write_el_farol_manager
+from rewardlab.domains.el_farol.family import ElFarolExport, ElFarolFamily, ElFarolParams, export_el_farol_manager
 from rewardlab.sessions.base import Param, Session, saved_data
 from rewardlab.sessions.el_farol_results import ElFarolResults, WeekDetail, agent_moments, constants_table, joint_spec
 from rewardlab.sessions.fingerprints import fingerprint_columns
@@ -429,9 +429,7 @@ class ElFarolSession(Session):
                progress=None, cancel=None) -> ElFarolExport:
         """Write the reward manager with the session's parameters, after its round trip on the joint actions.
 
-        :func:`~rewardlab.domains.el_farol.family.export_el_farol_manager` (through
-        :func:`~rewardlab.domains.el_farol.family.write_el_farol_manager`, which also returns the round
-        trip): with ``check`` the file is applied to :meth:`joint_frame` by the manager runner and compared
+        :func:`~rewardlab.domains.el_farol.family.export_el_farol_manager`: with ``check`` the file is applied to :meth:`joint_frame` by the manager runner and compared
         bit for bit with the family's rewards, and check-plugin runs on whole trials; nothing is written
         unless both pass.
 
@@ -476,7 +474,7 @@ class ElFarolSession(Session):
         token.check(path, "the start")
         report(0.05, "checking the manager on the joint actions, then writing it" if check else "writing")
         data = self.joint_frame() if check else None
-        result = write_el_farol_manager(family, Path(path), data=data, overwrite=overwrite, source=note)
+        result = export_el_farol_manager(family, Path(path), data=data, overwrite=overwrite, source=note)
         report(1.0, f"wrote {path}")
         return result
 

@@ -35,5 +35,5 @@ __all__ = [
 
 install(globals(), {"rewardlab.domains.el_farol.family": (
     "KIND_ALIASES", "ElFarolParams", "ElFarolPrepared", "ElFarolFamily", "ManagerRoundTrip", "manager_roundtrip",
-    "ElFarolExport", "write_el_farol_manager", "export_el_farol_manager",
+    "ElFarolExport", "export_el_farol_manager",
 )})

@@ -55,19 +55,18 @@ from rewardlab.analysis.joint import JointView, joint_view, scatter_rows
 from rewardlab.core import columns
 from rewardlab.core.errors import (ParameterError, SpecError, check_choice,
                                    check_int, check_positive)
-from rewardlab.core.files import check_output
 from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.el_farol.rewards import REWARD_KINDS, agent_rewards
 from rewardlab.domains.el_farol.simulate import SPEC
 from rewardlab.families.base import RewardFamily, register_family
-from rewardlab.families.export import FamilyExport, render_family, write_checked
+from rewardlab.families.export import FamilyExport, export_target, render_family, write_checked
 from rewardlab.families.parameters import mean_field, param_field, provenance_field, std_field, validate_normalization
 from rewardlab.families.provenance import Provenance
 from rewardlab.families.manager_roundtrip import ManagerRoundTrip, manager_roundtrip
 from rewardlab.sources.registry import spec_of
 
 __all__ = ["KIND_ALIASES", "ElFarolParams", "ElFarolPrepared", "ElFarolFamily", "ManagerRoundTrip",
-           "manager_roundtrip", "ElFarolExport", "write_el_farol_manager", "export_el_farol_manager"]
+           "manager_roundtrip", "ElFarolExport", "export_el_farol_manager"]
 
 #: Short names accepted for :attr:`ElFarolParams.kind` (the kinds of :data:`~rewardlab.domains.el_farol.REWARD_KINDS`).
 KIND_ALIASES = {"G": "global", "L": "local", "D": "difference", "WL": "wonderful_life", "UD": "uniform_division",
@@ -402,7 +401,7 @@ class ElFarolFamily(RewardFamily):
 
 
 class ElFarolExport(FamilyExport):
-    """What :func:`write_el_farol_manager` wrote, and its :class:`ManagerRoundTrip` (None without data).
+    """What :func:`export_el_farol_manager` wrote, and its :class:`ManagerRoundTrip` (None without data).
 
     Examples
     --------
@@ -411,36 +410,9 @@ class ElFarolExport(FamilyExport):
     """
 
 
-def write_el_farol_manager(family: ElFarolFamily, path, *, data: pl.DataFrame | None = None,
-                           overwrite: bool = False, source: str | None = None,
-                           created: _dt.datetime | None = None) -> ElFarolExport:
-    """:func:`export_el_farol_manager`, returning the round trip with the path (what the CLI prints).
-
-    Examples
-    --------
-    >>> print(write_el_farol_manager(ElFarolFamily(), "bar.py", data=frame))  # doctest: +SKIP
-    wrote bar.py
-      round trip: identical to rewardlab's rewards and dones on all 500 agent-steps; check-plugin: PASS (...)
-    """
-    if not isinstance(family, ElFarolFamily):
-        raise ParameterError("family", "should be an ElFarolFamily", type(family).__name__)
-    if not isinstance(overwrite, bool):
-        raise ParameterError("overwrite", "should be True or False", overwrite)
-    target = Path(path)
-    check_output(target, overwrite=overwrite)  # before any work
-    text = family.render(source=source, created=created)
-    check = None
-    if data is not None:
-        prepared = family.prepare(data)
-        expected = (family.evaluate(prepared), prepared.done(family.scope))
-
-        def check(temporary):
-            return manager_roundtrip(temporary, data, expected, spec=_spec_of(data))
-    return ElFarolExport(target, write_checked(text, target, overwrite=overwrite, check=check))
-
-
 def export_el_farol_manager(family: ElFarolFamily, path, *, data: pl.DataFrame | None = None,
-                            overwrite: bool = False, source: str | None = None) -> Path:
+                            overwrite: bool = False, source: str | None = None,
+                            created: _dt.datetime | None = None) -> ElFarolExport:
     """Write an El Farol family as one stand-alone reward-manager file (numpy only), after its round trip on ``data``.
 
     Parameters
@@ -456,11 +428,14 @@ def export_el_farol_manager(family: ElFarolFamily, path, *, data: pl.DataFrame |
     overwrite : bool
     source : str, optional
         A note for the file's header (sanitized into a comment).
+    created : datetime, optional
+        The header's creation time (default: now).
 
     Returns
     -------
-    Path
-        The file written.
+    ElFarolExport
+        The file written and its round trip (None without ``data``); printed,
+        what the CLI prints.
 
     Raises
     ------
@@ -473,7 +448,17 @@ def export_el_farol_manager(family: ElFarolFamily, path, *, data: pl.DataFrame |
     --------
     >>> from rewardlab.domains.el_farol import SMALL, simulate_bar
     >>> frame = simulate_bar(SMALL, episodes=2, weeks=3, seed=0)
-    >>> export_el_farol_manager(ElFarolFamily.from_preset("difference"), "d.py", data=frame)  # doctest: +SKIP
-    PosixPath('d.py')
+    >>> print(export_el_farol_manager(ElFarolFamily.from_preset("difference"), "d.py", data=frame))  # doctest: +SKIP
+    wrote d.py
+      round trip: identical to rewardlab's rewards and dones on all 300 agent-steps; check-plugin: PASS (...)
     """
-    return write_el_farol_manager(family, path, data=data, overwrite=overwrite, source=source).path
+    target = export_target(family, ElFarolFamily, path, overwrite=overwrite)  # before any work
+    text = family.render(source=source, created=created)
+    check = None
+    if data is not None:
+        prepared = family.prepare(data)
+        expected = (family.evaluate(prepared), prepared.done(family.scope))
+
+        def check(temporary):
+            return manager_roundtrip(temporary, data, expected, spec=_spec_of(data))
+    return ElFarolExport(target, write_checked(text, target, overwrite=overwrite, check=check))

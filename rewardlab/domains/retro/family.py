@@ -38,14 +38,13 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import ParameterError
-from rewardlab.core.files import check_output
 from rewardlab.domains.retro.contest import (BONUS, FRAME_LIMIT, FRAME_OFFSET, S2, S3K, SCALE, SCALER, SONIC_GAMES,
                                              START_LIVES, BONUS_STAGE_MODE, ContestSteps, check_options,
                                              contest_rewards, level_codes)
 from rewardlab.core.spec import attached
 from rewardlab.domains.retro.frames import EPISODE_COLUMNS, contest_spec, contest_steps, steps_frame
 from rewardlab.families.base import RewardFamily, register_family
-from rewardlab.families.export import FamilyExport, render_family, write_checked
+from rewardlab.families.export import FamilyExport, export_target, render_family, write_checked
 from rewardlab.families.parameters import mean_field, param_field, provenance_field, std_field, validate_normalization
 from rewardlab.families.provenance import Provenance
 from rewardlab.families.roundtrip import family_roundtrip
@@ -385,12 +384,7 @@ def export_contest_plugin(family: ContestFamily, path, *, data: pl.DataFrame | N
     --------
     >>> export_contest_plugin(ContestFamily(), "contest.py", data=steps_frame(recording))  # doctest: +SKIP
     """
-    if not isinstance(family, ContestFamily):
-        raise ParameterError("family", "should be a ContestFamily", type(family).__name__)
-    if not isinstance(overwrite, bool):
-        raise ParameterError("overwrite", "should be True or False", overwrite)
-    target = Path(path)
-    check_output(target, overwrite=overwrite)  # before any work
+    target = export_target(family, ContestFamily, path, overwrite=overwrite)  # before any work
     text = family.render(source=source)
     check = None
     if data is not None:
