@@ -306,9 +306,21 @@ def test_an_agent_joining_mid_episode_is_refused():
         joint_order([5, 5, 5, 5, 5], [0, 0, 1, 1, 1], [0, 1, 0, 1, 2])
 
 
-def test_a_frame_without_the_joint_columns_is_refused():
-    with pytest.raises(SpecError, match="runs on a joint frame .* no agent column 'agent_id'"):
+def test_a_frame_without_the_joint_columns_is_refused(tmp_path, capsys):
+    with pytest.raises(SpecError, match="runs on a joint frame .* no agent column 'agent_id'.* Name it with "
+                       r"agent='COLUMN' when loading the table"):
         apply_plugins(small_bar().drop("agent_id"), GLOBAL, isolate=False)
+    # a table with its own action column's name: no loader option names the action, so the remedy is a rename,
+    # in the command's words as in Python's
+    own = small_bar().rename({"action": "choice"})
+    with pytest.raises(SpecError, match=r"no action column 'action' .* Rename the column holding each agent's "
+                       r"action to 'action'"):
+        apply_plugins(own, GLOBAL, isolate=False)
+    table = tmp_path / "bar.csv"
+    own.select("episode_id", "t", "agent_id", "choice", "terminated", "truncated").write_csv(table)
+    assert main(["apply", str(table), "--plugin", str(GLOBAL), "--out", str(tmp_path / "r.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "no action column 'action'" in err and "Rename the column holding each agent's action to 'action'" in err
 
 
 # --- recognition, loading, the registry --------------------------------------------------------------------------

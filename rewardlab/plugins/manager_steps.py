@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from rewardlab.core.errors import SpecError
+from rewardlab.core.fronts import Fix, Text
 from rewardlab.core.spec import FrameSpec, keep_spec
 
 __all__ = ["JointSteps", "joint_order", "trajectory_steps", "JointLayout", "joint_layout", "JointArrays",
@@ -367,10 +368,14 @@ def joint_layout(names, spec: FrameSpec | None = None) -> JointLayout:
     for role, column in roles:
         if column not in names:
             shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+            if role == "action":  # no loader option names it: a manager reads the column named action
+                hint = Text("Rename the column holding each agent's action to 'action' (in the file's header, or "
+                            "frame.rename({...: 'action'})): a reward manager reads the joint action from it")
+            else:
+                hint = Text("Name it with ", Fix(role, "COLUMN", verb="", option=True),
+                            " when loading the table (a joint table has episode, step, agent and action columns)")
             raise SpecError(f"a reward manager runs on a joint frame (one row per episode, step and agent), and this "
-                            f"frame has no {role} column {column!r} (columns: {shown})", column=column,
-                            hint="Load a step table with episode_id, t, agent_id and action columns, or pass spec= "
-                            "naming its episode, step and agent columns (the action column is 'action')")
+                            f"frame has no {role} column {column!r} (columns: {shown})", column=column, hint=hint)
     return JointLayout(tuple(episode), step, agent, d.action, state, term, trunc)
 
 
