@@ -41,6 +41,7 @@ from rewardlab.core import columns
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError
 from rewardlab.core.spec import FrameSpec
 from rewardlab.sources.registry import spec_of
+from rewardlab.sources.values import plain_value
 
 __all__ = ["EpisodeDetail", "episode_detail", "episode_keys", "RETURN_PREFIX", "SEGMENT"]
 
@@ -302,4 +303,4 @@ def _plain(value):
     """A value as a plain Python value (NumPy scalars become ints and floats, an array's Series a list)."""
     if isinstance(value, pl.Series):
         return value.to_list()
-    return value.item() if isinstance(value, np.generic) else value
+    return plain_value(value)

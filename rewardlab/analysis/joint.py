@@ -65,6 +65,7 @@ import polars as pl
 from rewardlab.core.errors import ColumnNotFoundError, ParameterError, SpecError
 from rewardlab.core.spec import FrameSpec
 from rewardlab.sources.registry import spec_of
+from rewardlab.sources.values import plain_value
 from rewardlab.sources.steps import RECORDED
 
 __all__ = ["ACTION_NAMES", "JointView", "joint_view", "joint_view_loop", "scatter_rows", "scatter_rows_loop",
@@ -171,8 +172,7 @@ class JointView:
 
 
 def _show(value) -> str:
-    if isinstance(value, np.generic):
-        value = value.item()
+    value = plain_value(value)
     return repr(value) if isinstance(value, (str, tuple)) else str(value)
 
 

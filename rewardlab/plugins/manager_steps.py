@@ -27,6 +27,7 @@ import polars as pl
 from rewardlab.core.errors import SpecError
 from rewardlab.core.fronts import Fix, Text
 from rewardlab.core.spec import FrameSpec, keep_spec
+from rewardlab.sources.values import plain_value
 
 __all__ = ["JointSteps", "joint_order", "trajectory_steps", "JointLayout", "joint_layout", "JointArrays",
            "joint_arrays", "DEFAULT_LAYOUT", "trajectory_order"]
@@ -57,11 +58,6 @@ class JointSteps:
     starts: np.ndarray
     agents: np.ndarray
     steps: np.ndarray
-
-
-def _python_value(value):
-    """A NumPy scalar as the Python value it holds; a Python object (a string id) as it is."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _refuse(message: str, *, episode, step, agent, hint: str, names=None) -> SpecError:
@@ -136,7 +132,7 @@ def joint_order(episode, step, agent, *, labels=None, names=None) -> JointSteps:
                 row = int(firsts[r])
                 raise _refuse("the episode's rows are split by another episode's (rows of one episode must be "
                               f"contiguous; it comes back at frame row {row})", episode=name(r),
-                              step=_python_value(step[row]), agent=_python_value(agent[row]),
+                              step=plain_value(step[row]), agent=plain_value(agent[row]),
                               hint="Sort the frame by episode, step and agent", names=names)
             seen.add(v)
     same_run = run[1:] == run[:-1]
@@ -155,8 +151,8 @@ def joint_order(episode, step, agent, *, labels=None, names=None) -> JointSteps:
     if dup.any():
         i = int(np.argmax(dup))
         raise _refuse("two rows for this agent at this step (frame rows "
-                      f"{int(order[i])} and {int(order[i + 1])})", episode=name(r[i]), step=_python_value(s[i]),
-                      agent=_python_value(a[i]), hint="Drop the duplicate rows", names=names)
+                      f"{int(order[i])} and {int(order[i + 1])})", episode=name(r[i]), step=plain_value(s[i]),
+                      agent=plain_value(a[i]), hint="Drop the duplicate rows", names=names)
     group_start = np.flatnonzero(np.concatenate(([True], ~same_step)))
     sizes = np.diff(np.append(group_start, n))
     group_run = r[group_start]
@@ -184,7 +180,7 @@ def joint_order(episode, step, agent, *, labels=None, names=None) -> JointSteps:
         first = a[group_start[trial_start[t]]:group_start[trial_start[t]] + agents[t]].tolist()
         here = a[group_start[g]:group_start[g] + sizes[g]].tolist()
         missing = sorted(set(first) - set(here))
-        where = dict(episode=name(int(group_run[g])), step=_python_value(s[group_start[g]]))
+        where = dict(episode=name(int(group_run[g])), step=plain_value(s[group_start[g]]))
         if missing:
             raise _refuse(f"the agent is missing at this step (the episode's first step has agents "
                           f"{_few(first)}; this one {_few(here)})", agent=missing[0], **where, hint=_HINT, names=names)
@@ -423,11 +419,11 @@ class JointArrays:
 
     def step_at(self, position: int):
         """The step (a Python value) of joint-order row ``position``."""
-        return _python_value(self.step_values[self.steps.order[position]])
+        return plain_value(self.step_values[self.steps.order[position]])
 
     def agent_at(self, position: int):
         """The agent id (a Python value: agent ids may be strings) of joint-order row ``position``."""
-        return _python_value(self.agent_values[self.steps.order[position]])
+        return plain_value(self.agent_values[self.steps.order[position]])
 
     def where(self, trial: int, index: int) -> str:
         """``episode_id=3, step t=5, agent agent_id=7 (position 7 of 50)``: call ``index`` of ``trial``, in words."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-__all__ = ["rows_differ", "values_text", "final_state_column"]
+__all__ = ["rows_differ", "values_text", "plain_value", "final_state_column"]
 
 
 def rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -43,6 +43,20 @@ def rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "f":
         differ &= ~(np.isnan(a) & np.isnan(b))
     return differ if differ.ndim == 1 else differ.any(axis=1)
+
+
+def plain_value(value):
+    """A NumPy scalar as the Python value it holds (an int, a float, a str); anything else as it is.
+
+    For messages and tables: a string id read from an object column is already a Python ``str``, on which
+    ``.item()`` does not exist.
+
+    Examples
+    --------
+    >>> plain_value(np.int64(3)), plain_value("agent_1")
+    (3, 'agent_1')
+    """
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def values_text(value) -> str:
