@@ -20,6 +20,7 @@ import pytest
 
 from rewardlab.core.errors import FileAccessError
 from rewardlab.sources.datasets import MANIFEST_NAME, open_dataset
+from rewardlab.sources.datasets import part_files as part_files_module
 from rewardlab.sources.datasets import writer as writer_module
 from rewardlab.sources.datasets.convert import convert_to_parts
 from rewardlab.sources.datasets.writer import PARTS_JOURNAL, RUN_NAME, PartWriter
@@ -79,20 +80,21 @@ def references(tmp_path_factory, inputs):
 
 
 def _interrupt_after(monkeypatch, k: int):
-    """Make the k+1-th part written raise KeyboardInterrupt (as Ctrl-C would stop the run)."""
+    """Make the k+1-th part finished raise KeyboardInterrupt before it is journaled (as Ctrl-C would stop the
+    run), whoever wrote it (a writer thread, or a process writing spooled parts)."""
     calls = {"n": 0}
     lock = threading.Lock()
-    real = PartWriter.write_part
+    real = PartWriter.finish_part
 
-    def write_part(self, index, frame):
+    def finish_part(self, *args):
         with lock:
             calls["n"] += 1
             n = calls["n"]
         if n > k:
             raise KeyboardInterrupt
-        return real(self, index, frame)
+        return real(self, *args)
 
-    monkeypatch.setattr(PartWriter, "write_part", write_part)
+    monkeypatch.setattr(PartWriter, "finish_part", finish_part)
     return real
 
 
@@ -126,19 +128,19 @@ def test_an_interrupted_convert_resumes_to_the_uninterrupted_dataset(tmp_path, i
     journaled = [json.loads(x) for x in (staging / PARTS_JOURNAL).read_text().splitlines()]
     assert sorted(r["index"] for r in journaled) == [0, 1, 2]
     kept = {r["entry"]["name"]: (staging / r["entry"]["name"]).stat() for r in journaled}
-    monkeypatch.setattr(PartWriter, "write_part", real)
+    monkeypatch.setattr(PartWriter, "finish_part", real)
 
     with pytest.raises(FileAccessError, match="did not finish.*--resume"):
         _convert(inputs[on_error], out, on_error)  # without resume: refused, naming the way on
 
     written = []
-    real_file = writer_module.write_part_file
+    real_file = part_files_module.write_part_file
 
     def spy(staging_, index, frame, *, dataset_id):
         written.append(index)
         return real_file(staging_, index, frame, dataset_id=dataset_id)
 
-    monkeypatch.setattr(writer_module, "write_part_file", spy)
+    monkeypatch.setattr(part_files_module, "write_part_file", spy)
     result = _convert(inputs[on_error], out, on_error, resume=True)
     assert sorted(written) == list(range(3, n_parts))  # the finished parts were not written again
     for name, before in kept.items():
@@ -204,7 +206,7 @@ def _interrupted(tmp_path, files, monkeypatch, on_error="raise"):
     real = _interrupt_after(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         _convert(files, out, on_error)
-    monkeypatch.setattr(PartWriter, "write_part", real)
+    monkeypatch.setattr(PartWriter, "finish_part", real)
     return out
 
 

@@ -25,6 +25,7 @@ import pytest
 
 from rewardlab.core.errors import DataFormatError, FileAccessError
 from rewardlab.sources.datasets import MANIFEST_NAME, open_dataset
+from rewardlab.sources.datasets import part_files as part_files_module
 from rewardlab.sources.datasets import writer as writer_module
 from rewardlab.sources.datasets.convert import FILES_JOURNAL, convert_to_parts
 from rewardlab.sources.datasets.writer import PARTS_JOURNAL, PartWriter
@@ -113,20 +114,21 @@ def _part_in_file(reference, file: int) -> int:
 
 
 def _interrupt_after(monkeypatch, k: int):
-    """Make the k+1-th part written raise KeyboardInterrupt (as Ctrl-C would stop the run)."""
+    """Make the k+1-th part finished raise KeyboardInterrupt before it is journaled (as Ctrl-C would stop the
+    run), whoever wrote it (a writer thread, or a process writing spooled parts)."""
     calls = {"n": 0}
     lock = threading.Lock()
-    real = PartWriter.write_part
+    real = PartWriter.finish_part
 
-    def write_part(self, index, frame):
+    def finish_part(self, *args):
         with lock:
             calls["n"] += 1
             n = calls["n"]
         if n > k:
             raise KeyboardInterrupt
-        return real(self, index, frame)
+        return real(self, *args)
 
-    monkeypatch.setattr(PartWriter, "write_part", write_part)
+    monkeypatch.setattr(PartWriter, "finish_part", finish_part)
     return real
 
 
@@ -174,8 +176,9 @@ def test_a_resumed_convert_reads_only_from_the_first_unfinished_file(tmp_path, i
     assert journaled == list(range(k))
     done = [json.loads(x)["file"] for x in (staging / FILES_JOURNAL).read_text().splitlines()]
     assert done[:2] == [0, 1]
-    kept = {p.name: p.stat() for p in staging.glob("part-*")}
-    monkeypatch.setattr(PartWriter, "write_part", real)
+    kept = {p.name: p.stat() for p in staging.glob("part-*") if int(p.stem.split("-")[1]) in journaled}
+    assert len(kept) == k  # a part written but not journaled when the run stopped is written again
+    monkeypatch.setattr(PartWriter, "finish_part", real)
     opened = _spy_files(monkeypatch)
     result = _convert(files, out, on_error, workers=workers, resume=True)
     assert opened == [p.name for p in files[2:]]  # files 0 and 1 were not read again
@@ -235,7 +238,7 @@ def test_a_game_of_a_file_not_read_again_is_still_found_in_a_later_file(tmp_path
     real = _interrupt_after(monkeypatch, k)
     with pytest.raises(KeyboardInterrupt):
         _convert(inputs["dup"], out, "raise")
-    monkeypatch.setattr(PartWriter, "write_part", real)
+    monkeypatch.setattr(PartWriter, "finish_part", real)
     opened = _spy_files(monkeypatch)
     with pytest.raises(DataFormatError, match="game_reappears") as resumed:
         _convert(inputs["dup"], out, "raise", resume=True)
@@ -254,7 +257,7 @@ def test_a_changed_input_file_is_refused_by_name_even_with_its_size_and_time(tmp
     real = _interrupt_after(monkeypatch, k)
     with pytest.raises(KeyboardInterrupt):
         _convert(files, out, "raise")
-    monkeypatch.setattr(PartWriter, "write_part", real)
+    monkeypatch.setattr(PartWriter, "finish_part", real)
     staging = tmp_path / "corpus.partial"
     left = sorted(p.name for p in staging.iterdir())
     body = bytearray(files[0].read_bytes())
@@ -275,7 +278,7 @@ def test_a_resume_without_journaled_files_reads_every_file(tmp_path, inputs, ref
     real = _interrupt_after(monkeypatch, k)
     with pytest.raises(KeyboardInterrupt):
         _convert(inputs["raise"], out, "raise")
-    monkeypatch.setattr(PartWriter, "write_part", real)
+    monkeypatch.setattr(PartWriter, "finish_part", real)
     lines = (staging / FILES_JOURNAL).read_text().splitlines()
     (staging / FILES_JOURNAL).write_text(lines[0][: len(lines[0]) // 2])  # cut short by a kill
     opened = _spy_files(monkeypatch)
@@ -311,15 +314,15 @@ def test_steps_input_resumes_to_the_uninterrupted_dataset(tmp_path, monkeypatch)
     real = _interrupt_after(monkeypatch, 4)
     with pytest.raises(KeyboardInterrupt):
         convert_to_parts(files, out, part_rows=300, progress=False)
-    monkeypatch.setattr(PartWriter, "write_part", real)
+    monkeypatch.setattr(PartWriter, "finish_part", real)
     written = []
-    real_file = writer_module.write_part_file
+    real_file = part_files_module.write_part_file
 
     def spy(staging_, index, frame, *, dataset_id):
         written.append(index)
         return real_file(staging_, index, frame, dataset_id=dataset_id)
 
-    monkeypatch.setattr(writer_module, "write_part_file", spy)
+    monkeypatch.setattr(part_files_module, "write_part_file", spy)
     result = convert_to_parts(files, out, part_rows=300, progress=False, resume=True)
     assert sorted(written) == list(range(4, len(reference.manifest.parts)))
     assert (result.files_read, result.files) == (3, 3)
@@ -328,7 +331,7 @@ def test_steps_input_resumes_to_the_uninterrupted_dataset(tmp_path, monkeypatch)
     real = _interrupt_after(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
         convert_to_parts(files, tmp_path / "again", part_rows=300, progress=False)
-    monkeypatch.setattr(PartWriter, "write_part", real)
+    monkeypatch.setattr(PartWriter, "finish_part", real)
     stat = files[1].stat()
     text = files[1].read_text()
     files[1].write_text(text.replace("\n1,", "\n7,", 1) if "\n1," in text else text[:-2] + "9\n")

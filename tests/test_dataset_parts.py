@@ -149,7 +149,7 @@ def test_convert_refuses_an_existing_output_and_leaves_nothing_on_failure(corpus
 
 def test_a_part_write_failing_in_the_writer_thread_fails_the_convert_and_leaves_nothing(tmp_path, monkeypatch):
     # parts are written one behind in a thread: a full disk on part 1 must still stop the run with its error
-    from rewardlab.sources.datasets import writer
+    from rewardlab.sources.datasets import part_files as writer  # where a part file is written
 
     real = writer.write_dataset
 
@@ -170,7 +170,7 @@ def test_a_part_write_failing_in_the_writer_thread_fails_the_convert_and_leaves_
 def test_several_writer_threads_write_the_same_parts(sample, tmp_path, writers, monkeypatch):
     """Parts written several at once: the same parts, in order, as one writer writes; a failing part still
     fails the run, whichever of the parts in flight it is."""
-    from rewardlab.sources.datasets import writer
+    from rewardlab.sources.datasets import part_files as writer  # where a part file is written
 
     spec = rewardlab.spec_of(sample)
     outs = {}

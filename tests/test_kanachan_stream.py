@@ -271,14 +271,25 @@ def test_stopping_a_multi_file_stream_stops_its_workers_and_removes_the_spool(tm
     assert list(spool_in.iterdir()) == []
 
 
-def test_convert_with_several_files_and_workers_equals_the_load(tmp_path, sample_lines):
+def test_convert_with_several_files_and_workers_equals_the_load(tmp_path, sample_lines, monkeypatch):
     import rewardlab
     from rewardlab.sources.datasets import PartedDataset
     from rewardlab.sources.datasets.convert import convert_to_parts
+    from rewardlab.sources.datasets.writer import PartWriter
 
     files = _split_files(tmp_path, _head(sample_lines, 50), 3)
-    convert_to_parts(files, tmp_path / "corpus", workers=8, progress=False)  # 2 files at once, 4 threads each
+    one = convert_to_parts(files, tmp_path / "one", workers=1, part_rows=700, progress=False)
+
+    def write_part(self, index, frame):
+        raise AssertionError("with worker processes, no part is written from a frame in this process")
+
+    monkeypatch.setattr(PartWriter, "write_part", write_part)
+    many = convert_to_parts(files, tmp_path / "corpus", workers=8, part_rows=700, progress=False)  # 2 files at once
     assert PartedDataset(tmp_path / "corpus").load().equals(rewardlab.load(files))
+    assert len(many.manifest.parts) >= 3
+    assert [(p.rows, p.episodes, p.name) for p in many.manifest.parts] == [
+        (p.rows, p.episodes, p.name) for p in one.manifest.parts]
+    assert sorted(p.name for p in (tmp_path / "corpus").iterdir()) == sorted(p.name for p in one.out.iterdir())
 
 
 def test_a_worker_process_that_dies_is_an_error_naming_the_file(tmp_path, sample_lines, monkeypatch):

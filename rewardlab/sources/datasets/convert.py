@@ -76,11 +76,14 @@ from rewardlab.engines import check_engine
 from rewardlab.sources.datasets.manifest import Manifest
 from rewardlab.sources.datasets.parts import part_rows_for
 from rewardlab._version import __version__
-from rewardlab.sources.datasets.writer import PARTS_JOURNAL, RUN_NAME, STAGING_SUFFIX, PartWriter, check_staged_run
+from rewardlab.sources.datasets.writer import (
+    MAX_WRITERS, PARTS_JOURNAL, RUN_NAME, STAGING_SUFFIX, PartWriter, check_staged_run,
+)
 from rewardlab.sources.storage import read_part
 from rewardlab.sources.storage.inspection import inspect_parquet
 from rewardlab.sources.dispatch import load, resolve_source
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult, write_skipped_lines
+from rewardlab.sources.spooled import SpooledResult
 
 __all__ = ["convert_to_parts", "PartsResult", "DEFAULT_MEMORY", "parse_size", "run_record", "file_identity",
            "FILES_JOURNAL", "IDENTITY_BYTES"]
@@ -231,14 +234,24 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
         spec = with_spec
         writer = PartWriter(out, spec=spec, part_rows=rows, overwrite=overwrite,
                             source={"format": source.name, "inputs": [str(f) for f in files]},
-                            run=run, resume=resume, journal=True)
+                            run=run, resume=resume, journal=True,
+                            processes=None if workers is None else max(1, min(MAX_WRITERS, workers // 3)))
         writer.__enter__()
 
     def add(result) -> None:
         nonlocal rows_added
-        frame = result.frame
         if result.skipped.height:
             skipped.append(result.skipped)
+        if isinstance(result, SpooledResult):  # rows left on disk by the reader's workers: cut and written there
+            chunk = result.chunk
+            rows_added += chunk.rows
+            if start.drop:  # rows of kept parts in the first file read again
+                dropped = min(start.drop, chunk.rows)
+                start.drop -= dropped
+                chunk = chunk.slice(dropped)
+            writer.add_spooled(chunk)
+            return
+        frame = result.frame
         if writer is None:
             open_writer(attached(frame) or source.spec)
         rows_added += frame.height
@@ -270,6 +283,10 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
                 stream_options["workers"] = workers  # cores: parse threads, and files read at once
             if source.takes("spool_in", "stream"):
                 stream_options["spool_in"] = out.resolve().parent  # chunks read ahead wait beside the output
+            if source.takes("handoff", "stream"):  # parts cut from the reader's chunks on disk, written by workers
+                if writer is None:
+                    open_writer(source.spec)
+                stream_options["handoff"] = writer.handoff
             if restartable:
                 first = start.file
 

@@ -68,8 +68,8 @@ from rewardlab.sources.datasets.manifest import (
 from rewardlab.sources.results import PartLeftOut
 from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part
 
-__all__ = ["PartedDataset", "open_dataset", "is_dataset_folder", "episode_cuts", "count_episodes", "read_part_file",
-           "check_part_rows", "DEFAULT_PART_ROWS", "part_rows_for", "REWRITE_HINT", "WRITTEN_WITHOUT"]
+__all__ = ["PartedDataset", "open_dataset", "is_dataset_folder", "episode_cuts", "cuts_at_ends", "count_episodes",
+           "read_part_file", "check_part_rows", "DEFAULT_PART_ROWS", "part_rows_for", "REWRITE_HINT", "WRITTEN_WITHOUT"]
 
 #: The suffix of the folder a dataset is written into before it gets its final name.
 DEFAULT_PART_ROWS = 262_144
@@ -121,11 +121,23 @@ def episode_cuts(frame: pl.DataFrame, spec: FrameSpec, rows: int) -> list[int]:
     """
     if frame.height == 0:
         return []
-    ends = np.flatnonzero(frame.select(spec.episode_end(frame.columns)).to_series().to_numpy()) + 1
-    cuts, start = [], 0
-    while start < frame.height:
+    return cuts_at_ends(np.flatnonzero(frame.select(spec.episode_end(frame.columns)).to_series().to_numpy()) + 1,
+                        rows)
+
+
+def cuts_at_ends(ends: np.ndarray, rows: int) -> list[int]:
+    """:func:`episode_cuts` from the episodes' ends alone (row offsets just past each episode, ascending, the
+    last the frame's height): each piece ends at the first episode end at or past ``rows`` rows from its start.
+
+    Examples
+    --------
+    >>> cuts_at_ends(np.array([2, 3, 6]), 2)
+    [2, 6]
+    """
+    cuts, start, height = [], 0, int(ends[-1]) if len(ends) else 0
+    while start < height:
         k = bisect.bisect_left(ends, start + rows)
-        stop = int(ends[min(k, ends.size - 1)])
+        stop = int(ends[min(k, len(ends) - 1)])
         cuts.append(stop)
         start = stop
     return cuts

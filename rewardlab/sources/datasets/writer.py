@@ -24,9 +24,7 @@ Examples
 from __future__ import annotations
 
 import collections
-import dataclasses
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -38,18 +36,22 @@ from pathlib import Path
 import polars as pl
 
 from rewardlab.core.errors import FileAccessError, OutputExistsError, ParameterError, check_int
-from rewardlab.core.spec import EPISODE_END, FrameSpec, attach, attached
+from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.engines.embedded import available_cores
-from rewardlab.sources.datasets.manifest import (
-    MANIFEST_NAME, PART_KEY, Manifest, PartEntry, base_record, file_crc32, part_name,
+from rewardlab.sources.datasets.manifest import MANIFEST_NAME, Manifest, PartEntry, base_record
+from rewardlab.sources.datasets.part_files import (
+    PARTS_JOURNAL, episodes_fingerprint, journal_line, journaled_parts, write_journaled_part, write_part_file,
 )
 from rewardlab.sources.datasets.parts import (
-    DEFAULT_PART_ROWS, REWRITE_HINT, PartedDataset, count_episodes, episode_cuts, is_dataset_folder,
+    DEFAULT_PART_ROWS, REWRITE_HINT, PartedDataset, episode_cuts, is_dataset_folder,
 )
-from rewardlab.sources.storage import DATASET_SUFFIXES, write_dataset
+from rewardlab.sources.datasets.spooled_parts import SpooledParts
+from rewardlab.sources.spooled import SpooledChunk
+from rewardlab.sources.storage import DATASET_SUFFIXES
 
 __all__ = ["PartWriter", "write_part_file", "STAGING_SUFFIX", "RUN_NAME", "JOURNAL_GLOB", "MAX_WRITERS",
-           "default_writers", "PARTS_JOURNAL", "episodes_fingerprint", "check_staged_run", "journaled_parts"]
+           "default_writers", "default_part_processes", "PARTS_JOURNAL", "episodes_fingerprint", "check_staged_run",
+           "journaled_parts", "SPOOL_NAME"]
 
 STAGING_SUFFIX = ".partial"
 #: In a staging folder: the run that writes it (``{"id", "run"}``), for a resumed run to check.
@@ -59,11 +61,11 @@ _WRITING: set[str] = set()
 _WRITING_LOCK = threading.Lock()
 #: In a staging folder: a run's journals of finished parts (JSON lines), removed when the dataset is done.
 JOURNAL_GLOB = "journal-*.jsonl"
-#: In a staging folder of a writer with ``journal=True`` (``convert``): one JSON line per part written (its
-#: manifest entry and :func:`episodes_fingerprint`), for a resumed run to keep the part if it reads the same one.
-PARTS_JOURNAL = "journal-parts.jsonl"
 #: The most parts a :class:`PartWriter` writes at once.
 MAX_WRITERS = 64
+#: In a staging folder: the chunks handed to the writer (:meth:`PartWriter.add_spooled`), removed as parts are
+#: written (and with the folder).
+SPOOL_NAME = "spool"
 
 
 def default_writers() -> int:
@@ -75,7 +77,20 @@ def default_writers() -> int:
     True
     """
     return max(1, min(4, available_cores() // 4))
-#: Rows per part when nothing says otherwise (about 300 MB of a kanachan frame in memory).
+
+
+def default_part_processes() -> int:
+    """Processes writing parts cut from spooled chunks by default: one per 3 cores, 1 to :data:`MAX_WRITERS`
+    (reading a part's chunks and encoding it costs about a third of parsing its text).
+
+    Examples
+    --------
+    >>> 1 <= default_part_processes() <= MAX_WRITERS
+    True
+    """
+    return max(1, min(MAX_WRITERS, available_cores() // 3))
+
+
 class PartWriter:
     """Write a dataset folder part by part, in bounded memory; promote it onto its name when done.
 
@@ -113,6 +128,10 @@ class PartWriter:
         Parts written at once in writer threads (Parquet encoding is this
         writer's own work; default :func:`default_writers`); each holds its
         part in memory until it is written.
+    processes : int, optional
+        Worker processes writing the parts cut from chunks handed over with
+        :meth:`add_spooled` (default :func:`default_part_processes`; started
+        at the first such part).
     journal : bool
         Record each part :meth:`write_part` writes in :data:`PARTS_JOURNAL`
         (its entry and :func:`episodes_fingerprint`).  Resumed, the writer
@@ -132,12 +151,15 @@ class PartWriter:
 
     def __init__(self, out, *, spec: FrameSpec, part_rows: int = DEFAULT_PART_ROWS, overwrite: bool = False,
                  base: PartedDataset | None = None, source: dict | None = None, run: dict | None = None,
-                 resume: bool = False, writers: int | None = None, journal: bool = False):
+                 resume: bool = False, writers: int | None = None, processes: int | None = None,
+                 journal: bool = False):
         if not isinstance(spec, FrameSpec):
             raise ParameterError("spec", "should be a rewardlab.FrameSpec", type(spec).__name__)
         self.part_rows = check_int("part_rows", part_rows, low=1, rule="should be an integer >= 1")
         self.writers = default_writers() if writers is None else check_int(
             "writers", writers, low=1, high=MAX_WRITERS, rule=f"should be an integer in [1, {MAX_WRITERS}]")
+        self.processes = default_part_processes() if processes is None else check_int(
+            "processes", processes, low=1, high=MAX_WRITERS, rule=f"should be an integer in [1, {MAX_WRITERS}]")
         self.out = Path(out)
         self.spec = spec
         self.overwrite = bool(overwrite)
@@ -171,6 +193,7 @@ class PartWriter:
             self.resumed = True
             for partial in self.staging.glob("*.tmp"):  # parts the stopped run was writing: written again
                 partial.unlink(missing_ok=True)
+            shutil.rmtree(self.staging / SPOOL_NAME, ignore_errors=True)  # its chunks: read again
             if self.journal:
                 self.kept = journaled_parts(self.staging)
         else:
@@ -187,6 +210,7 @@ class PartWriter:
         # add() and flush() hand parts to `writers` writer threads, beside the caller's next chunk
         self._writer: ThreadPoolExecutor | None = None
         self._in_flight: collections.deque[Future] = collections.deque()
+        self._spooled: SpooledParts | None = None  # add_spooled's parts, written in worker processes
 
     def _lock_run(self) -> None:
         """Lock :data:`RUN_NAME` for as long as this run writes: a second run resuming the same staging
@@ -243,8 +267,36 @@ class PartWriter:
         self._pending_rows = rest.height
         return written
 
+    @property
+    def handoff(self) -> Path:
+        """The folder in which a reader leaves the chunks it hands to :meth:`add_spooled` (``spool`` in the
+        staging folder: removed with it, and emptied as the parts are written)."""
+        folder = self.staging / SPOOL_NAME
+        folder.mkdir(exist_ok=True)
+        return folder
+
+    def add_spooled(self, chunk: SpooledChunk) -> list[int]:
+        """Add rows left on disk by a reader (whole episodes, in dataset order, the next rows after those
+        added before): parts are cut as :meth:`add` cuts them, from the chunk's episode ends alone, and read
+        and written by :attr:`processes` worker processes (:mod:`~rewardlab.sources.datasets.spooled_parts`).
+        The chunk's file is removed once every part holding its rows is written.  Returns the indexes of the
+        parts it closed (being written)."""
+        if self._pending_rows:
+            raise ParameterError("chunk", "cannot follow rows given to add() (a writer takes frames or spooled "
+                                 "chunks)", chunk.path)
+        if self._spooled is None:
+            self._spooled = SpooledParts(self, processes=self.processes)
+        return self._spooled.add(chunk)
+
+    def next_index(self) -> int:
+        """The index of the next part (taken)."""
+        index, self._next = self._next, self._next + 1
+        return index
+
     def flush(self) -> list[int]:
         """Write what :meth:`add` holds back as a part (call it where a unit of work ends)."""
+        if self._spooled is not None:
+            return self._spooled.flush()
         if not self._pending_rows:
             return []
         whole = pl.concat(self._pending, how="vertical", rechunk=False)
@@ -267,6 +319,8 @@ class PartWriter:
         """Wait for the parts being written in the background; raise the first error."""
         while self._in_flight:
             self._in_flight.popleft().result()
+        if self._spooled is not None:
+            self._spooled.wait()
 
     def write_part(self, index: int, frame: pl.DataFrame) -> int:
         """Write ``frame`` as part ``index`` (atomically, in the staging folder); thread-safe."""
@@ -274,24 +328,18 @@ class PartWriter:
         if not self.journal:
             self.register(index, write_part_file(self.staging, index, frame, dataset_id=self.id))
             return index
-        fingerprint = episodes_fingerprint(frame, self.spec)
-        kept = self.kept.get(index)
-        if kept is not None:
-            entry, recorded = kept
-            if recorded != fingerprint:
-                raise FileAccessError(self.staging / entry.name, f"part {index}, kept from the run that left "
-                                      f"{self.staging.name}, holds other episodes than this run reads for it (the "
-                                      "input read differs, or its cuts into parts)",
-                                      hint="Remove the staging folder and run again without --resume.")
-            self.register(index, entry)
-            return index
-        entry = write_part_file(self.staging, index, frame, dataset_id=self.id)
-        line = json.dumps({"index": index, "entry": dataclasses.asdict(entry), "fingerprint": fingerprint})
-        with self._lock:  # after the part's rename: a part journaled is whole
-            with open(self.staging / PARTS_JOURNAL, "a") as f:
-                f.write(line + "\n")
-            self._entries[index] = entry
+        entry, fingerprint, was_kept = write_journaled_part(self.staging, index, frame, spec=self.spec,
+                                                            dataset_id=self.id, kept=self.kept.get(index))
+        self.finish_part(index, entry, fingerprint, was_kept)
         return index
+
+    def finish_part(self, index: int, entry: PartEntry, fingerprint: str | None, was_kept: bool) -> None:
+        """Record part ``index``, written (journaled first when :attr:`journal`) or kept; thread-safe."""
+        with self._lock:  # after the part's rename: a part journaled is whole
+            if self.journal and not was_kept:
+                with open(self.staging / PARTS_JOURNAL, "a") as f:
+                    f.write(journal_line(index, entry, fingerprint) + "\n")
+            self._entries[index] = entry
 
     def start_at(self, index: int) -> None:
         """Resumed with ``journal``: take the kept parts ``0 .. index - 1`` as they are, without reading them
@@ -333,6 +381,7 @@ class PartWriter:
         self._unlock_run()
         for leftover in [self.staging / RUN_NAME, *self.staging.glob(JOURNAL_GLOB)]:
             leftover.unlink(missing_ok=True)  # the run's own records: the dataset is the parts and the manifest
+        shutil.rmtree(self.staging / SPOOL_NAME, ignore_errors=True)
         _promote(self.staging, self.out, overwrite=self.overwrite)
         self.manifest = manifest
         return manifest
@@ -341,6 +390,9 @@ class PartWriter:
         if self._writer is not None:
             self._writer.shutdown(wait=True)
             self._writer = None
+        if self._spooled is not None:
+            self._spooled.close()
+            self._spooled = None
 
     def abort(self, *, keep: bool = False) -> None:
         """Remove the staging folder (after the part being written, if any, is finished); ``keep`` leaves it
@@ -366,35 +418,6 @@ class PartWriter:
         else:
             self.abort(keep=issubclass(kind, KeyboardInterrupt))
         return False
-
-
-def write_part_file(staging: Path, index: int, frame: pl.DataFrame, *, dataset_id: str) -> PartEntry:
-    """Write ``frame`` (with its spec attached) as part ``index`` of dataset ``dataset_id`` into ``staging``.
-
-    Atomic (a temporary name, then a rename), so a retried or killed worker
-    leaves the part whole or absent.  Returns the manifest's entry for it.
-    """
-    name = part_name(index)
-    tmp = Path(staging) / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    spec = attached(frame)
-    try:
-        write_dataset(frame, tmp, kind="parquet", spec=spec,
-                      metadata={PART_KEY: json.dumps({"dataset": dataset_id, "index": index})})
-        entry = PartEntry(name=name, rows=frame.height, episodes=count_episodes(frame, spec),
-                          bytes=tmp.stat().st_size, crc32=file_crc32(tmp))
-        os.replace(tmp, Path(staging) / name)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, FileAccessError):
-            raise
-        raise FileAccessError(Path(staging) / name, f"part {index} could not be written "
-                              f"({exc.strerror or exc})", hint="Check the free space and permissions of the "
-                              "output's folder; nothing is left under the output's name, so run again once "
-                              "fixed.") from exc
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return entry
 
 
 def _check_target(out: Path, *, overwrite: bool) -> None:
@@ -449,53 +472,3 @@ def check_staged_run(staging, run: dict, *, same: str = "plug-in files, input an
     return dataset_id
 
 
-def episodes_fingerprint(frame: pl.DataFrame, spec: FrameSpec) -> str:
-    """A digest of which episodes ``frame`` holds, in order: its rows, and each episode's key and length.
-
-    Cheap (it reads the key columns at each episode's end only), it tells
-    whether a part read again holds the same episodes cut at the same rows
-    as the part written before; the rest of a row is the reader's output on
-    the same input bytes (the run record checks their sizes and times).
-
-    Examples
-    --------
-    >>> from rewardlab.core.spec import FrameSpec
-    >>> spec = FrameSpec(name="s", episode=("e",))
-    >>> a = episodes_fingerprint(pl.DataFrame({"e": [0, 0, 1]}), spec)
-    >>> a == episodes_fingerprint(pl.DataFrame({"e": [0, 1, 1]}), spec), len(a)
-    (False, 64)
-    """
-    digest = hashlib.sha256(str(frame.height).encode())
-    if frame.height:
-        keys = [k for k in spec.episode if k in frame.columns]
-        ends = (frame.select(pl.col(keys), spec.episode_end(frame.columns), pl.int_range(pl.len()).alias("_row"))
-                .filter(pl.col(EPISODE_END)).drop(EPISODE_END))
-        ends = ends.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String))
-        digest.update(ends.hash_rows(seed=0).to_numpy().tobytes())
-    return digest.hexdigest()
-
-
-def journaled_parts(staging) -> dict[int, tuple[PartEntry, str]]:
-    """The parts journaled in ``staging``'s :data:`PARTS_JOURNAL` whose files are whole (size and CRC-32), with
-    their fingerprints; any other part file there is removed (it is written again).  A line cut short by a kill
-    is ignored."""
-    staging = Path(staging)
-    found: dict[int, tuple[PartEntry, str]] = {}
-    journal = staging / PARTS_JOURNAL
-    for line in (journal.read_text().splitlines() if journal.is_file() else []):
-        try:
-            record = json.loads(line)
-            index, entry, fingerprint = int(record["index"]), PartEntry(**record["entry"]), str(record["fingerprint"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        path = staging / entry.name
-        if entry.name != part_name(index) or not path.is_file() or path.stat().st_size != entry.bytes:
-            continue
-        if file_crc32(path) != entry.crc32:
-            continue
-        found[index] = (entry, fingerprint)
-    names = {entry.name for entry, _ in found.values()}
-    for path in staging.glob("part-*"):
-        if path.name not in names:
-            path.unlink(missing_ok=True)
-    return found

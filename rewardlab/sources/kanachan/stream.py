@@ -76,6 +76,7 @@ def stream_kanachan(
     spool_in=None,
     before=None,
     file_done=None,
+    handoff=None,
 ) -> Iterator[LoadResult]:
     """Read kanachan annotation files (plain, ``.gz``, ``.bz2``) chunk by chunk, whole games in each.
 
@@ -116,6 +117,13 @@ def stream_kanachan(
     file_done : callable, optional
         Called with each file's index in ``paths`` once every chunk of it is
         yielded (a convert journals which files it has read whole).
+    handoff : path, optional
+        With several processes: a folder of the consumer's in which the
+        worker processes leave their chunks, yielded as
+        :class:`~rewardlab.sources.spooled.SpooledResult` without being read
+        here (a convert's parts are then cut from them and written in worker
+        processes: ``PartWriter.add_spooled``).  One process yields frames
+        whatever this says.
 
     Yields
     ------
@@ -161,7 +169,7 @@ def stream_kanachan(
 
         return stream_kanachan_files(files, chunk_bytes=chunk_bytes, skip=on_error == "skip", processes=processes,
                                      threads=max(1, workers // processes), progress=progress, spool_in=spool_in,
-                                     first_game=first_game, earlier=earlier, file_done=file_done)
+                                     first_game=first_game, earlier=earlier, file_done=file_done, handoff=handoff)
     return FileStream(files, chunk_bytes=chunk_bytes, skip=on_error == "skip", progress=progress,
                       workers=workers, first_game=first_game, earlier=earlier, file_done=file_done).run()
 

@@ -17,6 +17,13 @@ game numbers by the games of the files before, checks for games seen in an
 earlier file and yields them.  The chunks equal ``stream_kanachan``'s,
 concatenated (frames, skipped lines, the error raised).
 
+With ``handoff`` (a folder of the consumer's), the workers leave their
+chunks there and this process yields each as a
+:class:`~rewardlab.sources.spooled.SpooledResult` (its rows, where its
+episodes end, the game offset to add as it is read) without reading it: a
+convert cuts its parts from those numbers and has them written by worker
+processes of its own, so no row passes through this process.
+
 Memory: each worker holds its stream's window (about twice ``chunk_bytes``);
 this process one chunk.  Disk: the spool holds the chunks of at most
 ``2 * processes`` files handed out ahead of the one read back.
@@ -31,6 +38,7 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
 import pickle
 import queue
@@ -53,28 +61,34 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.kanachan.gameids import GameIdSet
 from rewardlab.sources.kanachan.stream import FileStream
 from rewardlab.sources.results import LoadResult
+from rewardlab.sources.spooled import SpooledChunk, SpooledResult
 
 __all__ = ["stream_kanachan_files", "FileChunks", "worker_main"]
 
 
 @dataclass
 class FileChunks:
-    """What a worker made of one file: its chunks' spool files and skipped lines, its games, and its error."""
+    """What a worker made of one file: its chunks (on disk, games numbered from 0), the ids of the games each
+    starts, and its skipped lines; its games, and its error."""
 
-    chunks: list  # (IPC file, skipped lines as a frame)
+    chunks: list  # (SpooledChunk, game ids of the games it starts, skipped lines as a frame)
     games: int
     error: BaseException | None = None
 
 
-def _stream_one(index: int, path: str, chunk_bytes: int, skip: bool, threads: int, spool: str) -> FileChunks:
-    """Worker: stream one file (games numbered from 0) into IPC files under ``spool``."""
+def _stream_one(index: int, path: str, chunk_bytes: int, skip: bool, threads: int, folder: str) -> FileChunks:
+    """Worker: stream one file (games numbered from 0) into IPC files under ``folder``."""
     stream = FileStream([Path(path)], chunk_bytes=chunk_bytes, skip=skip, progress=False, workers=threads)
     chunks = []
     try:
         for k, result in enumerate(stream.run()):
-            target = Path(spool) / f"{index:06d}-{k:06d}.arrow"
-            result.frame.write_ipc(target, compression="zstd")
-            chunks.append((str(target), result.skipped))
+            target = Path(folder) / f"{index:06d}-{k:06d}.arrow"
+            frame = result.frame
+            frame.write_ipc(target, compression="zstd")
+            ends = (np.flatnonzero(frame.select(S.KANACHAN_SPEC.episode_end(frame.columns)).to_series().to_numpy())
+                    + 1 if frame.height else np.zeros(0, np.int64))
+            chunk = SpooledChunk(str(target), start=0, rows=frame.height, ends=ends.astype(np.int64))
+            chunks.append((chunk, _game_starts(frame), result.skipped))
     except DataFormatError as exc:  # raised after the chunks before it, as the serial stream does
         return FileChunks(chunks, stream.games, exc)
     return FileChunks(chunks, stream.games)
@@ -89,14 +103,14 @@ class _Worker:
     ``SPOOL/INDEX.result`` (a pickled :class:`FileChunks`) is written.
     """
 
-    def __init__(self, number: int, spool: Path, *, chunk_bytes: int, skip: bool, threads: int):
+    def __init__(self, number: int, spool: Path, *, chunk_bytes: int, skip: bool, threads: int, folder: Path):
         self.spool = spool
         self.log = open(spool / f"worker-{number}.log", "w+b")
         root = str(Path(__file__).resolve().parents[3])  # where this rewardlab is imported from
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rewardlab.sources.kanachan.stream_files", str(chunk_bytes),
-             "skip" if skip else "raise", str(threads), str(spool)],
+             "skip" if skip else "raise", str(threads), str(spool), str(folder)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
 
     def read(self, index: int, path: Path) -> FileChunks:
@@ -138,7 +152,8 @@ class _Worker:
 
 def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, processes: int, threads: int,
                           progress: bool | None = None, spool_in=None, first_game: int = 0,
-                          earlier: GameIdSet | None = None, file_done=None) -> Iterator[LoadResult]:
+                          earlier: GameIdSet | None = None, file_done=None,
+                          handoff=None) -> Iterator[LoadResult | SpooledResult]:
     """Stream ``files`` (at least two) in ``processes`` worker processes, each streaming one file at a time.
 
     Parameters
@@ -160,10 +175,15 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
         The games numbered before ``files`` and their ids, and a callback
         of each file's index once its chunks are yielded (as
         ``stream_kanachan``'s ``before`` and ``file_done``).
+    handoff : path, optional
+        A folder (of the consumer's): the workers leave the chunks there and
+        this yields each as a :class:`~rewardlab.sources.spooled.SpooledResult`
+        (its game numbers shifted as it is read) without reading it; the
+        consumer removes the files (``PartWriter.add_spooled``).
 
     Yields
     ------
-    LoadResult
+    LoadResult or SpooledResult
         As ``stream_kanachan``: whole games, in file order, games numbered
         across files.
 
@@ -198,8 +218,10 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
 
     ahead = 2 * processes  # files handed out beyond the one read back: the spool holds at most these
     try:
+        folder = spool if handoff is None else Path(handoff)
         for number in range(min(processes, len(files))):
-            workers.append(_Worker(number, spool, chunk_bytes=chunk_bytes, skip=skip, threads=threads))
+            workers.append(_Worker(number, spool, chunk_bytes=chunk_bytes, skip=skip, threads=threads,
+                                   folder=folder))
         servers = [threading.Thread(target=serve, args=(w,), daemon=True, name=f"rewardlab-spool-{k}")
                    for k, w in enumerate(workers)]
         for server in servers:
@@ -213,15 +235,20 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
                     handed += 1
                 done = results[index].result()
                 this_file = GameIdSet()
-                for target, skipped in done.chunks:
-                    frame = pl.read_ipc(target)
-                    Path(target).unlink()
-                    frame, names = _renumber(frame, games)
+                for chunk, names, skipped in done.chunks:
                     if cross_file is None and len(earlier) and names:
-                        cross_file = _cross_file(frame, names, earlier)
+                        cross_file = _cross_file(chunk, names, earlier)
                     this_file.add(names)
-                    if cross_file is None:
-                        yield LoadResult(attach(frame, S.KANACHAN_SPEC), skipped)
+                    if cross_file is not None:
+                        continue
+                    if handoff is not None:
+                        yield SpooledResult(dataclasses.replace(chunk, offsets=((S.GAME, games),)), skipped)
+                        continue
+                    frame = pl.read_ipc(chunk.path)
+                    Path(chunk.path).unlink()
+                    if games:
+                        frame = frame.with_columns((pl.col(S.GAME) + games).cast(frame.schema[S.GAME]))
+                    yield LoadResult(attach(frame, S.KANACHAN_SPEC), skipped)
                 if done.error is not None:
                     raise done.error
                 games += done.games
@@ -240,23 +267,22 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
         raise cross_file
 
 
-def _renumber(frame: pl.DataFrame, games: int) -> tuple[pl.DataFrame, list[str]]:
-    """The chunk's games shifted past the ``games`` of the files before, and the ids of the games it starts."""
+def _game_starts(frame: pl.DataFrame) -> list[str]:
+    """The ids of the games a chunk starts (its games, in order: a chunk holds whole games)."""
     if frame.height == 0:
-        return frame, []
+        return []
     game = frame[S.GAME].to_numpy()
     starts = np.flatnonzero(np.r_[True, game[1:] != game[:-1]])
-    names = frame[S.GAME_ID].gather(starts).cast(pl.String).to_list()
-    if games:
-        frame = frame.with_columns((pl.col(S.GAME) + games).cast(frame.schema[S.GAME]))
-    return frame, names
+    return frame[S.GAME_ID].gather(starts).cast(pl.String).to_list()
 
 
-def _cross_file(frame: pl.DataFrame, names: list[str], earlier: GameIdSet) -> DataFormatError | None:
-    """The error of the first game of the chunk seen in an earlier file (as the serial stream words it)."""
+def _cross_file(chunk: SpooledChunk, names: list[str], earlier: GameIdSet) -> DataFormatError | None:
+    """The error of the chunk's first game seen in an earlier file (as the serial stream words it); the chunk is
+    read only for it."""
     dup = earlier.contains(names)
     if not dup.any():
         return None
+    frame = pl.read_ipc(chunk.path)
     game = frame[S.GAME].to_numpy()
     r = int(np.flatnonzero(np.r_[True, game[1:] != game[:-1]])[np.argmax(dup)])
     return DataFormatError(frame[S.SOURCE_FILE][r], int(frame[S.SOURCE_LINE][r]), 0, "game_reappears",
@@ -265,14 +291,14 @@ def _cross_file(frame: pl.DataFrame, names: list[str], earlier: GameIdSet) -> Da
 
 
 def worker_main(argv: list[str]) -> int:
-    """``python -m rewardlab.sources.kanachan.stream_files CHUNK_BYTES raise|skip THREADS SPOOL``: one worker
-    of :func:`stream_kanachan_files`.  It reads ``INDEX<TAB>PATH`` lines, streams each file, writes
-    ``SPOOL/INDEX.result`` and answers ``done INDEX``; it ends when its input does."""
-    chunk_bytes, mode, threads, spool = argv
+    """``python -m rewardlab.sources.kanachan.stream_files CHUNK_BYTES raise|skip THREADS SPOOL FOLDER``: one
+    worker of :func:`stream_kanachan_files`.  It reads ``INDEX<TAB>PATH`` lines, streams each file (its chunks
+    into ``FOLDER``), writes ``SPOOL/INDEX.result`` and answers ``done INDEX``; it ends when its input does."""
+    chunk_bytes, mode, threads, spool, folder = argv
     answers, sys.stdout = sys.stdout, sys.stderr  # anything printed while reading goes to the log, not the protocol
     for line in sys.stdin:
         index, path = line.rstrip("\n").split("\t", 1)
-        result = _stream_one(int(index), path, int(chunk_bytes), mode == "skip", int(threads), spool)
+        result = _stream_one(int(index), path, int(chunk_bytes), mode == "skip", int(threads), folder)
         target = Path(spool) / f"{int(index):06d}.result"
         with open(target.with_suffix(".partial"), "wb") as f:
             pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
