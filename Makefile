@@ -71,7 +71,9 @@ bench-scale: $(TEST_STAMP) $(SAMPLE)
 	N="$(N)" KEEP="$(KEEP)" $(BIN)/python -m benchmarks scale
 
 # Scaling with cores (issue 21): the parse and the pipeline at 1, 2, 4, ... workers up to the cores here.
-#   make bench-cores N=1e6,8e6 (two sizes: marginal rates, start-up costs cancel). Not part of `make bench`.
+#   make bench-cores N=4e7 (one size with many parts per worker: the steady state a corpus runs at; two
+#   sizes, N=1e6,8e6, also give marginal rates, misleading when the small one leaves workers idle).
+#   Not part of `make bench`.
 bench-cores: $(TEST_STAMP) $(SAMPLE)
 	N="$(N)" $(BIN)/python -m benchmarks cores
 

@@ -76,12 +76,12 @@ def test_spooled_parts_equal_the_frame_paths_parts(tmp_path, seed, file_offsets)
         for piece in _chunks(frame, tmp_path, rng, file_offsets=False)[1]:
             w.add(attach(piece, SPEC))
     with PartWriter(tmp_path / "spooled", spec=SPEC, part_rows=part_rows, processes=2) as w:
-        chunks, _ = _chunks(frame, w.handoff, rng, file_offsets=file_offsets)
+        chunks, _ = _chunks(frame, w.handoff_folder(), rng, file_offsets=file_offsets)
         for chunk in chunks:
             w.add_spooled(chunk)
         w.flush()
         w.wait()
-        assert list(w.handoff.iterdir()) == []  # each chunk's file went once its parts were written
+        assert list(w.handoff_folder().iterdir()) == []  # each chunk's file went once its parts were written
     a, b = PartedDataset(tmp_path / "frames"), PartedDataset(tmp_path / "spooled")
     assert [(p.rows, p.episodes) for p in a.manifest.parts] == [(p.rows, p.episodes) for p in b.manifest.parts]
     assert len(b.manifest.parts) >= 2
@@ -106,7 +106,7 @@ def test_a_part_process_that_cannot_read_its_chunk_stops_the_run_with_its_error(
     out = tmp_path / "out"
     with pytest.raises(Exception) as info:
         with PartWriter(out, spec=SPEC, part_rows=100, processes=1) as w:
-            chunks, _ = _chunks(frame, w.handoff, rng, file_offsets=False)
+            chunks, _ = _chunks(frame, w.handoff_folder(), rng, file_offsets=False)
             (tmp_path / "gone").mkdir()
             chunks[0] = SpooledChunk(str(tmp_path / "gone" / "missing.arrow"), start=0, rows=chunks[0].rows,
                                      ends=chunks[0].ends)
@@ -123,7 +123,7 @@ def test_a_part_process_that_dies_is_an_engine_error_naming_the_part(tmp_path, m
     monkeypatch.setattr(sys, "executable", "/bin/false")  # the worker exits before it reads a task
     with pytest.raises(EngineError, match=r"the process writing part 0 stopped with exit status 1.*--workers 1"):
         with PartWriter(out, spec=SPEC, part_rows=100, processes=2) as w:
-            for chunk in _chunks(frame, w.handoff, rng, file_offsets=False)[0]:
+            for chunk in _chunks(frame, w.handoff_folder(), rng, file_offsets=False)[0]:
                 w.add_spooled(chunk)
     assert not out.exists() and not (tmp_path / "out.partial").exists()
 
@@ -134,4 +134,4 @@ def test_a_writer_takes_frames_or_chunks_not_both(tmp_path):
     with pytest.raises(Exception, match="cannot follow rows given to add"):
         with PartWriter(tmp_path / "out", spec=SPEC, part_rows=10_000) as w:
             w.add(frame)
-            w.add_spooled(_chunks(frame, w.handoff, rng, file_offsets=False)[0][0])
+            w.add_spooled(_chunks(frame, w.handoff_folder(), rng, file_offsets=False)[0][0])

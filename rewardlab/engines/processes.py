@@ -48,7 +48,7 @@ from rewardlab.core.errors import EngineError, ParameterError
 from rewardlab.engines.embedded import check_workers, ordered_results
 from rewardlab.engines.registry import Engine, register_engine
 
-__all__ = ["map_items_processes", "ENGINE", "START_METHOD", "die_with_parent"]
+__all__ = ["map_items_processes", "ENGINE", "START_METHOD"]
 
 #: How worker processes start: a fresh interpreter each (nothing inherited from this process's threads).
 START_METHOD = "spawn"
@@ -56,7 +56,7 @@ START_METHOD = "spawn"
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
+def _die_with_parent() -> None:
     """Worker initializer: be killed when the process that started this worker ends (Linux; elsewhere nothing)."""
     if sys.platform.startswith("linux"):
         try:
@@ -103,7 +103,7 @@ def map_items_processes(fn: Callable, items: Iterable, *, workers: int | None = 
             yield fn(item)
         return
     context = multiprocessing.get_context(START_METHOD)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_die_with_parent) as pool:
         yield from ordered_results(pool, fn, items, window=2 * workers, result=_result)
 
 

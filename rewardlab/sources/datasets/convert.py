@@ -286,7 +286,7 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
             if source.takes("handoff", "stream"):  # parts cut from the reader's chunks on disk, written by workers
                 if writer is None:
                     open_writer(source.spec)
-                stream_options["handoff"] = writer.handoff
+                stream_options["handoff"] = writer.handoff_folder()
             if restartable:
                 first = start.file
 

@@ -267,10 +267,9 @@ class PartWriter:
         self._pending_rows = rest.height
         return written
 
-    @property
-    def handoff(self) -> Path:
-        """The folder in which a reader leaves the chunks it hands to :meth:`add_spooled` (``spool`` in the
-        staging folder: removed with it, and emptied as the parts are written)."""
+    def handoff_folder(self) -> Path:
+        """The folder (made if need be) in which a reader leaves the chunks it hands to :meth:`add_spooled`:
+        ``spool`` in the staging folder, removed with it, and emptied as the parts are written."""
         folder = self.staging / SPOOL_NAME
         folder.mkdir(exist_ok=True)
         return folder

@@ -51,6 +51,7 @@ from rewardlab.sources.kanachan.episodes import episode_checks, skip_episodes
 from rewardlab.sources.kanachan.gameids import GameIdSet, game_spans, id_hashes
 from rewardlab.sources.kanachan.problems import HINT, Problems, other_format
 from rewardlab.sources.results import SKIPPED_LINES_SCHEMA, LoadResult
+from rewardlab.sources.spooled import SpooledResult
 from rewardlab.core.errors import DataFormatError, ParameterError, check_choice, check_int
 from rewardlab.core.files import as_paths, progress_enabled
 from rewardlab.core.spec import attach
@@ -77,7 +78,7 @@ def stream_kanachan(
     before=None,
     file_done=None,
     handoff=None,
-) -> Iterator[LoadResult]:
+) -> Iterator[LoadResult | SpooledResult]:
     """Read kanachan annotation files (plain, ``.gz``, ``.bz2``) chunk by chunk, whole games in each.
 
     Parameters
