@@ -88,7 +88,7 @@ def test_spooled_parts_equal_the_frame_paths_parts(tmp_path, seed, file_offsets)
     for i in range(len(a.manifest.parts)):
         assert a.read(i).equals(b.read(i)), i
     assert b.load().equals(frame)
-    assert not (tmp_path / "spooled" / SPOOL_NAME).exists()
+    assert not list((tmp_path / "spooled").glob(f"{SPOOL_NAME}*"))
     b.verify()
 
 
@@ -135,3 +135,19 @@ def test_a_writer_takes_frames_or_chunks_not_both(tmp_path):
         with PartWriter(tmp_path / "out", spec=SPEC, part_rows=10_000) as w:
             w.add(frame)
             w.add_spooled(_chunks(frame, w.handoff_folder(), rng, file_offsets=False)[0][0])
+
+
+def test_each_writer_has_its_own_spool_and_a_resumed_run_removes_the_old_one(tmp_path):
+    """A reader process left running by a killed run keeps writing into that run's spool, never the resumed
+    run's: each writer's spool has its own name, and resuming removes the stopped run's."""
+    run = {"inputs": ["x"]}
+    first = PartWriter(tmp_path / "out", spec=SPEC, part_rows=10, run=run, journal=True)
+    old = first.handoff_folder()
+    assert old == first.handoff_folder() and old.parent == first.staging and old.name.startswith(SPOOL_NAME + "-")
+    (old / "000000-000000.arrow").write_bytes(b"left by the stopped run")
+    first.abort(keep=True)  # as Ctrl-C leaves it
+    again = PartWriter(tmp_path / "out", spec=SPEC, part_rows=10, run=run, resume=True, journal=True)
+    assert not old.exists()
+    new = again.handoff_folder()
+    assert new != old and list(new.iterdir()) == []
+    again.abort()

@@ -63,8 +63,9 @@ _WRITING_LOCK = threading.Lock()
 JOURNAL_GLOB = "journal-*.jsonl"
 #: The most parts a :class:`PartWriter` writes at once.
 MAX_WRITERS = 64
-#: In a staging folder: the chunks handed to the writer (:meth:`PartWriter.add_spooled`), removed as parts are
-#: written (and with the folder).
+#: In a staging folder: ``spool-RUN``, the chunks handed to one writer (:meth:`PartWriter.add_spooled`), removed
+#: as parts are written (and with the folder).  One per writer: a reader process left running by a killed run
+#: cannot write into the folder of the run that resumes it.
 SPOOL_NAME = "spool"
 
 
@@ -193,7 +194,7 @@ class PartWriter:
             self.resumed = True
             for partial in self.staging.glob("*.tmp"):  # parts the stopped run was writing: written again
                 partial.unlink(missing_ok=True)
-            shutil.rmtree(self.staging / SPOOL_NAME, ignore_errors=True)  # its chunks: read again
+            _remove_spools(self.staging)  # its chunks: read again
             if self.journal:
                 self.kept = journaled_parts(self.staging)
         else:
@@ -211,6 +212,7 @@ class PartWriter:
         self._writer: ThreadPoolExecutor | None = None
         self._in_flight: collections.deque[Future] = collections.deque()
         self._spooled: SpooledParts | None = None  # add_spooled's parts, written in worker processes
+        self._handoff: Path | None = None
 
     def _lock_run(self) -> None:
         """Lock :data:`RUN_NAME` for as long as this run writes: a second run resuming the same staging
@@ -270,9 +272,10 @@ class PartWriter:
     def handoff_folder(self) -> Path:
         """The folder (made if need be) in which a reader leaves the chunks it hands to :meth:`add_spooled`:
         ``spool`` in the staging folder, removed with it, and emptied as the parts are written."""
-        folder = self.staging / SPOOL_NAME
-        folder.mkdir(exist_ok=True)
-        return folder
+        if self._handoff is None:
+            self._handoff = self.staging / f"{SPOOL_NAME}-{uuid.uuid4().hex[:12]}"
+            self._handoff.mkdir()
+        return self._handoff
 
     def add_spooled(self, chunk: SpooledChunk) -> list[int]:
         """Add rows left on disk by a reader (whole episodes, in dataset order, the next rows after those
@@ -380,7 +383,7 @@ class PartWriter:
         self._unlock_run()
         for leftover in [self.staging / RUN_NAME, *self.staging.glob(JOURNAL_GLOB)]:
             leftover.unlink(missing_ok=True)  # the run's own records: the dataset is the parts and the manifest
-        shutil.rmtree(self.staging / SPOOL_NAME, ignore_errors=True)
+        _remove_spools(self.staging)
         _promote(self.staging, self.out, overwrite=self.overwrite)
         self.manifest = manifest
         return manifest
@@ -417,6 +420,11 @@ class PartWriter:
         else:
             self.abort(keep=issubclass(kind, KeyboardInterrupt))
         return False
+
+
+def _remove_spools(staging: Path) -> None:
+    for folder in staging.glob(f"{SPOOL_NAME}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _check_target(out: Path, *, overwrite: bool) -> None:
