@@ -5,7 +5,11 @@ How the input is read depends on what its source offers
 
 * ``stream`` (kanachan text): chunks of whole episodes of about
   ``chunk_bytes`` of input each, so memory is bounded whatever the files'
-  sizes;
+  sizes; a stream that reads in worker processes (its ``handoff``: several
+  kanachan files with 8 or more workers) leaves its chunks on disk, and the
+  parts are cut from their row counts and written by worker processes
+  (:meth:`~rewardlab.sources.datasets.writer.PartWriter.add_spooled`), so no
+  row passes through this process;
 * ``per_file``: one file at a time (memory bounded by the largest file),
   several files at once in the engine's workers, written in input order;
 * otherwise: every file in one read (the input must fit in memory).
