@@ -181,8 +181,10 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
     workers : int, optional
         Cores to use (default: the cores available): for a streamed source
         (kanachan text), its parse threads, split between several files read
-        at once in worker processes; for sources read one file at a time,
-        the files read at once.
+        at once in worker processes (one per 4 workers), and, when it reads
+        in worker processes, the processes writing the parts (one per 3
+        workers); for sources read one file at a time, the files read at
+        once.
     engine : str
         ``"embedded"`` (this machine); the files are read in its workers.
     overwrite : bool
