@@ -151,3 +151,35 @@ def test_each_writer_has_its_own_spool_and_a_resumed_run_removes_the_old_one(tmp
     new = again.handoff_folder()
     assert new != old and list(new.iterdir()) == []
     again.abort()
+
+
+def test_a_part_process_answers_an_exception_that_does_not_pickle_in_words(monkeypatch):
+    """The worker's protocol (``python -m rewardlab.sources.datasets.spooled_parts``), run here on pipes in
+    memory: an exception that cannot cross as a pickle comes back as an EngineError naming the part and the
+    exception; the worker ends when its input does."""
+    import io
+    import pickle
+    import struct
+
+    from rewardlab.sources.datasets import spooled_parts
+
+    class Unpicklable(Exception):
+        def __init__(self):
+            super().__init__("disk on fire")
+            self.hook = lambda: None  # a lambda does not pickle
+
+    def fails(*task):
+        raise Unpicklable()
+
+    monkeypatch.setattr(spooled_parts, "write_spooled_part", fails)
+    task = pickle.dumps(("staging", 7, [], {}, "id", None))
+    stdin = io.TextIOWrapper(io.BytesIO(struct.pack("<Q", len(task)) + task))
+    out = io.BytesIO()
+    stdout = io.TextIOWrapper(out)  # held here: worker_main sets sys.stdout aside, and a dropped wrapper closes out
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    assert spooled_parts.worker_main() == 0
+    data = out.getvalue()
+    ok, error = pickle.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]])
+    assert not ok and isinstance(error, EngineError)
+    assert "writing part 7 failed" in str(error) and "disk on fire" in str(error)

@@ -71,6 +71,7 @@ from typing import Iterator
 
 import numpy as np
 
+from rewardlab.core.cuts import episode_ends  # noqa: F401 - part of this module's API
 from rewardlab.core.errors import ParameterError, check_choice, check_int
 
 __all__ = [
@@ -133,35 +134,6 @@ MODE_SETTINGS = {
     "fragments": "episode fragments, as RLlib's truncate_episodes",
     "shuffled": "a shuffling data loader (seeded)",
 }
-
-def episode_ends(end_of_game: np.ndarray) -> np.ndarray:
-    """Exclusive end positions of the episodes, from the ``end_of_game`` flags.
-
-    Parameters
-    ----------
-    end_of_game : bool array of shape ``[N]``
-        True on the last row of each episode; the last row must be True
-        (every episode complete) unless ``N == 0``.
-
-    Returns
-    -------
-    numpy.ndarray of shape ``[E]``, int64
-        ``ends[k]`` is one past the last row of episode ``k``; ``ends[-1] == N``.
-
-    Examples
-    --------
-    >>> episode_ends(np.array([False, True, True]))
-    array([2, 3])
-    """
-    eog = np.asarray(end_of_game)
-    if eog.ndim != 1 or eog.dtype != np.bool_:
-        raise ParameterError("end_of_game", "should be a 1-D bool array",
-                             f"array of dtype {eog.dtype} and shape {eog.shape}")
-    if eog.size and not eog[-1]:
-        raise ParameterError("end_of_game", "should be True on the last row (complete episodes)",
-                             "False on the last row", hint="Pass whole episodes.")
-    return np.flatnonzero(eog).astype(np.int64) + 1
-
 
 def _check_ends(ends) -> np.ndarray:
     ends = np.asarray(ends)

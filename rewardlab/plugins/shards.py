@@ -62,6 +62,7 @@ from rewardlab.plugins.batch_modes import (
     check_shuffle_window, episode_ends, plan_block, plan_episodes, plan_fragments,
 )
 from rewardlab.contracts.registry import DEFAULT_CONTRACT, contract_for, get_contract
+from rewardlab.core.cuts import cuts_at_ends, frame_episode_ends
 from rewardlab.core.errors import FrameError, ParameterError, ShardError, check_choice, check_int
 from rewardlab.plugins.execution import check_frame
 from rewardlab.plugins.runner import CHUNK_ROWS, Locator, RunOutcome, run_plugins
@@ -107,14 +108,8 @@ def split_shards(frame: pl.DataFrame, *, rows_per_shard: int, spec=None) -> list
         raise ParameterError("frame", "should be a polars.DataFrame", type(frame).__name__)
     rows_per_shard = check_int("rows_per_shard", rows_per_shard, low=1, rule="should be an integer >= 1")
     spec = spec_of(frame, spec)
-    ends = np.flatnonzero(frame.select(spec.episode_end(frame.columns)).to_series().to_numpy()) + 1
-    shards, start = [], 0
-    while start < frame.height:
-        k = bisect.bisect_left(ends, start + rows_per_shard)
-        stop = int(ends[min(k, ends.size - 1)])
-        shards.append(frame.slice(start, stop - start))
-        start = stop
-    return shards
+    starts = [0, *cuts_at_ends(frame_episode_ends(frame, spec), rows_per_shard)]
+    return [frame.slice(a, b - a) for a, b in zip(starts[:-1], starts[1:])]
 
 
 def as_shard_frames(data) -> tuple[list[pl.DataFrame], bool]:

@@ -81,7 +81,7 @@ from rewardlab.sources.datasets.manifest import Manifest
 from rewardlab.sources.datasets.parts import part_rows_for
 from rewardlab._version import __version__
 from rewardlab.sources.datasets.writer import (
-    MAX_WRITERS, PARTS_JOURNAL, RUN_NAME, STAGING_SUFFIX, PartWriter, check_staged_run,
+    PARTS_JOURNAL, RUN_NAME, STAGING_SUFFIX, PartWriter, check_staged_run, default_part_processes,
 )
 from rewardlab.sources.storage import read_part
 from rewardlab.sources.storage.inspection import inspect_parquet
@@ -241,7 +241,7 @@ def convert_to_parts(paths, out, *, format: str | None = None, options: dict | N
         writer = PartWriter(out, spec=spec, part_rows=rows, overwrite=overwrite,
                             source={"format": source.name, "inputs": [str(f) for f in files]},
                             run=run, resume=resume, journal=True,
-                            processes=None if workers is None else max(1, min(MAX_WRITERS, workers // 3)))
+                            processes=default_part_processes(workers))
         writer.__enter__()
 
     def add(result) -> None:

@@ -47,7 +47,6 @@ Examples
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import json
 import os
@@ -61,6 +60,7 @@ import polars as pl
 from rewardlab.core.errors import (
     ColumnNotFoundError, DataFormatError, ParameterError, PartsLeftOutWarning, check_choice, check_int,
 )
+from rewardlab.core.cuts import cuts_at_ends, frame_episode_ends
 from rewardlab.core.spec import FrameSpec, attach, attached
 from rewardlab.sources.datasets.manifest import (
     MANIFEST_NAME, PART_KEY, file_crc32, has_manifest, index_in_base, parts_left_out, read_manifest,
@@ -68,7 +68,7 @@ from rewardlab.sources.datasets.manifest import (
 from rewardlab.sources.results import PartLeftOut
 from rewardlab.sources.storage import DATASET_SUFFIXES, file_metadata, read_part
 
-__all__ = ["PartedDataset", "open_dataset", "is_dataset_folder", "episode_cuts", "cuts_at_ends", "count_episodes",
+__all__ = ["PartedDataset", "open_dataset", "is_dataset_folder", "episode_cuts", "count_episodes",
            "read_part_file", "check_part_rows", "DEFAULT_PART_ROWS", "part_rows_for", "REWRITE_HINT", "WRITTEN_WITHOUT"]
 
 #: The suffix of the folder a dataset is written into before it gets its final name.
@@ -111,7 +111,7 @@ def is_dataset_folder(path) -> bool:
 def episode_cuts(frame: pl.DataFrame, spec: FrameSpec, rows: int) -> list[int]:
     """Where to cut ``frame`` into pieces of whole episodes of at least ``rows`` rows (the last may be smaller).
 
-    Returns the end row of each piece (the last is ``frame.height``).
+    Returns the end row of each piece (the last is ``frame.height``): :func:`rewardlab.core.cuts.cuts_at_ends`.
 
     Examples
     --------
@@ -119,28 +119,7 @@ def episode_cuts(frame: pl.DataFrame, spec: FrameSpec, rows: int) -> list[int]:
     >>> episode_cuts(pl.DataFrame({"e": [0, 0, 1, 2, 2, 2]}), FrameSpec(name="s", episode=("e",)), 2)
     [2, 6]
     """
-    if frame.height == 0:
-        return []
-    return cuts_at_ends(np.flatnonzero(frame.select(spec.episode_end(frame.columns)).to_series().to_numpy()) + 1,
-                        rows)
-
-
-def cuts_at_ends(ends: np.ndarray, rows: int) -> list[int]:
-    """:func:`episode_cuts` from the episodes' ends alone (row offsets just past each episode, ascending, the
-    last the frame's height): each piece ends at the first episode end at or past ``rows`` rows from its start.
-
-    Examples
-    --------
-    >>> cuts_at_ends(np.array([2, 3, 6]), 2)
-    [2, 6]
-    """
-    cuts, start, height = [], 0, int(ends[-1]) if len(ends) else 0
-    while start < height:
-        k = bisect.bisect_left(ends, start + rows)
-        stop = int(ends[min(k, len(ends) - 1)])
-        cuts.append(stop)
-        start = stop
-    return cuts
+    return cuts_at_ends(frame_episode_ends(frame, spec), rows)
 
 
 def count_episodes(frame: pl.DataFrame, spec: FrameSpec) -> int:

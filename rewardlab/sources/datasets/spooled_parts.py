@@ -36,15 +36,15 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 
+from rewardlab.core.cuts import cuts_at_ends
 from rewardlab.core.errors import EngineError
+from rewardlab.core.module_processes import how_it_stopped, start_module
 from rewardlab.core.spec import FrameSpec
 from rewardlab.sources.datasets.manifest import PartEntry
 from rewardlab.sources.datasets.part_files import write_journaled_part
-from rewardlab.sources.datasets.parts import cuts_at_ends
 from rewardlab.sources.spooled import Piece, SpooledChunk, read_pieces
 
 __all__ = ["SpooledParts", "write_spooled_part", "plan_cuts", "worker_main"]
@@ -60,7 +60,7 @@ def write_spooled_part(staging: str, index: int, pieces: list[Piece], spec: dict
 
 def plan_cuts(chunks: list[SpooledChunk], part_rows: int, *, final: bool) -> list[int]:
     """The part ends (rows from the first chunk's first row) to write now: every cut of
-    :func:`~rewardlab.sources.datasets.parts.cuts_at_ends` over the chunks' episode ends, but a last piece
+    :func:`~rewardlab.core.cuts.cuts_at_ends` over the chunks' episode ends, but a last piece
     shorter than ``part_rows`` unless ``final`` (it waits for more rows).
 
     Examples
@@ -232,10 +232,7 @@ class _PartProcess:
 
     def __init__(self):
         self.log = tempfile.TemporaryFile()
-        root = str(Path(__file__).resolve().parents[3])  # where this rewardlab is imported from
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        self.process = subprocess.Popen([sys.executable, "-m", "rewardlab.sources.datasets.spooled_parts"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
+        self.process = start_module("rewardlab.sources.datasets.spooled_parts", [], stderr=self.log)
 
     def run(self, index: int, task: tuple):
         """The task's result, its exception raised, or an :class:`EngineError` if the process stopped."""
@@ -256,18 +253,10 @@ class _PartProcess:
         return value
 
     def _died(self, index: int) -> EngineError:
-        try:
-            code = self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        self.log.seek(0)
-        tail = self.log.read()[-2000:].decode("utf-8", "replace").strip()
-        return EngineError(f"the process writing part {index} stopped"
-                           + (f" with exit status {code}" if code is not None else "")
-                           + " (killed, out of memory, or a crash in native code); nothing was written under the "
-                           "final name" + (f": {tail}" if tail else ""),
-                           hint="Run it again (--resume keeps the parts finished); if it stops again, run with "
-                           "--workers 1 to write the parts in this process.")
+        return EngineError(f"the process writing part {index} stopped" + how_it_stopped(self.process, self.log),
+                           hint="It was killed, ran out of memory or crashed in native code; nothing was written "
+                           "under the final name. Run it again (--resume keeps the parts finished); if it stops "
+                           "again, run with --workers 1 to write the parts in this process.")
 
     def stop(self) -> None:
         try:

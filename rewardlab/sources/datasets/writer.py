@@ -80,16 +80,17 @@ def default_writers() -> int:
     return max(1, min(4, available_cores() // 4))
 
 
-def default_part_processes() -> int:
-    """Processes writing parts cut from spooled chunks by default: one per 3 cores, 1 to :data:`MAX_WRITERS`
-    (reading a part's chunks and encoding it costs about a third of parsing its text).
+def default_part_processes(cores: int | None = None) -> int:
+    """Processes writing parts cut from spooled chunks by default: one per 3 of ``cores`` (default the cores
+    this process may run on), 1 to :data:`MAX_WRITERS` (reading a part's chunks and encoding it costs about a
+    third of parsing its text).
 
     Examples
     --------
-    >>> 1 <= default_part_processes() <= MAX_WRITERS
-    True
+    >>> default_part_processes(16), default_part_processes(2), 1 <= default_part_processes() <= MAX_WRITERS
+    (5, 1, True)
     """
-    return max(1, min(MAX_WRITERS, available_cores() // 3))
+    return max(1, min(MAX_WRITERS, (available_cores() if cores is None else cores) // 3))
 
 
 class PartWriter:

@@ -43,7 +43,6 @@ import os
 import pickle
 import queue
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -54,8 +53,10 @@ from typing import Iterator
 import numpy as np
 import polars as pl
 
+from rewardlab.core.cuts import frame_episode_ends
 from rewardlab.core.errors import DataFormatError
 from rewardlab.core.files import progress_enabled
+from rewardlab.core.module_processes import how_it_stopped, start_module
 from rewardlab.core.spec import attach
 from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.kanachan.gameids import GameIdSet
@@ -85,9 +86,8 @@ def _stream_one(index: int, path: str, chunk_bytes: int, skip: bool, threads: in
             target = Path(folder) / f"{index:06d}-{k:06d}.arrow"
             frame = result.frame
             frame.write_ipc(target, compression="lz4")
-            ends = (np.flatnonzero(frame.select(S.KANACHAN_SPEC.episode_end(frame.columns)).to_series().to_numpy())
-                    + 1 if frame.height else np.zeros(0, np.int64))
-            chunk = SpooledChunk(str(target), start=0, rows=frame.height, ends=ends.astype(np.int64))
+            ends = frame_episode_ends(frame, S.KANACHAN_SPEC)
+            chunk = SpooledChunk(str(target), start=0, rows=frame.height, ends=ends)
             chunks.append((chunk, _game_starts(frame), result.skipped))
     except DataFormatError as exc:  # raised after the chunks before it, as the serial stream does
         return FileChunks(chunks, stream.games, exc)
@@ -106,12 +106,8 @@ class _Worker:
     def __init__(self, number: int, spool: Path, *, chunk_bytes: int, skip: bool, threads: int, folder: Path):
         self.spool = spool
         self.log = open(spool / f"worker-{number}.log", "w+b")
-        root = str(Path(__file__).resolve().parents[3])  # where this rewardlab is imported from
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "rewardlab.sources.kanachan.stream_files", str(chunk_bytes),
-             "skip" if skip else "raise", str(threads), str(spool), str(folder)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
+        args = [str(chunk_bytes), "skip" if skip else "raise", str(threads), str(spool), str(folder)]
+        self.process = start_module("rewardlab.sources.kanachan.stream_files", args, stderr=self.log)
 
     def read(self, index: int, path: Path) -> FileChunks:
         """Have the worker stream ``path``; its chunks, or an error that says how the worker stopped."""
@@ -123,16 +119,8 @@ class _Worker:
             answer = ""
         result = self.spool / f"{index:06d}.result"
         if answer != f"done {index}" or not result.exists():
-            try:
-                code = self.process.wait(timeout=5)  # it closed its output: let it end, for its status
-            except subprocess.TimeoutExpired:
-                code = None
-            self.log.seek(0)
-            tail = self.log.read()[-2000:].decode("utf-8", "replace").strip()
             raise DataFormatError(path, None, None, "reader_failed",
-                                  "the worker process reading it stopped"
-                                  + (f" with exit status {code}" if code is not None else "")
-                                  + (f": {tail}" if tail else ""),
+                                  "the worker process reading it stopped" + how_it_stopped(self.process, self.log),
                                   hint="Run the command with --workers 1 to read the files in this process.")
         with open(result, "rb") as f:
             chunks = pickle.load(f)
