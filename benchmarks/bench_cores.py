@@ -24,7 +24,12 @@ What it measures, every ratio in this run:
    count the three CLI steps as separate processes: ``convert --workers W``,
    ``apply --workers W`` (two plug-ins, episodes mode) and ``stats``.
    Transitions/s, speed-up, and peak RSS of the largest process
-   (:mod:`benchmarks.scale_steps`).  The end-to-end rate at the most
+   (:mod:`benchmarks.scale_steps`); beside them the CPU seconds per 10^6
+   transitions of the step's whole process tree, the cores it kept busy on
+   average, and those the CLI process itself kept busy: a step at 16
+   workers that keeps 5 cores busy waits on something, and one whose CLI
+   process stays near 1.0 waits on that one interpreter (the embedded
+   engine's threads share it).  The end-to-end rate at the most
    workers gives the projection to 10^9 transitions measured on this
    machine's cores rather than extrapolated from one (start-up included,
    so it errs long), with the parts per worker beside it: ``apply`` runs
@@ -164,7 +169,7 @@ def pipeline_scaling(report, work: Path, n: int, workers: list[int]) -> dict[int
             one = seconds.get(1, {}).get(name, float("nan"))
             speed = f"speed-up {one / step.seconds:.2f}x" if w != 1 and one == one else ""
             report(f"N={rows:.1e} {name}, {w} workers: trans/s (peak RSS {step.peak / GIB:.2f} GiB)",
-                   rows / step.seconds, "trans/s", speed)
+                   rows / step.seconds, "trans/s", "; ".join(x for x in (speed, step.cpu_text()) if x))
         shutil.rmtree(dataset, ignore_errors=True)
         shutil.rmtree(rewards, ignore_errors=True)
     total = sum(seconds[top].values())

@@ -248,7 +248,7 @@ class Bench:
             tag = f"N={n:.0e}"
             for step in steps.values():
                 if step.ok:
-                    self.report(f"{tag}: {step.label}", step.rate, "trans/s")
+                    self.report(f"{tag}: {step.label}", step.rate, "trans/s", step.cpu_text())
                     self._verdict(f"{tag}: peak RSS, {step.label}", step.peak / GIB, "GiB",
                                   step.peak < PEAK_TARGET, "< 2 GiB per process")
             if all(s.ok for s in pipeline):

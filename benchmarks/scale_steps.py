@@ -24,6 +24,21 @@ Memory figures, all per process (never summed, but for ``tree_sum``), in bytes:
     The largest sum of ``VmRSS`` over the whole tree at one sample (shared pages
     counted once per process: an upper bound on what the step held at once).
 
+CPU figures, in seconds, say whether a step kept its cores busy:
+
+``cpu``
+    User plus system time of the CLI process and of every descendant it (or
+    a descendant) waited for, from ``os.wait4``: the plug-in processes, the
+    worker processes of the processes engine, the file workers.  Not Ray's
+    raylet or workers, which Ray itself starts and reaps.
+``main_cpu``
+    User plus system time of the CLI process alone, its threads included, as
+    last sampled from ``/proc/PID/stat`` (a lower bound, like ``main``).
+
+``cpu / seconds`` is the cores the step kept busy on average (:attr:`Step.busy`);
+``main_cpu / seconds`` near 1.0 on many cores says the CLI process itself, one
+interpreter, is what the step waits for.
+
 Examples
 --------
 >>> step = run_step("true", ["true"], rows=0)
@@ -61,6 +76,8 @@ class Step:
     child_name: str = ""
     tree_sum: int = 0
     processes: int = 0
+    cpu: float = 0.0
+    main_cpu: float = 0.0
     stdout: str = ""
     stderr: str = ""
     skipped: str = ""  # why the step did not run
@@ -72,6 +89,40 @@ class Step:
     @property
     def rate(self) -> float:
         return self.rows / self.seconds if self.ok and self.seconds > 0 else float("nan")
+
+    @property
+    def busy(self) -> float:
+        """Cores kept busy on average: CPU seconds of the step's process tree per second of wall time."""
+        return self.cpu / self.seconds if self.ok and self.seconds > 0 else float("nan")
+
+    @property
+    def main_busy(self) -> float:
+        """Cores the CLI process itself kept busy on average (its threads; 1.0: one core all the time)."""
+        return self.main_cpu / self.seconds if self.ok and self.seconds > 0 else float("nan")
+
+    @property
+    def cpu_per_million(self) -> float:
+        """CPU seconds of the step's process tree per 10^6 transitions: what it costs, whatever the cores."""
+        return self.cpu / self.rows * 1e6 if self.ok and self.rows else float("nan")
+
+    def cpu_text(self) -> str:
+        """The CPU figures in words, for a report line."""
+        return (f"{self.cpu_per_million:.2f} CPU-s per 10^6, {self.busy:.1f} cores busy "
+                f"(the CLI process {self.main_busy:.2f})")
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds of ``pid`` itself (all its threads), from ``/proc/PID/stat``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
 
 
 def _status(pid: int) -> dict[str, int]:
@@ -122,6 +173,7 @@ class _Sampler:
     root: int
     hwm: dict[int, int] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
+    cpu: dict[int, float] = field(default_factory=dict)
     tree_sum: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -135,6 +187,9 @@ class _Sampler:
                 self.names[pid] = _comm(pid)
             self.hwm[pid] = max(self.hwm.get(pid, 0), status.get("VmHWM", 0))
             total += status.get("VmRSS", 0)
+            cpu = _cpu_seconds(pid)
+            if cpu is not None:
+                self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu)
         self.tree_sum = max(self.tree_sum, total)
 
     def loop(self) -> None:
@@ -163,7 +218,7 @@ with open(report, "w") as f:
     f.write(f"{pid}\\n")
 _, status, usage = os.wait4(pid, 0)
 with open(report, "a") as f:
-    f.write(f"{usage.ru_maxrss}\\n")
+    f.write(f"{usage.ru_maxrss}\\n{usage.ru_utime + usage.ru_stime!r}\\n")
 code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
 """
@@ -204,6 +259,8 @@ def run_step(label: str, argv: list[str], *, rows: int, env: dict[str, str] | No
     hwm.pop(proc.pid, None)  # the shim
     pid = int(shim[0]) if shim else -1
     maxrss = int(shim[1]) * 1024 if len(shim) > 1 else 0
+    step.cpu = float(shim[2]) if len(shim) > 2 else 0.0
+    step.main_cpu = sampler.cpu.get(pid, 0.0)
     step.main = hwm.pop(pid, 0)
     if hwm:
         child = max(hwm, key=hwm.__getitem__)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import os
 import re
 import sys
 from pathlib import Path
@@ -140,6 +141,20 @@ def test_step_peak_is_not_the_benchmarks_own():
     assert step.ok
     assert step.peak < 200 * 2 ** 20
     del ballast
+
+
+def test_step_cpu_counts_the_tree_and_the_main_process_apart():
+    # the CLI process sleeps while a grandchild it waits for spins ~0.6 s of CPU: the tree's CPU sees the
+    # spin, the CLI process's own does not
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass"
+    code = f"import subprocess, sys, time; subprocess.run([sys.executable, '-c', {spin!r}], check=True)"
+    step = run_step("tree cpu", [sys.executable, "-c", code], rows=10 ** 6)
+    assert step.ok
+    assert step.cpu >= 0.6
+    assert step.main_cpu < 0.3
+    assert step.cpu_per_million == pytest.approx(step.cpu)
+    assert 0 < step.busy <= os.cpu_count() + 0.5
+    assert "CPU-s per 10^6" in step.cpu_text()
 
 
 def test_step_exit_status_is_the_commands():
