@@ -812,3 +812,33 @@ def test_part_writer_resume_needs_the_runs_description_and_a_readable_record(cor
     (tmp_path / "r.partial" / RUN_NAME).write_text("{not json")
     with pytest.raises(FileAccessError, match="holds no readable record of the run that left it"):
         PartWriter(out, spec=ds.spec, base=ds, run={"k": 1}, resume=True)
+
+
+@pytest.mark.parametrize("engine", ["embedded", "processes"])
+def test_the_scale_warning_of_a_folder_has_the_figures_of_every_reward(corpus, tmp_path, engine):
+    # each part's sums are made in its plug-in process and merged in the command's: the warning's figures
+    # are those of all the rewards at once, recomputed here with a plain loop over them
+    plugin = tmp_path / "points.py"
+    plugin.write_text(
+        "import torch\n"
+        "def get_reward(data, contiguous):\n"
+        "    end = data['next', 'end_of_game']\n"
+        "    data['next', 'reward'] = end.to(torch.float64) * data['next', 'results'][:, 4].to(torch.float64)\n")
+    out = tmp_path / "rewards"
+    with pytest.warns(rewardlab.core.errors.RewardScaleWarning) as record:
+        apply_to_dataset(corpus, [plugin], out, workers=2, engine=engine)
+    frame = open_dataset(out).load()
+    carried, every = [], []
+    for reward, done in zip(frame["reward_points"].to_list(), frame["done_points"].to_list()):
+        every.append(reward)
+        if reward != 0 or done:
+            carried.append(reward)
+
+    def mean_std(values):
+        mean = sum(values) / len(values)
+        return mean, (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+
+    want = rewardlab.contracts.checks.RewardScale(*mean_std(carried), len(carried), *mean_std(every), len(every))
+    [warning] = record
+    assert str(want) in str(warning.message)
+    assert f"over the {len(carried):,} transitions" in str(warning.message)

@@ -47,7 +47,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import threading
 from pathlib import Path
 
@@ -56,7 +55,6 @@ import polars as pl
 
 from rewardlab.contracts.advice import scale_advice, warn_outside
 from rewardlab.contracts.manager import MANAGER
-from rewardlab.contracts.checks import RewardScale
 from rewardlab.contracts.registry import contract_for, get_contract
 from rewardlab.core import columns
 from rewardlab.core.errors import DataFormatError, ParameterError, RewardScaleWarning, check_choice
@@ -73,6 +71,7 @@ from rewardlab.plugins.execution import (
     check_isolation, child_failure_error, load_items, plugin_items, progress_bar,
 )
 from rewardlab.plugins.runner import Locator, resolve
+from rewardlab.plugins.scale_sums import ScaleSums
 from rewardlab.plugins.shards import stream_shards
 from rewardlab.sources.datasets.manifest import Manifest, PartEntry, file_crc32
 from rewardlab.sources.datasets.parts import PartedDataset
@@ -82,42 +81,6 @@ __all__ = ["apply_to_dataset", "CARRY_MODES"]
 
 #: Batch modes whose batches cross parts (one work item over every part, in order).
 CARRY_MODES = ("sequential", "dataloader", "shuffled")
-
-
-@dataclasses.dataclass
-class _Scale:
-    """Mergeable sums behind a :class:`~rewardlab.contracts.checks.RewardScale` (a warning's figures)."""
-
-    n: int = 0
-    s: float = 0.0
-    q: float = 0.0
-    n_all: int = 0
-    s_all: float = 0.0
-    q_all: float = 0.0
-
-    def add(self, rewards: np.ndarray, dones: np.ndarray) -> None:
-        finite = np.isfinite(rewards)
-        carried = finite & ((rewards != 0) | dones)
-        for mask, suffix in ((carried, ""), (finite, "_all")):
-            values = rewards[mask]
-            setattr(self, "n" + suffix, getattr(self, "n" + suffix) + int(values.size))
-            setattr(self, "s" + suffix, getattr(self, "s" + suffix) + math.fsum(values))
-            setattr(self, "q" + suffix, getattr(self, "q" + suffix) + math.fsum(values * values))
-
-    def merge(self, other: "_Scale") -> None:
-        for f in dataclasses.fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-    def result(self) -> RewardScale:
-        def ms(n, s, q):
-            if not n:
-                return math.nan, math.nan
-            mean = s / n
-            return mean, math.sqrt(max(q / n - mean * mean, 0.0))
-
-        mean, std = ms(self.n, self.s, self.q)
-        mean_all, std_all = ms(self.n_all, self.s_all, self.q_all)
-        return RewardScale(mean, std, self.n, mean_all, std_all, self.n_all)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +158,7 @@ def _run_task(task: _Task) -> _Done:
     contract = get_contract(task.settings["contract"])
     items = plugin_items([Path(p) for p, _ in task.plugins], contract)
     settings = dict(task.settings)
-    done = _Done(entries={}, scales=[_Scale() for _ in items], dtypes=[None] * len(items))
+    done = _Done(entries={}, scales=[ScaleSums() for _ in items], dtypes=[None] * len(items))
     lock = threading.Lock()
 
     def feed():
@@ -218,7 +181,8 @@ def _run_task(task: _Task) -> _Done:
                     o.dones = o.dones[:0]
                     o.terms = {}
                 return ("failed", outcomes)
-            send(("part", k, [(o.rewards, o.dones, o.reward_dtype, o.terms) for o in outcomes]))
+            send(("part", k, [(o.rewards, o.dones, o.reward_dtype, o.terms, ScaleSums.of(o.rewards, o.dones))
+                              for o in outcomes]))
         return ("ok", None)
 
     if contract is MANAGER:  # reward managers: whole trials, whichever parts they span (plugins.manager_parts)
@@ -237,9 +201,7 @@ def _run_task(task: _Task) -> _Done:
         index = task.indexes[k]
         base = ds.read(index, list(task.keep))
         added, scales = [], []
-        for i, ((rewards, dones, dtype, terms), (_, name)) in enumerate(zip(results, task.plugins)):
-            scale = _Scale()
-            scale.add(rewards, dones)
+        for i, ((rewards, dones, dtype, terms, scale), (_, name)) in enumerate(zip(results, task.plugins)):
             scales.append(scale)
             with lock:
                 done.scales[i].merge(scale)
@@ -286,7 +248,7 @@ def _finished(staging: Path, n_parts: int) -> dict[int, tuple[PartEntry, list, l
             try:
                 record = json.loads(line)
                 index, entry = int(record["index"]), PartEntry(**record["entry"])
-                scales = [_Scale(**s) for s in record["scales"]]
+                scales = [ScaleSums(**s) for s in record["scales"]]
                 dtypes = list(record["dtypes"])
             except (ValueError, KeyError, TypeError):
                 continue  # cut short by the kill
@@ -447,7 +409,7 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     writer = PartWriter(out, spec=ds.spec.project(keep), overwrite=overwrite, base=ds,
                         source={"plugins": [str(p) for p in plugins], "batch_mode": batch_mode},
                         run=run, resume=resume)
-    scales = [_Scale() for _ in items]
+    scales = [ScaleSums() for _ in items]
     dtypes: list = [None] * len(items)
     finished = _finished(writer.staging, len(ds)) if writer.resumed else {}
     for index, (entry, part_scales, part_dtypes) in sorted(finished.items()):

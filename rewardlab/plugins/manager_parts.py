@@ -48,6 +48,7 @@ from rewardlab.contracts.manager import check_manager_options
 from rewardlab.core.errors import ParameterError, SpecError
 from rewardlab.plugins.manager_steps import JointArrays, joint_arrays, joint_layout
 from rewardlab.plugins.managers import frame_result, load_managers, run_trials
+from rewardlab.plugins.scale_sums import ScaleSums
 
 __all__ = ["TrialChunk", "trial_chunks", "part_job", "check_part_options"]
 
@@ -178,8 +179,8 @@ def part_job(items, *, isolate: bool):
     """The work item's function for the child: ``job(status, send, chunks)`` over fed :class:`TrialChunk`.
 
     It sends ``("plugin", plugin)`` per manager loaded, then ``("part", k,
-    [(rewards, dones, "float64", {})] per manager)`` per part, as the
-    plug-ins' job does; returns ``("ok", None)``.  A manager's failure is
+    [(rewards, dones, "float64", {}, ScaleSums)] per manager)`` per part, as
+    the plug-ins' job does; returns ``("ok", None)``.  A manager's failure is
     raised (and brought back to the parent as itself).
 
     Examples
@@ -205,8 +206,8 @@ def part_job(items, *, isolate: bool):
                 results.append(frame_result(rewards, finished, chunk.arrays))
             start = 0
             for k, rows in zip(chunk.positions, chunk.rows):
-                send(("part", k, [(r[start:start + rows], d[start:start + rows], "float64", {})
-                                  for r, d in results]))
+                send(("part", k, [(r[start:start + rows], d[start:start + rows], "float64", {},
+                                   ScaleSums.of(r[start:start + rows], d[start:start + rows])) for r, d in results]))
                 start += rows
         return ("ok", None)
 
