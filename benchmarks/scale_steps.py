@@ -31,6 +31,10 @@ CPU figures, in seconds, say whether a step kept its cores busy:
     a descendant) waited for, from ``os.wait4``: the plug-in processes, the
     worker processes of the processes engine, the file workers.  Not Ray's
     raylet or workers, which Ray itself starts and reaps.
+``cpu_sys``
+    The system part of ``cpu``: the kernel's work for the step (pipes, page
+    faults of fresh memory, file reads and writes).  A share that grows with
+    the workers points at the kernel (contended page faults), not at Python.
 ``main_cpu``
     User plus system time of the CLI process alone, its threads included, as
     last sampled from ``/proc/PID/stat`` (a lower bound, like ``main``).
@@ -77,6 +81,7 @@ class Step:
     tree_sum: int = 0
     processes: int = 0
     cpu: float = 0.0
+    cpu_sys: float = 0.0
     main_cpu: float = 0.0
     stdout: str = ""
     stderr: str = ""
@@ -107,7 +112,8 @@ class Step:
 
     def cpu_text(self) -> str:
         """The CPU figures in words, for a report line."""
-        return (f"{self.cpu_per_million:.2f} CPU-s per 10^6, {self.busy:.1f} cores busy "
+        sys_share = self.cpu_sys / self.cpu if self.cpu > 0 else float("nan")
+        return (f"{self.cpu_per_million:.2f} CPU-s per 10^6 ({sys_share:.0%} system), {self.busy:.1f} cores busy "
                 f"(the CLI process {self.main_busy:.2f})")
 
 
@@ -218,7 +224,7 @@ with open(report, "w") as f:
     f.write(f"{pid}\\n")
 _, status, usage = os.wait4(pid, 0)
 with open(report, "a") as f:
-    f.write(f"{usage.ru_maxrss}\\n{usage.ru_utime + usage.ru_stime!r}\\n")
+    f.write(f"{usage.ru_maxrss}\\n{usage.ru_utime + usage.ru_stime!r}\\n{usage.ru_stime!r}\\n")
 code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
 """
@@ -260,6 +266,7 @@ def run_step(label: str, argv: list[str], *, rows: int, env: dict[str, str] | No
     pid = int(shim[0]) if shim else -1
     maxrss = int(shim[1]) * 1024 if len(shim) > 1 else 0
     step.cpu = float(shim[2]) if len(shim) > 2 else 0.0
+    step.cpu_sys = float(shim[3]) if len(shim) > 3 else 0.0
     step.main_cpu = sampler.cpu.get(pid, 0.0)
     step.main = hwm.pop(pid, 0)
     if hwm:
