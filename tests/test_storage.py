@@ -255,3 +255,15 @@ def test_null_values_in_a_stored_array_column_are_refused(tmp_path, small_frame)
     pq.write_table(table.set_column(k, "sparse", holes).replace_schema_metadata(table.schema.metadata), path)
     with pytest.raises(DataFormatError, match=r"d\.parquet: column 'sparse' has 1 null values \[rule: null_values\]"):
         rewardlab.load_kanachan(path)
+
+
+def test_reading_a_dataset_part_in_a_fresh_process_does_not_import_pandas(tmp_path, small_frame):
+    # pandas costs every process that reads a part 0.2-0.8 s (pyarrow imports it for pa.array's check of
+    # a pandas object and for pq.read_table's dataset layer); the part's columns are read without it
+    path = tmp_path / "part.parquet"
+    write_dataset(small_frame, path)
+    code = ("import sys; from rewardlab.sources.storage.reading import read_part; "
+            f"frame = read_part({str(path)!r}); print(frame.height, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == [str(small_frame.height), "False"]
+    assert rewardlab.load(path).equals(small_frame)
