@@ -341,22 +341,28 @@ def test_the_feed_reads_each_item_when_the_child_asks_and_sends_arrays_whole():
                    for k in range(5)]
     assert read == [0, 1, 2, 3, 4]
 
-    # laziness, seen from the parent: with the child slow, the parent reads item k+1 only once asked
-    asked_at, read_at = [], []
+    # laziness, seen from the parent: with the child slow, the parent reads one item ahead of the one the
+    # child works on (item k+1 as soon as the child takes item k), never more
+    read_at, taken_at = [], []
 
     def timed():
-        for k in range(3):
+        for k in range(4):
             read_at.append(time.monotonic())
             yield k
 
     def consumer(status, send, fed):
         for _ in fed:
+            send(time.monotonic())
             time.sleep(0.3)
         return "done"
 
-    assert run_in_child(consumer, feed=timed()) == "done"
-    gaps = [b - a for a, b in zip(read_at, read_at[1:])]
-    assert all(g >= 0.25 for g in gaps), gaps  # each read waited for the child to finish the one before
+    assert run_in_child(consumer, feed=timed(), on_part=taken_at.append) == "done"
+    assert len(read_at) == len(taken_at) == 4
+    # item k+1 is read while the child works on item k (well before the child takes it)...
+    assert all(read_at[k + 1] < taken_at[k] + 0.2 for k in range(3)), (read_at, taken_at)
+    # ...and item k+2 only once the child has taken item k+1 (after it finished item k)
+    assert all(read_at[k + 2] >= taken_at[k + 1] - 0.05 for k in range(2)), (read_at, taken_at)
+    assert all(b - a >= 0.25 for a, b in zip(read_at[1:], read_at[2:])), read_at
 
 
 def test_the_cli_names_its_own_engine_options(corpus, tmp_path, capsys):
@@ -842,3 +848,29 @@ def test_the_scale_warning_of_a_folder_has_the_figures_of_every_reward(corpus, t
     [warning] = record
     assert str(want) in str(warning.message)
     assert f"over the {len(carried):,} transitions" in str(warning.message)
+
+
+def test_a_plugin_hanging_on_a_folder_is_reported_with_its_own_stack(corpus, tmp_path):
+    # the plug-in process reads the next part in a thread of its own: the hang's stack dump must still show
+    # the plug-in's line, not that thread waiting on the pipe
+    # (the 300th call, an episode of part 1: the message names that part, and what its rows count from)
+    plugin = tmp_path / "stuck.py"
+    plugin.write_text(
+        "import time\n"
+        "CALLS = [0]\n"
+        "def get_reward(data, contiguous):\n"
+        "    CALLS[0] += 1\n"
+        "    while CALLS[0] == 300:\n"
+        "        time.sleep(0.01)  # the line the report names\n"
+        "    data['next', 'reward'] = data['next', 'end_of_game'].double()\n")
+    out = tmp_path / "rewards"
+    with pytest.raises(rewardlab.core.errors.PluginTimeoutError) as info:
+        apply_to_dataset(corpus, [plugin], out, workers=1, timeout=3)
+    text = str(info.value)
+    assert 'stuck.py", line 6 in get_reward' in text, text
+    assert "read_ahead" not in text
+    ds = PartedDataset(corpus)
+    assert f"(part 1: {ds.paths[1]}; its rows count from the first row of part 0)" in text, text
+    first, last = map(int, text.split("; rows ")[1].split(",")[0].split("-"))
+    assert ds.manifest.parts[0].rows <= first <= last < ds.manifest.parts[0].rows + ds.manifest.parts[1].rows
+    assert not out.exists()

@@ -220,7 +220,7 @@ def _run_task(task: _Task) -> _Done:
     else:
         result = job(None, on_part, feed())
     if isinstance(result, isolation.ChildFailure):
-        done.error = child_failure_error(result, items, len(loaded_names))
+        done.error = child_failure_error(result, items, len(loaded_names), where=_part_in_progress(ds, task, done))
         return done
     status, outcomes = result
     if status == "failed":
@@ -229,6 +229,19 @@ def _run_task(task: _Task) -> _Done:
         bad = next(o for o in outcomes if o.error is not None or o.problems)
         done.error = _locate_error(ds, task.indexes, bad, spec, contract)
     return done
+
+
+def _part_in_progress(ds: PartedDataset, task: _Task, done: _Done) -> str:
+    """Where a work item's plug-in process was when it failed, in words: its first part whose rewards had
+    not come back (they come back in part order), and what the rows of its message count from."""
+    unfinished = [i for i in task.indexes if i not in done.entries]
+    if not unfinished:
+        return ""
+    index = unfinished[0]
+    text = f"part {ds.part_indexes[index]}: {ds.paths[index]}"
+    if index != task.indexes[0]:
+        text += f"; its rows count from the first row of part {ds.part_indexes[task.indexes[0]]}"
+    return text
 
 
 def _journal(staging: Path, first: int, index: int, entry: PartEntry, scales: list, dtypes: list) -> None:

@@ -8,7 +8,8 @@ cannot be read back is reported (:attr:`Messages.junk`), not raised.
 
 Down: a thread of the parent (:class:`Feeder`) pickles a feed's items into a
 second pipe with out-of-band buffers, each only once the worker asks for it
-on a third, and the worker reads them one at a time (:func:`received`); see
+on a third, and the worker reads them one at a time, the next while it works
+on this one (:func:`received`); see
 :func:`rewardlab.plugins.isolation.run_in_child`'s ``feed``.
 
 Examples
@@ -30,6 +31,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
+import signal
 import struct
 import threading
 import traceback
@@ -81,36 +84,85 @@ def _read_exactly(stream, size: int) -> bytearray:
     return buffer
 
 
+def _read_item(stream):
+    """One fed item off the data pipe: ``(kind, payload)``."""
+    head = _read_exactly(stream, _FEED_HEAD.size)
+    meta_size, count = _FEED_HEAD.unpack(head)
+    sizes = struct.unpack(f"<{count}q", _read_exactly(stream, 8 * count)) if count else ()
+    meta = _read_exactly(stream, meta_size)
+    buffers = [_read_exactly(stream, n) for n in sizes]
+    return pickle.loads(meta, buffers=buffers)
+
+
 def received(fds: tuple[int, int]):
-    """The objects the parent feeds, one at a time, each asked for.
+    """The objects the parent feeds, one at a time, the next read while this one is worked on.
 
     See :func:`~rewardlab.plugins.isolation.run_in_child`'s ``feed``.
 
     ``fds`` is (the data pipe's read end, the ask pipe's write end): one byte
     on the ask pipe lets the parent's feeder read and send the next item, so
-    the parent holds an item only while it is being sent.
+    the parent holds an item only while it is being sent.  A thread of this
+    process asks for item k+1 and reads it off the pipe as soon as item k
+    is handed over, so the plug-ins do not wait, part after part, for the
+    parent to read, build and send the next one; this process holds at most
+    two items (the one worked on and the next).
+
+    Examples
+    --------
+    >>> import os
+    >>> from rewardlab.plugins.child_messages import Feeder
+    >>> data_read, data_write = os.pipe(); ask_read, ask_write = os.pipe()
+    >>> feeder = Feeder(iter([1, 2, 3]), data_write, ask_read)
+    >>> list(received((data_read, ask_write)))
+    [1, 2, 3]
+    >>> feeder.join()
     """
     data_fd, ask_fd = fds
-    with os.fdopen(data_fd, "rb", buffering=1 << 20) as stream:
+    ready: queue.SimpleQueue = queue.SimpleQueue()  # (kind, payload) items read, in order
+    taken = threading.Semaphore(0)  # released as each item is handed over: the reader may fetch the next
+    stopping = threading.Event()
+
+    def read_ahead() -> None:
         try:
-            while True:
-                try:
-                    os.write(ask_fd, b"\x01")
-                except BrokenPipeError:
-                    pass  # the feeder has stopped: what it sent last (end, abort) is read below
-                head = _read_exactly(stream, _FEED_HEAD.size)
-                meta_size, count = _FEED_HEAD.unpack(head)
-                sizes = struct.unpack(f"<{count}q", _read_exactly(stream, 8 * count)) if count else ()
-                meta = _read_exactly(stream, meta_size)
-                buffers = [_read_exactly(stream, n) for n in sizes]
-                kind, payload = pickle.loads(meta, buffers=buffers)
-                if kind == "end":
-                    return
-                if kind == "abort":  # the parent could not read the next item: it reports why
-                    raise EOFError("rewardlab's parent process stopped feeding data: " + str(payload))
-                yield payload
+            # signals go to the thread running the plug-ins: a hang's stack dump (faulthandler on SIGUSR1
+            # prints the thread it lands in) must show the plug-in, never this thread waiting on the pipe
+            signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            with os.fdopen(data_fd, "rb", buffering=1 << 20) as stream:
+                while True:
+                    try:
+                        os.write(ask_fd, b"\x01")
+                    except BrokenPipeError:
+                        pass  # the feeder has stopped: what it sent last (end, abort) is read below
+                    kind, payload = _read_item(stream)
+                    ready.put((kind, payload))
+                    del payload
+                    if kind != "item":
+                        return
+                    taken.acquire()
+                    if stopping.is_set():
+                        return
+        except BaseException as exc:  # noqa: BLE001 - raised to the consumer in its own thread
+            ready.put(("failed", exc))
         finally:
             os.close(ask_fd)
+
+    reader = threading.Thread(target=read_ahead, name="rewardlab-feed-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            kind, payload = ready.get()
+            if kind == "end":
+                return
+            if kind == "abort":  # the parent could not read the next item: it reports why
+                raise EOFError("rewardlab's parent process stopped feeding data: " + str(payload))
+            if kind == "failed":
+                raise payload
+            taken.release()
+            yield payload
+            del payload
+    finally:
+        stopping.set()
+        taken.release()  # a reader waiting to fetch the next item stops instead
 
 
 class Messages:

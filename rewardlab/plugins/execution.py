@@ -181,17 +181,19 @@ def execute(job, *, isolate: bool, timeout: float | None, bar, cancel, name: str
 _DOING = re.compile(r"^plug-in '([A-Za-z_][A-Za-z0-9_]*)'")
 
 
-def failure_error(failure: isolation.ChildFailure, name: str, path, *, loading: bool):
-    """The error a child's failure stands for, naming the plug-in it was running."""
+def failure_error(failure: isolation.ChildFailure, name: str, path, *, loading: bool, where: str = ""):
+    """The error a child's failure stands for, naming the plug-in it was running (``where``: the data it
+    was working on, e.g. a dataset's part, added to the message)."""
+    where = f" ({where})" if where else ""
     if failure.how == "timeout":
         return (PluginLoadError if loading else PluginTimeoutError)(
-            name, path, f"{failure}. Raise --timeout / timeout= if it is only slow",
+            name, path, f"{failure}{where}. Raise --timeout / timeout= if it is only slow",
             plugin_traceback=failure.stack or None)
     if failure.how == "raised":
         return (PluginLoadError if loading else PluginRuntimeError)(
-            name, path, "rewardlab's child process failed" + str(failure).removeprefix("failed"))
+            name, path, "rewardlab's child process failed" + str(failure).removeprefix("failed") + where)
     text = (f"ended rewardlab's child process ({failure.detail}) while "
-            + (f"running {failure.doing}" if failure.doing else "starting")
+            + (f"running {failure.doing}" if failure.doing else "starting") + where
             + ": a plug-in must not exit (sys.exit, os._exit) or kill its process or the one "
             "watching it")
     return (PluginLoadError if loading else PluginRuntimeError)(name, path, text)
@@ -209,14 +211,15 @@ def failed_plugin(failure: isolation.ChildFailure, items: list) -> tuple[str, ob
     return name, path
 
 
-def child_failure_error(failure: isolation.ChildFailure, items: list, loaded: int):
+def child_failure_error(failure: isolation.ChildFailure, items: list, loaded: int, *, where: str = ""):
     """The error of a child that failed after loading ``loaded`` of ``items`` (:func:`plugin_items`): the next
-    plug-in's load failed, or (all loaded) the one it was running failed (:func:`failed_plugin`)."""
+    plug-in's load failed, or (all loaded) the one it was running failed (:func:`failed_plugin`), on
+    ``where`` (the data it was working on, for the message)."""
     if loaded < len(items):
         _, name, path = items[loaded]
         return failure_error(failure, name, path, loading=True)
     name, path = failed_plugin(failure, items)
-    return failure_error(failure, name, path, loading=False)
+    return failure_error(failure, name, path, loading=False, where=where)
 
 
 def raise_first(outcomes: list) -> None:

@@ -192,9 +192,10 @@ def run_in_child(fn: Callable, *, timeout: float | None = None,
         Seconds between looks at the child.
     feed : iterable or None
         Objects to hand the child one at a time, while it runs: a thread of
-        the parent pickles each into a pipe as the child reads, so neither
-        side holds more than about one item (a dataset's parts, read here
-        and worked on there, never all in memory).  ``fn`` gets them as a
+        the parent pickles each into a pipe as the child reads, and the child
+        reads the next while ``fn`` works on one, so the parent holds about
+        one item and the child two (a dataset's parts, read here and worked
+        on there, never all in memory).  ``fn`` gets them as a
         third argument, an iterator.  An exception raised by ``feed`` stops
         the child and is raised here.
 
