@@ -820,16 +820,20 @@ def test_part_writer_resume_needs_the_runs_description_and_a_readable_record(cor
         PartWriter(out, spec=ds.spec, base=ds, run={"k": 1}, resume=True)
 
 
+def _plugin_file(path, *lines: str):
+    """A plug-in file of these lines."""
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 @pytest.mark.parametrize("engine", ["embedded", "processes"])
 def test_the_scale_warning_of_a_folder_has_the_figures_of_every_reward(corpus, tmp_path, engine):
     # each part's sums are made in its plug-in process and merged in the command's: the warning's figures
     # are those of all the rewards at once, recomputed here with a plain loop over them
-    plugin = tmp_path / "points.py"
-    plugin.write_text(
-        "import torch\n"
-        "def get_reward(data, contiguous):\n"
-        "    end = data['next', 'end_of_game']\n"
-        "    data['next', 'reward'] = end.to(torch.float64) * data['next', 'results'][:, 4].to(torch.float64)\n")
+    plugin = _plugin_file(tmp_path / "points.py", "import torch",
+                          "def get_reward(data, contiguous):",
+                          "    end = data['next', 'end_of_game']",
+                          "    data['next', 'reward'] = end.to(torch.float64) * data['next', 'results'][:, 4].to(torch.float64)")
     out = tmp_path / "rewards"
     with pytest.warns(rewardlab.core.errors.RewardScaleWarning) as record:
         apply_to_dataset(corpus, [plugin], out, workers=2, engine=engine)
@@ -854,15 +858,12 @@ def test_a_plugin_hanging_on_a_folder_is_reported_with_its_own_stack(corpus, tmp
     # the plug-in process reads the next part in a thread of its own: the hang's stack dump must still show
     # the plug-in's line, not that thread waiting on the pipe
     # (the 300th call, an episode of part 1: the message names that part, and what its rows count from)
-    plugin = tmp_path / "stuck.py"
-    plugin.write_text(
-        "import time\n"
-        "CALLS = [0]\n"
-        "def get_reward(data, contiguous):\n"
-        "    CALLS[0] += 1\n"
-        "    while CALLS[0] == 300:\n"
-        "        time.sleep(0.01)  # the line the report names\n"
-        "    data['next', 'reward'] = data['next', 'end_of_game'].double()\n")
+    plugin = _plugin_file(tmp_path / "stuck.py", "import time", "CALLS = [0]",
+                          "def get_reward(data, contiguous):",
+                          "    CALLS[0] += 1",
+                          "    while CALLS[0] == 300:",
+                          "        time.sleep(0.01)  # the line the report names",
+                          "    data['next', 'reward'] = data['next', 'end_of_game'].double()")
     out = tmp_path / "rewards"
     with pytest.raises(rewardlab.core.errors.PluginTimeoutError) as info:
         apply_to_dataset(corpus, [plugin], out, workers=1, timeout=3)
