@@ -875,3 +875,33 @@ def test_a_plugin_hanging_on_a_folder_is_reported_with_its_own_stack(corpus, tmp
     first, last = map(int, text.split("; rows ")[1].split(",")[0].split("-"))
     assert ds.manifest.parts[0].rows <= first <= last < ds.manifest.parts[0].rows + ds.manifest.parts[1].rows
     assert not out.exists()
+
+
+def test_an_embedded_apply_writes_a_few_parts_at_once_whatever_the_workers(corpus, tmp_path, monkeypatch):
+    # memory: the command's process holds the tables and Parquet buffers of at most WRITES_AT_ONCE parts,
+    # however many work items run in its threads (here 2 at once, with 6 work items finishing together)
+    import threading
+    import time
+
+    from rewardlab.plugins import apply_parts
+
+    monkeypatch.setattr(apply_parts, "_WRITING", threading.BoundedSemaphore(2))
+    writing, most, lock = [0], [0], threading.Lock()
+    write = apply_parts.write_part_file
+
+    def slow_write(*args, **kwargs):
+        with lock:
+            writing[0] += 1
+            most[0] = max(most[0], writing[0])
+        time.sleep(1.0)
+        try:
+            return write(*args, **kwargs)
+        finally:
+            with lock:
+                writing[0] -= 1
+
+    monkeypatch.setattr(apply_parts, "write_part_file", slow_write)
+    assert len(PartedDataset(corpus)) >= 6
+    manifest = apply_to_dataset(corpus, PLUGINS, tmp_path / "rewards", workers=6)
+    assert most[0] == 2
+    assert len(manifest.parts) == len(PartedDataset(corpus))

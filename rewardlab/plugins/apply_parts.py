@@ -3,7 +3,10 @@
 Memory holds about one part at a time: a work item reads its parts one by
 one, hands each part's arrays to the plug-ins' child process through a pipe
 (:func:`rewardlab.plugins.isolation.run_in_child`'s ``feed``; the child never
-needs the whole frame), and writes each part's rewards as it comes back.
+needs the whole frame), and writes each part's rewards as it comes back
+(at most :data:`WRITES_AT_ONCE` parts at a time in one process, and
+:data:`~rewardlab.plugins.child_messages.FEEDS_AT_ONCE` read and sent,
+however many work items its threads run).
 The plug-ins see exactly the batches of one pass over the whole frame
 (:func:`rewardlab.plugins.shards.stream_shards` carries rows across parts):
 
@@ -81,6 +84,13 @@ __all__ = ["apply_to_dataset", "CARRY_MODES"]
 
 #: Batch modes whose batches cross parts (one work item over every part, in order).
 CARRY_MODES = ("sequential", "dataloader", "shuffled")
+
+#: Work items of this process that may read, assemble and write a rewards part at the same time (the
+#: embedded engine runs one item per worker in threads): the process holds a few parts' tables and
+#: Parquet buffers whatever the workers, and writing a part takes a small share of the time the
+#: plug-ins spend on it.
+WRITES_AT_ONCE = 4
+_WRITING = threading.BoundedSemaphore(WRITES_AT_ONCE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,19 +209,21 @@ def _run_task(task: _Task) -> _Done:
             return
         _, k, results = message
         index = task.indexes[k]
-        base = ds.read(index, list(task.keep))
-        added, scales = [], []
-        for i, ((rewards, dones, dtype, terms, scale), (_, name)) in enumerate(zip(results, task.plugins)):
-            scales.append(scale)
-            with lock:
-                done.scales[i].merge(scale)
-                done.dtypes[i] = done.dtypes[i] or dtype
-            added.append(pl.Series(columns.reward_column(name), rewards, dtype=pl.Float64)
-                         .cast(REWARD_DTYPES[dtype or "float64"]))
-            added.append(pl.Series(columns.done_column(name), dones, dtype=pl.Boolean))
-            added += term_series(name, terms)
-        frame = attach(base.with_columns(added), spec.project(base.columns))
-        entry = write_part_file(Path(task.staging), index, frame, dataset_id=task.dataset_id)
+        with _WRITING:  # memory: a few parts' tables and file buffers at once, however many work items
+            base = ds.read(index, list(task.keep))
+            added, scales = [], []
+            for i, ((rewards, dones, dtype, terms, scale), (_, name)) in enumerate(zip(results, task.plugins)):
+                scales.append(scale)
+                with lock:
+                    done.scales[i].merge(scale)
+                    done.dtypes[i] = done.dtypes[i] or dtype
+                added.append(pl.Series(columns.reward_column(name), rewards, dtype=pl.Float64)
+                             .cast(REWARD_DTYPES[dtype or "float64"]))
+                added.append(pl.Series(columns.done_column(name), dones, dtype=pl.Boolean))
+                added += term_series(name, terms)
+            frame = attach(base.with_columns(added), spec.project(base.columns))
+            entry = write_part_file(Path(task.staging), index, frame, dataset_id=task.dataset_id)
+            del base, added, frame
         done.entries[index] = entry
         _journal(Path(task.staging), task.indexes[0], index, entry, scales, [r[2] for r in results])
 
