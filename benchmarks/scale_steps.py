@@ -120,15 +120,20 @@ class Step:
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """User plus system CPU seconds of ``pid`` itself (all its threads), from ``/proc/PID/stat``."""
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (field 3, the state, first); None when gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return None
-    fields = stat[stat.rindex(b")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: fields 14 and 15 of stat(5)
+    return stat[stat.rindex(b")") + 2:].split()
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds of ``pid`` itself (all its threads), from ``/proc/PID/stat``."""
+    fields = _stat_fields(pid)
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime: 14, 15
 
 
 def _status(pid: int) -> dict[str, int]:
@@ -151,13 +156,10 @@ def descendants(root: int) -> list[int]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
+        fields = _stat_fields(int(entry.name))
+        if fields is None:
             continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
+        children.setdefault(int(fields[1]), []).append(int(entry.name))  # field 4, the parent's pid
     found, todo = [], [root]
     while todo:
         for pid in children.get(todo.pop(), ()):

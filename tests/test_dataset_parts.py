@@ -854,22 +854,28 @@ def test_the_scale_warning_of_a_folder_has_the_figures_of_every_reward(corpus, t
     assert f"over the {len(carried):,} transitions" in str(warning.message)
 
 
-def test_a_plugin_hanging_on_a_folder_is_reported_with_its_own_stack(corpus, tmp_path):
-    # the plug-in process reads the next part in a thread of its own: the hang's stack dump must still show
+@pytest.mark.parametrize("how", ["hangs", "exits"])
+def test_a_plugin_hanging_or_exiting_on_a_folder_names_its_part(corpus, tmp_path, how):
+    # the plug-in process reads the next part in a thread of its own: a hang's stack dump must still show
     # the plug-in's line, not that thread waiting on the pipe
     # (the 300th call, an episode of part 1: the message names that part, and what its rows count from)
-    plugin = _plugin_file(tmp_path / "stuck.py", "import time", "CALLS = [0]",
+    stop = "time.sleep(0.01)  # the line the report names" if how == "hangs" else "os._exit(3)"
+    plugin = _plugin_file(tmp_path / "stuck.py", "import os, time", "CALLS = [0]",
                           "def get_reward(data, contiguous):",
                           "    CALLS[0] += 1",
                           "    while CALLS[0] == 300:",
-                          "        time.sleep(0.01)  # the line the report names",
+                          f"        {stop}",
                           "    data['next', 'reward'] = data['next', 'end_of_game'].double()")
     out = tmp_path / "rewards"
-    with pytest.raises(rewardlab.core.errors.PluginTimeoutError) as info:
+    error = rewardlab.core.errors.PluginTimeoutError if how == "hangs" else PluginRuntimeError
+    with pytest.raises(error) as info:
         apply_to_dataset(corpus, [plugin], out, workers=1, timeout=3)
     text = str(info.value)
-    assert 'stuck.py", line 6 in get_reward' in text, text
-    assert "read_ahead" not in text
+    if how == "hangs":
+        assert 'stuck.py", line 6 in get_reward' in text, text
+        assert "read_ahead" not in text
+    else:
+        assert "ended rewardlab's child process (exit status 3) while running plug-in 'stuck'" in text, text
     ds = PartedDataset(corpus)
     assert f"(part 1: {ds.paths[1]}; its rows count from the first row of part 0)" in text, text
     first, last = map(int, text.split("; rows ")[1].split(",")[0].split("-"))

@@ -42,6 +42,7 @@ __all__ = [
     "SCALE_STD_LIMITS",
     "Violation",
     "RewardScale",
+    "scale_masks",
     "tensor_type_problem",
     "key_text",
     "first_change",
@@ -467,6 +468,19 @@ def _num(x: float) -> str:
     return f"{x:.4g}" if abs(x) < 1e4 else f"{x:,.0f}"
 
 
+def scale_masks(rewards: np.ndarray, dones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rewards a :class:`RewardScale` describes: ``(carried, finite)`` masks ``[N]``, the finite rewards
+    that carry a signal (nonzero, or on a done step) and every finite reward.
+
+    Examples
+    --------
+    >>> [m.tolist() for m in scale_masks(np.array([0.0, 0.0, np.nan, 2.0]), np.array([True, False, False, False]))]
+    [[True, False, False, True], [True, True, False, True]]
+    """
+    finite = np.isfinite(rewards)
+    return finite & ((rewards != 0) | dones), finite
+
+
 def reward_scale(rewards: np.ndarray, dones: np.ndarray) -> RewardScale:
     """Measure a run's reward scale (see :class:`RewardScale`).
 
@@ -486,9 +500,7 @@ def reward_scale(rewards: np.ndarray, dones: np.ndarray) -> RewardScale:
     1.0
     """
     rewards = np.asarray(rewards, dtype=np.float64)
-    dones = np.asarray(dones, dtype=bool)
-    finite = np.isfinite(rewards)
-    carried = finite & ((rewards != 0) | dones)
+    carried, finite = scale_masks(rewards, np.asarray(dones, dtype=bool))
 
     def stats(mask):
         count = int(mask.sum())

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from rewardlab.contracts.checks import RewardScale
+from rewardlab.contracts.checks import RewardScale, scale_masks
 
 __all__ = ["ScaleSums"]
 
@@ -55,9 +55,7 @@ class ScaleSums:
         2
         """
         out = cls()
-        finite = np.isfinite(rewards)
-        carried = finite & ((rewards != 0) | dones)
-        for mask, suffix in ((carried, ""), (finite, "_all")):
+        for mask, suffix in zip(scale_masks(rewards, dones), ("", "_all")):
             values = rewards[mask]
             setattr(out, "n" + suffix, int(values.size))
             setattr(out, "s" + suffix, math.fsum(values))

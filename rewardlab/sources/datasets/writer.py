@@ -272,7 +272,8 @@ class PartWriter:
 
     def handoff_folder(self) -> Path:
         """The folder (made if need be) in which a reader leaves the chunks it hands to :meth:`add_spooled`:
-        ``spool`` in the staging folder, removed with it, and emptied as the parts are written."""
+        ``spool-RUN`` in the staging folder (this writer's own, :data:`SPOOL_NAME`), removed with it, and
+        emptied as the parts are written."""
         if self._handoff is None:
             self._handoff = self.staging / f"{SPOOL_NAME}-{uuid.uuid4().hex[:12]}"
             self._handoff.mkdir()
