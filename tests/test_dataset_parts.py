@@ -854,11 +854,13 @@ def test_the_scale_warning_of_a_folder_has_the_figures_of_every_reward(corpus, t
     assert f"over the {len(carried):,} transitions" in str(warning.message)
 
 
-@pytest.mark.parametrize("how", ["hangs", "exits"])
-def test_a_plugin_hanging_or_exiting_on_a_folder_names_its_part(corpus, tmp_path, how):
-    # the plug-in process reads the next part in a thread of its own: a hang's stack dump must still show
-    # the plug-in's line, not that thread waiting on the pipe
-    # (the 300th call, an episode of part 1: the message names that part, and what its rows count from)
+@pytest.mark.parametrize("how, engine", [("hangs", "embedded"), ("exits", "embedded"),
+                                         pytest.param("hangs", "processes", marks=pytest.mark.slow)])
+def test_a_plugin_hanging_or_exiting_on_a_folder_names_its_part(corpus, tmp_path, how, engine):
+    # the plug-in process reads the next part in a thread of its own (embedded), or reads the parts itself
+    # (processes): a hang's stack dump must still show the plug-in's line, not a thread waiting on the pipe
+    # (the 300th call, an episode of part 1: the message names that part, and what its rows count from; on
+    # the processes engine both work items hang, and the first one's error is raised)
     stop = "time.sleep(0.01)  # the line the report names" if how == "hangs" else "os._exit(3)"
     plugin = _plugin_file(tmp_path / "stuck.py", "import os, time", "CALLS = [0]",
                           "def get_reward(data, contiguous):",
@@ -869,7 +871,7 @@ def test_a_plugin_hanging_or_exiting_on_a_folder_names_its_part(corpus, tmp_path
     out = tmp_path / "rewards"
     error = rewardlab.core.errors.PluginTimeoutError if how == "hangs" else PluginRuntimeError
     with pytest.raises(error) as info:
-        apply_to_dataset(corpus, [plugin], out, workers=1, timeout=3)
+        apply_to_dataset(corpus, [plugin], out, workers=1 if engine == "embedded" else 2, timeout=3, engine=engine)
     text = str(info.value)
     if how == "hangs":
         assert 'stuck.py", line 6 in get_reward' in text, text

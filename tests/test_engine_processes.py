@@ -8,13 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
 
 from rewardlab.analysis.stats_parts import dataset_reward_stats
-from rewardlab.core.errors import EngineError, ParameterError, PluginRuntimeError
+from rewardlab.core.errors import ContractError, EngineError, ParameterError, PluginRuntimeError
 from rewardlab.engines import check_engine, get_engine
 from rewardlab.engines.processes import map_items_processes
 from rewardlab.plugins.apply_parts import apply_to_dataset
@@ -106,19 +105,49 @@ def test_check_plugin_through_processes_merges_every_part(corpus):
 
 
 @pytest.mark.slow
-def test_a_failing_plugin_is_named_with_its_part_and_row_as_on_the_embedded_engine(corpus, tmp_path):
+@pytest.mark.parametrize("body, error, words", [
+    ('raise ValueError("seat three")', PluginRuntimeError, "seat three"),
+    ("data['next', 'reward'] = data['next', 'end_of_game'].double() / 0", ContractError, "finite"),
+])
+def test_a_failing_plugin_is_named_with_its_part_and_row_as_on_the_embedded_engine(corpus, tmp_path, body, error,
+                                                                                    words):
+    # the processes engine's plug-in process reads the parts itself, and names the row there
     bad = tmp_path / "bad.py"
-    bad.write_text(textwrap.dedent("""
-        def get_reward(data, contiguous):
-            raise ValueError("seat three")
-    """))
+    bad.write_text(f"def get_reward(data, contiguous):\n    {body}\n")
     errors = []
     for engine in ("embedded", "processes"):
-        with pytest.raises(PluginRuntimeError) as caught:
+        with pytest.raises(error) as caught:
             apply_to_dataset(corpus, [bad], tmp_path / engine, engine=engine, workers=2, progress=False)
         errors.append(str(caught.value))
         assert not (tmp_path / engine).exists()
-    assert errors[0] == errors[1] and "seat three" in errors[0] and "part " in errors[0]
+    assert errors[0] == errors[1] and words in errors[0] and "part " in errors[0] and "game " in errors[0]
+
+
+POLARS_SEEN = """
+import os, re
+
+def get_reward(data, contiguous):
+    # 1.0 where Polars' pool runs in the plug-in's own process: it read the part there
+    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    seen = any(re.fullmatch(r"polars-\\d+", n) for n in names)
+    data['next', 'reward'] = data['next', 'end_of_game'].double() * 0 + float(seen)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::rewardlab.core.errors.RewardScaleWarning")
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads thread names from /proc (Linux)")
+def test_the_plugin_process_reads_its_parts_itself_on_the_processes_engine(corpus, tmp_path):
+    # a fresh worker process never starts Polars' pool, so its plug-in process may: it reads each part and
+    # writes its rewards itself (nothing of a part crosses a pipe); the embedded engine's process has the
+    # pool running, so it feeds the arrays (a forked child's Polars would wait forever on the pool's threads)
+    plugin = tmp_path / "seen.py"
+    plugin.write_text(POLARS_SEEN)
+    for engine, want in (("processes", 1.0), ("embedded", 0.0)):
+        apply_to_dataset(corpus, [plugin], tmp_path / engine, engine=engine, workers=2, progress=False)
+        rewards = open_dataset(tmp_path / engine).load()["reward_seen"]
+        assert rewards.len() == open_dataset(corpus).rows
+        assert set(rewards.to_list()) == {want}, engine
 
 
 @pytest.mark.slow
@@ -182,3 +211,14 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads thread names from /proc (Linux)")
+def test_a_fresh_process_forks_cleanly_until_polars_starts_its_pool():
+    code = ("import polars as pl\n"
+            "from rewardlab.plugins import apply_parts, isolation\n"
+            "print(isolation.polars_forks_cleanly())\n"
+            "pl.DataFrame({'x': list(range(10))}).group_by('x').len()\n"
+            "print(isolation.polars_forks_cleanly())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False"]

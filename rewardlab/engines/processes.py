@@ -8,9 +8,12 @@ process holds every part in flight (measured on a 16-core machine: ``apply``
 at 8 and 16 workers ran at the same speed, and its one process peaked at
 2.0-2.1 GiB).  Here each worker is a fresh interpreter (``spawn``, started
 once per run, so no Polars or Torch thread pool is inherited half-made), an
-item runs there whole (it reads its parts, forks its plug-in child, writes
-its files under the names the driver gave it) and only its small result
-comes back.  Memory is per worker: about one part each.
+item runs there whole and only its small result comes back.  ``apply`` on a
+dataset folder goes further: the worker forks its plug-in child before it
+starts Polars' thread pool, so the child reads each part, runs the plug-ins
+and writes the rewards itself (:mod:`rewardlab.plugins.apply_parts`), and the
+worker only watches; nothing of a part crosses a pipe.  Memory is per
+process: about one part each.
 
 Items and results cross as pickles, as on the Ray engine: ``fn`` must be a
 module-level function.  At most ``2 * workers`` items are handed out ahead

@@ -1,12 +1,21 @@
 """Apply reward plug-ins to a dataset folder part by part, writing a rewards dataset beside it.
 
-Memory holds about one part at a time: a work item reads its parts one by
-one, hands each part's arrays to the plug-ins' child process through a pipe
-(:func:`rewardlab.plugins.isolation.run_in_child`'s ``feed``; the child never
-needs the whole frame), and writes each part's rewards as it comes back
-(at most :data:`WRITES_AT_ONCE` parts at a time in one process, and
+Memory holds about one part at a time, and the plug-ins' child process never
+needs the whole frame.  Where the work item's process has not started
+Polars' thread pool (:func:`rewardlab.plugins.isolation.polars_forks_cleanly`:
+a fresh worker process of the ``processes`` engine, which leaves Polars to
+its children), the child reads each part, runs the plug-ins and writes the
+part's rewards itself, and sends back only the part's manifest entry and
+reward sums: nothing of a part crosses a pipe, and the work item's process
+only watches.  Elsewhere (the embedded engine: its work items are threads of
+a process that reads with Polars, whose pool a forked child cannot use), a
+work item reads its parts one by one, hands each part's arrays to the child
+through a pipe (:func:`rewardlab.plugins.isolation.run_in_child`'s ``feed``)
+and writes each part's rewards as they come back (at most
+:data:`WRITES_AT_ONCE` parts at a time in one process, and
 :data:`~rewardlab.plugins.child_messages.FEEDS_AT_ONCE` read and sent,
-however many work items its threads run).
+however many work items its threads run).  The rewards are the same bit for
+bit either way.
 The plug-ins see exactly the batches of one pass over the whole frame
 (:func:`rewardlab.plugins.shards.stream_shards` carries rows across parts):
 
@@ -156,8 +165,41 @@ class _PartLocator(Locator):
         return text[:-1] + f"; {where})" if text.endswith(")") else f"{text} ({where})"
 
 
+def _rewards_part(ds: PartedDataset, task: _Task, index: int, results) -> PartEntry:
+    """Write part ``index``'s rewards table (its kept columns and each plug-in's columns) into the staging
+    folder; ``results`` holds ``(rewards, dones, dtype, terms, scale sums)`` per plug-in."""
+    base = ds.read(index, list(task.keep))
+    added = []
+    for (rewards, dones, dtype, terms, _), (_, name) in zip(results, task.plugins):
+        added.append(pl.Series(columns.reward_column(name), rewards, dtype=pl.Float64)
+                     .cast(REWARD_DTYPES[dtype or "float64"]))
+        added.append(pl.Series(columns.done_column(name), dones, dtype=pl.Boolean))
+        added += term_series(name, terms)
+    frame = attach(base.with_columns(added), ds.spec.project(base.columns))
+    return write_part_file(Path(task.staging), index, frame, dataset_id=task.dataset_id)
+
+
+def _results(outcomes) -> list:
+    """What a part's outcomes bring back per plug-in: ``(rewards, dones, dtype, terms, scale sums)``."""
+    return [(o.rewards, o.dones, o.reward_dtype, o.terms, ScaleSums.of(o.rewards, o.dones)) for o in outcomes]
+
+
+def _failed(outcomes) -> bool:
+    return any(o.error is not None or o.problems for o in outcomes)
+
+
 def _run_task(task: _Task) -> _Done:
-    """Run the plug-ins over the task's parts; write each part's rewards table into the staging folder."""
+    """Run the plug-ins over the task's parts; write each part's rewards table into the staging folder.
+
+    Where the work item's process has not started Polars' thread pool (a
+    fresh worker process of the ``processes`` engine), the plug-in process
+    reads each part and writes its rewards itself, and sends back only each
+    part's manifest entry and sums: nothing of a part crosses a pipe, and
+    this process only watches.  Elsewhere (the embedded engine's threads
+    share a process that reads with Polars) this process reads each part,
+    feeds its arrays to the plug-in process and writes the rewards it sends
+    back.
+    """
     ds = PartedDataset(task.folder, on_error=task.on_error, warn=False)  # the driver warned
     if ds.part_indexes != task.kept:
         raise DataFormatError(ds.folder, None, None, "dataset_changed",
@@ -170,30 +212,44 @@ def _run_task(task: _Task) -> _Done:
     settings = dict(task.settings)
     done = _Done(entries={}, scales=[ScaleSums() for _ in items], dtypes=[None] * len(items))
     lock = threading.Lock()
+    reads_in_child = task.isolate and contract is not MANAGER and isolation.polars_forks_cleanly()
 
-    def feed():
+    def arrays():
         for index in task.indexes:
             yield contract.arrays(ds.read(index), spec)
 
-    def job(status, send, shards):
+    def job(status, send, shards=None):
+        # shards None: this process (the plug-in process, when reads_in_child) reads each part and writes its
+        # rewards itself; else the arrays are fed and the rewards sent back to be written by the work item
         loaded = load_items(items, status, contract)
         for plugin in loaded:
             send(("plugin", plugin.portable()))
         for k, outcomes in stream_shards(
-                shards, loaded, mode=settings["mode"], batch_size=settings["batch_size"], seed=settings["seed"],
-                contiguous=settings["contiguous"], num_workers=settings["num_workers"], strict=settings["strict"],
-                collect=False, convention=settings["convention"], setting=settings["setting"], status=status,
+                arrays() if shards is None else shards, loaded, mode=settings["mode"],
+                batch_size=settings["batch_size"], seed=settings["seed"], contiguous=settings["contiguous"],
+                num_workers=settings["num_workers"], strict=settings["strict"], collect=False,
+                convention=settings["convention"], setting=settings["setting"], status=status,
                 interrupts_are_plugins=task.isolate, contract=contract):
-            if any(o.error is not None or o.problems for o in outcomes):
+            if _failed(outcomes) and shards is None:  # it has the parts at hand: it names the row here
+                return ("located", _locate_error(ds, task.indexes, next(o for o in outcomes if _failed([o])),
+                                                 spec, contract))
+            if _failed(outcomes):
                 for o in outcomes:
                     o.plugin = o.plugin.portable()
                     o.rewards = o.rewards[:0]
                     o.dones = o.dones[:0]
                     o.terms = {}
                 return ("failed", outcomes)
-            send(("part", k, [(o.rewards, o.dones, o.reward_dtype, o.terms, ScaleSums.of(o.rewards, o.dones))
-                              for o in outcomes]))
+            results = _results(outcomes)
+            if shards is None:
+                entry = _rewards_part(ds, task, task.indexes[k], results)
+                send(("written", k, entry, [r[4] for r in results], [r[2] for r in results]))
+            else:
+                send(("part", k, results))
         return ("ok", None)
+
+    def feed():
+        return arrays()
 
     if contract is MANAGER:  # reward managers: whole trials, whichever parts they span (plugins.manager_parts)
         job = part_job(items, isolate=task.isolate)
@@ -203,31 +259,30 @@ def _run_task(task: _Task) -> _Done:
 
     loaded_names: list = []
 
+    def finished(index: int, entry: PartEntry, scales: list, dtypes: list) -> None:
+        with lock:
+            for i, (scale, dtype) in enumerate(zip(scales, dtypes)):
+                done.scales[i].merge(scale)
+                done.dtypes[i] = done.dtypes[i] or dtype
+        done.entries[index] = entry
+        _journal(Path(task.staging), task.indexes[0], index, entry, scales, dtypes)
+
     def on_part(message) -> None:
         if message[0] == "plugin":
             loaded_names.append(message[1])
-            return
-        _, k, results = message
-        index = task.indexes[k]
-        with _WRITING:  # memory: a few parts' tables and file buffers at once, however many work items
-            base = ds.read(index, list(task.keep))
-            added, scales = [], []
-            for i, ((rewards, dones, dtype, terms, scale), (_, name)) in enumerate(zip(results, task.plugins)):
-                scales.append(scale)
-                with lock:
-                    done.scales[i].merge(scale)
-                    done.dtypes[i] = done.dtypes[i] or dtype
-                added.append(pl.Series(columns.reward_column(name), rewards, dtype=pl.Float64)
-                             .cast(REWARD_DTYPES[dtype or "float64"]))
-                added.append(pl.Series(columns.done_column(name), dones, dtype=pl.Boolean))
-                added += term_series(name, terms)
-            frame = attach(base.with_columns(added), spec.project(base.columns))
-            entry = write_part_file(Path(task.staging), index, frame, dataset_id=task.dataset_id)
-            del base, added, frame
-        done.entries[index] = entry
-        _journal(Path(task.staging), task.indexes[0], index, entry, scales, [r[2] for r in results])
+        elif message[0] == "written":  # the plug-in process wrote the part
+            _, k, entry, scales, dtypes = message
+            finished(task.indexes[k], entry, scales, dtypes)
+        else:
+            _, k, results = message
+            index = task.indexes[k]
+            with _WRITING:  # memory: a few parts' tables and file buffers at once, however many work items
+                entry = _rewards_part(ds, task, index, results)
+            finished(index, entry, [r[4] for r in results], [r[2] for r in results])
 
-    if task.isolate:
+    if reads_in_child:
+        result = isolation.run_in_child(job, timeout=task.timeout, on_part=on_part)
+    elif task.isolate:
         result = isolation.run_in_child(job, timeout=task.timeout, on_part=on_part, feed=feed())
     else:
         result = job(None, on_part, feed())
@@ -235,7 +290,9 @@ def _run_task(task: _Task) -> _Done:
         done.error = child_failure_error(result, items, len(loaded_names), where=_part_in_progress(ds, task, done))
         return done
     status, outcomes = result
-    if status == "failed":
+    if status == "located":
+        done.error = outcomes
+    elif status == "failed":
         for outcome, plugin in zip(outcomes, loaded_names):
             outcome.plugin = plugin
         bad = next(o for o in outcomes if o.error is not None or o.problems)

@@ -48,8 +48,13 @@ tree the same way, so no plug-in process outlives the command.
   (``os.fork()`` with no ``os._exit`` in the copy) ends quietly at its next
   step: only the worker sends results.
 * The worker runs torch with one intra-op thread (OpenMP thread pools do not
-  survive ``fork``), and must not use Polars (its thread pool does not
-  either): give it NumPy arrays.
+  survive ``fork``), and must not use Polars once this process has started
+  Polars' thread pool (those threads are not forked: the worker's first
+  parallel Polars call would wait for them forever): give it NumPy arrays.
+  A process that has not started it yet (a fresh worker process of the
+  ``processes`` engine that leaves Polars to its children) may let the
+  worker read and write with Polars itself: :func:`polars_forks_cleanly`
+  says which.
 * The keeper costs a second ``fork`` per run; its own exit is reaped in a
   background thread, so the parent does not wait for it.
 
@@ -85,6 +90,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
+import re
 import selectors
 import signal
 import sys
@@ -98,10 +104,46 @@ from rewardlab.plugins.child_processes import END_GRACE, Keeper, run_keeper, sta
 from rewardlab.plugins.child_status import ChildStatus
 from rewardlab.plugins.process_tree import find_prctl
 
-__all__ = ["AVAILABLE", "ChildFailure", "ChildStatus", "run_in_child"]
+__all__ = ["AVAILABLE", "ChildFailure", "ChildStatus", "run_in_child", "polars_forks_cleanly"]
 
 #: Whether this platform can fork (Linux, macOS); elsewhere plug-ins run in-process.
 AVAILABLE = hasattr(os, "fork")
+
+#: The names of the threads Polars starts with its thread pool (its compute pool's ``polars-N`` and its
+#: async runtime's); not the thread it starts on import (``polars-ooc-clea``, which a child never waits on).
+POLARS_THREADS = re.compile(r"polars-\d+|tokio-rt-.*")
+
+
+def polars_forks_cleanly() -> bool:
+    """Whether a child forked from this process now may use Polars: its thread pool has not started here.
+
+    Polars starts its pool at its first parallel call and never again; a
+    fork copies none of its threads, so a child of a process that started
+    it waits forever at its own first parallel call.  Read from the names
+    of this process's threads (``/proc/self/task``, Linux); False where they
+    cannot be read (another system), or when one is named as Polars names
+    its pool's.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> _ = pl.DataFrame({"x": [1, 2]}).select(pl.col("x").sum())  # this process starts the pool
+    >>> polars_forks_cleanly()
+    False
+    """
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                name = f.read().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if POLARS_THREADS.fullmatch(name):
+            return False
+    return True
 
 # Taken once: a plug-in that replaces os._exit does not change how rewardlab ends.
 _exit = os._exit
