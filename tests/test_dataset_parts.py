@@ -410,6 +410,25 @@ def test_stats_of_a_rewards_folder_past_the_exact_limit_are_a_sketch_with_its_er
     assert got.min == want.min and got.max == want.max
 
 
+def test_the_scopes_sketched_in_the_workers_are_those_whose_count_passes_the_limit(rewards):
+    # past the limit a part's values go into a sketch in its worker (only the sketch's bytes reach the
+    # driver): the count taken from the manifest must be the count reading gives, or a scope of fewer
+    # values than the limit would lose its exact quantiles
+    from rewardlab.analysis.stats_parts import part_stats, dataset_reward_stats, sketched_scopes
+
+    ds = open_dataset(rewards)
+    scopes = ("all", "episode_end", "end_of_game", "episode_return", "nonzero")
+    stats = dataset_reward_stats(rewards, "raw_points", scopes, workers=2)["raw_points"]
+    for scope, got in stats.items():
+        assert got.quantile_method == "exact"
+        assert sketched_scopes(ds, [scope], got.count) == ()
+        assert sketched_scopes(ds, [scope], got.count - 1) == (() if scope == "nonzero" else (scope,))
+    path, rows, index = ds.part_items()[0]
+    part = part_stats((path, rows, index, ["raw_points"], ["all", "nonzero"], (0.5,), 10 ** 7, ("all",)))
+    assert part[("raw_points", "all")].values.method == "kll"
+    assert part[("raw_points", "nonzero")].values.method == "exact"
+
+
 def test_stats_engine_options_apply_to_a_folder_only(rewards, tmp_path, capsys):
     from rewardlab.cli import main
 

@@ -19,7 +19,13 @@ pickles small (moments, counts, a KLL sketch as bytes) once past the exact limit
   and :attr:`RewardStats.quantile_rank_error` (0.0 / the bound) say which,
   in ``to_dict()`` and wherever the quantiles are printed.  (An exact
   two-pass method, a sketch then the values between its bounds, was not
-  chosen: it needs a second read of the dataset.)
+  chosen: it needs a second read of the dataset.)  On a dataset folder, a
+  scope whose values certainly outnumber the limit (the steps of ``all``
+  past 10^7 rows, one value per episode past 10^7 episodes:
+  :func:`sketched_scopes`, from the manifest) is sketched part by part in
+  the workers, and the driver merges the sketches (24 KB each) instead of
+  feeding every value to one sketch itself, one core's work: the same
+  bound, and the same moments.
 * **Moments.**  While the values are kept, count, mean, std, min and max are
   taken from them all (``Moments.of``), bit for bit those of
   :func:`reward_stats`.  Past the limit they are the Chan merge of each
@@ -70,6 +76,8 @@ __all__ = [
     "reward_stats_of_parts",
     "normalization_constants_of_parts",
     "dataset_reward_stats",
+    "sketched_scopes",
+    "part_stats",
 ]
 
 
@@ -407,18 +415,43 @@ def normalization_constants_of_parts(parts: Iterable, reward: str, *, scope: str
 # --------------------------------------------------------------------------
 
 
-def _part_stats(item: tuple) -> dict:
+def part_stats(item: tuple) -> dict:
     """One part's accumulators: ``{(name, scope): RewardStatsParts}`` (a work item of an engine).
+
+    ``item`` is ``(file, rows, index, names, scopes, quantiles, exact_limit, sketched)``.
 
     The item names the part's file (not the folder: opening a dataset checks
     every part's footer, which per part would cost the square of the parts).
+    A scope in ``sketched`` holds more values over the whole dataset than
+    ``exact_limit`` (known from the manifest), so its quantiles come from the
+    sketch whatever the part: the part's values go into a sketch here, in the
+    worker, and only the sketch's bytes go to the driver.
     """
-    path, rows, index, names, scopes, quantiles, exact_limit = item
+    path, rows, index, names, scopes, quantiles, exact_limit, sketched = item
     part = read_part_file(path, rows)
     spec = attached(part)
     where = f"{index} ({Path(path).name})"
-    return {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=spec, exact_limit=exact_limit)
+    return {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=spec,
+                                     exact_limit=0 if s in sketched else exact_limit)
             .add(part, part=where) for n in names for s in scopes}
+
+
+def sketched_scopes(ds: PartedDataset, scopes: Sequence[str], exact_limit: int) -> tuple[str, ...]:
+    """The scopes whose values over the whole of ``ds`` outnumber ``exact_limit``, known before reading it.
+
+    A step scope (``all``) holds a value per row, an episode scope
+    (``episode_end``, ``episode_return``) one per episode, from the
+    manifest; the others hold a number only reading tells, so they stay
+    exact until the driver's merge passes the limit.
+
+    Examples
+    --------
+    >>> sketched_scopes(open_dataset("corpus"), ("all", "nonzero"), 10 ** 7)  # doctest: +SKIP
+    ('all',)
+    """
+    counts = {"all": ds.rows, "episode_end": ds.episodes, "end_of_game": ds.episodes,
+              "episode_return": ds.episodes}
+    return tuple(s for s in scopes if counts.get(s, -1) > exact_limit)
 
 
 def dataset_reward_stats(dataset, rewards=None, scopes: Sequence[str] = ("all",), *,
@@ -471,8 +504,9 @@ def dataset_reward_stats(dataset, rewards=None, scopes: Sequence[str] = ("all",)
     exact_limit = check_int("exact_limit", exact_limit, low=0, rule="should be an integer >= 0")
     acc = {(n, s): RewardStatsParts(n, scope=s, quantiles=quantiles, spec=ds.spec, exact_limit=exact_limit)
            for n in names for s in scopes}
-    for part in map_parts(ds, _part_stats, (names, scopes, quantiles, exact_limit), engine=engine, workers=workers,
-                          address=address, progress=progress, desc="statistics"):
+    sketched = sketched_scopes(ds, scopes, exact_limit)
+    for part in map_parts(ds, part_stats, (names, scopes, quantiles, exact_limit, sketched), engine=engine,
+                          workers=workers, address=address, progress=progress, desc="statistics"):
         for key, value in part.items():
             acc[key].merge(value)
     return {n: {s: acc[(n, s)].result() for s in scopes} for n in names}
