@@ -98,8 +98,10 @@ def _reference(whole, corpus, indexes, **options) -> pl.DataFrame:
     return apply_plugins(attach(kept, attached(whole)), [PLUGIN], isolate=False, **options)
 
 
-@pytest.mark.parametrize("how", list(REASONS))
-def test_apply_names_a_bad_part_or_leaves_it_out_bit_for_bit(corpus, foreign, whole, tmp_path, how):
+@pytest.mark.parametrize("how, engine", [*((how, "embedded") for how in REASONS),
+                                         pytest.param("foreign", "processes", marks=pytest.mark.slow)])
+def test_apply_names_a_bad_part_or_leaves_it_out_bit_for_bit(corpus, foreign, whole, tmp_path, how, engine):
+    # on the processes engine the plug-in processes read the kept parts and write the rewards themselves
     target = _copy(corpus, tmp_path)
     _damage(target, how, BAD, foreign)
     out = tmp_path / "rewards"
@@ -107,7 +109,7 @@ def test_apply_names_a_bad_part_or_leaves_it_out_bit_for_bit(corpus, foreign, wh
         apply_to_dataset(target, [PLUGIN], out, workers=1)
     assert not out.exists() and not out.with_name("rewards.partial").exists()
     with pytest.warns(PartsLeftOutWarning, match=rf"left out 1 of .*part-00000{BAD}\.parquet"):
-        manifest = apply_to_dataset(target, [PLUGIN], out, workers=2, on_error="skip")
+        manifest = apply_to_dataset(target, [PLUGIN], out, workers=2, on_error="skip", engine=engine)
     want = _reference(whole, corpus, [BAD])
     n = len(open_dataset(corpus))
     assert len(manifest.parts) == n - 1 and manifest.rows == want.height

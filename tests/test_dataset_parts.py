@@ -456,7 +456,9 @@ def _slow_plugin(folder) -> Path:
     return path
 
 
-def test_apply_killed_midway_resumes_from_its_finished_parts(corpus, tmp_path):
+@pytest.mark.parametrize("engine, workers", [("embedded", "1"), pytest.param("processes", "2", marks=pytest.mark.slow)])
+def test_apply_killed_midway_resumes_from_its_finished_parts(corpus, tmp_path, engine, workers):
+    # on the processes engine the plug-in processes write the parts and the worker processes journal them
     import signal
     import subprocess
     import sys
@@ -469,7 +471,7 @@ def test_apply_killed_midway_resumes_from_its_finished_parts(corpus, tmp_path):
     out = tmp_path / "rewards"
     staging = tmp_path / "rewards.partial"
     cmd = [sys.executable, "-m", "rewardlab", "apply", str(corpus), "--plugin", str(plugin), "--out", str(out),
-           "--workers", "1"]
+           "--workers", workers, "--engine", engine]
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
