@@ -351,3 +351,23 @@ def test_a_folder_of_dataset_files_names_the_files_it_leaves_out(tmp_path):
     text = str(w.message)
     assert "left out 2 files of" in text and "README.md" in text and "summary.csv" in text
     assert ".hidden" not in text and "not a dataset file" in text
+
+
+def test_a_folder_above_dataset_folders_names_them(tmp_path, sample_path, capsys):
+    """The folder that keeps a corpus's dataset folders (and a README, a summary): no data of its own, so
+    the error names the dataset folders inside, one of which the user meant."""
+    from rewardlab.sources.datasets.convert import convert_to_parts
+
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    convert_to_parts(sample_path, corpora / "mahjong", part_rows=50_000, progress=False)
+    (corpora / "README.md").write_text("# corpora\n")
+    (corpora / "summary.csv").write_text("corpus,rows\nmahjong,1\n")
+    (corpora / "notes").mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the files left out are named in a warning of their own
+        assert main(["info", str(corpora)]) == 2
+    err = capsys.readouterr().err
+    assert f"It holds dataset folders: {corpora / 'mahjong'}; name one of them." in err, err
+    assert "notes" not in err.split("It holds")[1]
+    assert main(["info", str(corpora / "mahjong")]) == 0

@@ -30,6 +30,7 @@ from rewardlab.core.errors import DataFormatError, ParameterError, SpecError
 from rewardlab.sources.storage.problems import DAMAGED_HINT, EMPTY_HINT, is_empty, looks_hint, one_line
 
 __all__ = [
+    "datasets_below",
     "DATASET_SUFFIXES",
     "LAYOUT",
     "LAYOUT_KEY",
@@ -99,6 +100,23 @@ def is_dataset(path: str | Path) -> bool:
     return path.is_dir() and any(p.suffix in DATASET_SUFFIXES for p in path.iterdir())
 
 
+def datasets_below(paths) -> list[Path]:
+    """The dataset folders one level below the folders among ``paths`` (what a user may have meant).
+
+    Examples
+    --------
+    >>> datasets_below(["corpora"])  # doctest: +SKIP
+    [PosixPath('corpora/mahjong'), PosixPath('corpora/mahjong-rewards')]
+    """
+    found: list[Path] = []
+    for p in map(Path, paths):
+        try:
+            found += sorted(q for q in p.iterdir() if q.is_dir() and is_dataset(q)) if p.is_dir() else []
+        except OSError:  # unreadable: the error above names the folder
+            continue
+    return found
+
+
 def dataset_files(paths) -> tuple[list[Path], str]:
     """The dataset files named by ``paths`` (folders expanded, sorted) and their kind.
 
@@ -147,8 +165,12 @@ def dataset_files(paths) -> tuple[list[Path], str]:
         else:
             files.append(p)
     if not files:
+        below = datasets_below(paths)
         raise ParameterError("paths", "should name dataset files or folders holding them",
-                             [str(p) for p in paths])
+                             [str(p) for p in paths],
+                             hint=f"It holds dataset folders: {', '.join(map(str, below[:5]))}"
+                             f"{f' and {len(below) - 5} more' if len(below) > 5 else ''}; name one of them."
+                             if below else None)
     kinds = {DATASET_SUFFIXES[f.suffix] for f in files}
     if len(kinds) > 1:
         raise ParameterError("paths", "should be datasets of one kind (all Parquet or all Arrow)",
