@@ -14,8 +14,8 @@ Usage::
 Environment: ``N`` (sizes, comma-separated; default 2x10^7), ``BASELINE_N``
 (size of the in-memory comparison, default 2x10^6, at most the smallest N),
 ``BASELINE_REPEAT`` (runs of each apply compared, interleaved, the fastest
-kept; default 2), ``SEED`` (game ids), ``KEEP``, ``SCALE_ENGINES`` (``embedded,ray`` by default;
-``embedded`` skips Ray).  Work happens in a fresh folder under ``TMPDIR``.
+kept; default 2), ``SEED`` (game ids), ``KEEP``, ``SCALE_ENGINES`` (``embedded,processes,ray`` by
+default; ``embedded`` skips the other two).  Work happens in a fresh folder under ``TMPDIR``.
 
 What runs, each step a separate ``rewardlab`` process timed from start to exit:
 
@@ -24,8 +24,9 @@ What runs, each step a separate ``rewardlab`` process timed from start to exit:
    own speed is printed; it is the input, not part of the pipeline's time.
 2. ``convert FILES --out CORPUS/`` (a folder: a dataset of parts),
    ``apply CORPUS/ --plugin rank_top.py --plugin raw_points.py --out REWARDS/``
-   (default batch mode, episodes), the same with ``--engine ray`` when Ray is
-   installed, and ``stats REWARDS/ --json``.
+   (default batch mode, episodes), the same with ``--engine processes`` and
+   with ``--engine ray`` when Ray is installed (each beside, as a ratio to
+   the default engine), and ``stats REWARDS/ --json``.
 3. At ``BASELINE_N``: the in-memory path that exists for single files
    (``convert FILES --out x.parquet``, ``apply x.parquet ... --out r.parquet``,
    ``stats r.parquet --json``) beside the same steps out of core, for the
@@ -119,7 +120,8 @@ class Bench:
         self.steps: list[Step] = []
         self.repeat = max(1, int(os.environ.get("BASELINE_REPEAT") or 2))
         self.ray = importlib.util.find_spec("ray") is not None
-        engines = os.environ.get("SCALE_ENGINES", "embedded,ray").split(",")
+        engines = os.environ.get("SCALE_ENGINES", "embedded,processes,ray").split(",")
+        self.processes = "processes" in engines
         self.ray_skip = ("Ray is not installed (pip install 'ray[data]==2.60.0')" if not self.ray
                          else "" if "ray" in engines else "SCALE_ENGINES leaves it out")
 
@@ -180,7 +182,8 @@ class Bench:
         return data
 
     # --- the pipeline ----------------------------------------------------------------------------------
-    def out_of_core(self, n: int, corpus: Corpus, folder: Path, *, ray: bool) -> dict[str, Step]:
+    def out_of_core(self, n: int, corpus: Corpus, folder: Path, *, beside: bool) -> dict[str, Step]:
+        """The pipeline out of core; ``beside``: apply on the other engines too (processes, Ray)."""
         files = [str(f) for f in corpus.files]
         rows = corpus.lines
         dataset, rewards = folder / "corpus", folder / "rewards"
@@ -188,7 +191,11 @@ class Bench:
         steps = {"convert": self.step("convert FILES --out CORPUS/", ["convert", *files, "--out", str(dataset)], rows)}
         steps["apply"] = self.step("apply CORPUS/ (2 plug-ins) --out REWARDS/",
                                    ["apply", str(dataset), *plugins, "--out", str(rewards)], rows)
-        if ray:
+        if beside and self.processes:
+            steps["apply_processes"] = self.step("apply --engine processes",
+                                                 ["apply", str(dataset), *plugins, "--engine", "processes", "--out",
+                                                  str(folder / "rewards-processes")], rows)
+        if beside:
             label = "apply --engine ray"
             steps["apply_ray"] = (self.skip(label, rows, self.ray_skip) if self.ray_skip else
                                   self.step(label, ["apply", str(dataset), *plugins, "--engine", "ray",
@@ -223,7 +230,7 @@ class Bench:
             print(f"\n   N = {n:,}", flush=True)
             corpus = self.corpus(n, folder / "text", seed)
             self.header(f"out of core, N = {n:,}")
-            runs[n] = self.out_of_core(n, corpus, folder, ray=True)
+            runs[n] = self.out_of_core(n, corpus, folder, beside=True)
             if n == baseline_n:
                 self.header(f"in-memory baseline, same data (N = {n:,})")
                 base_mem = self.in_memory(corpus, folder)
@@ -235,7 +242,7 @@ class Bench:
             self.header(f"in memory, N = {baseline_n:,}")
             base_mem = self.in_memory(corpus, folder)
             self.header(f"out of core, N = {baseline_n:,}")
-            base_ooc = self.out_of_core(baseline_n, corpus, folder, ray=False)
+            base_ooc = self.out_of_core(baseline_n, corpus, folder, beside=False)
         self.verdicts(runs, base_mem, base_ooc)
         print(f"\n   ({time.perf_counter() - t0:.0f} s in all)")
 
@@ -261,10 +268,11 @@ class Bench:
             else:
                 print(f"   {tag}: end to end not measured: "
                       f"{', '.join(s.label for s in pipeline if not s.ok)} did not run", flush=True)
-            ray = steps.get("apply_ray")
-            if ray and ray.ok and steps["apply"].ok:
-                self.report(f"{tag}: apply throughput, Ray engine / embedded", ray.rate / steps["apply"].rate, "x",
-                            "(printed beside, no target)")
+            for key, engine in (("apply_processes", "processes"), ("apply_ray", "Ray")):
+                other = steps.get(key)
+                if other and other.ok and steps["apply"].ok:
+                    self.report(f"{tag}: apply throughput, {engine} engine / embedded",
+                                other.rate / steps["apply"].rate, "x", "(printed beside, no target)")
         mem, ooc = base_mem["apply"], base_ooc["apply"]
         if mem.ok and ooc.ok:
             tag = f"N={mem.rows:.0e}"
