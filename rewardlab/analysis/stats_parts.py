@@ -59,7 +59,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import polars as pl
 
-from rewardlab.analysis.scopes import VALUE, check_scope, scope_lazy, scope_values
+from rewardlab.analysis.scopes import SCOPE_ALIASES, VALUE, check_scope, scope_lazy, scope_values
 from rewardlab.analysis.sketches import DEFAULT_K, EXACT_LIMIT, QuantileAccumulator, check_quantiles
 from rewardlab.analysis.stats import (
     DEFAULT_QUANTILES, Moments, NormalizationConstants, RewardStats, check_normalizable, values_of_lazy,
@@ -440,7 +440,7 @@ def sketched_scopes(ds: PartedDataset, scopes: Sequence[str], exact_limit: int) 
     """The scopes whose values over the whole of ``ds`` outnumber ``exact_limit``, known before reading it.
 
     A step scope (``all``) holds a value per row, an episode scope
-    (``episode_end``, ``episode_return``) one per episode, from the
+    (``episode_end`` and its kanachan name, ``episode_return``) one per episode, from the
     manifest; the others hold a number only reading tells, so they stay
     exact until the driver's merge passes the limit.
 
@@ -449,9 +449,8 @@ def sketched_scopes(ds: PartedDataset, scopes: Sequence[str], exact_limit: int) 
     >>> sketched_scopes(open_dataset("corpus"), ("all", "nonzero"), 10 ** 7)  # doctest: +SKIP
     ('all',)
     """
-    counts = {"all": ds.rows, "episode_end": ds.episodes, "end_of_game": ds.episodes,
-              "episode_return": ds.episodes}
-    return tuple(s for s in scopes if counts.get(s, -1) > exact_limit)
+    counts = {"all": ds.rows, "episode_end": ds.episodes, "episode_return": ds.episodes}
+    return tuple(s for s in scopes if counts.get(SCOPE_ALIASES.get(s, s), -1) > exact_limit)
 
 
 def dataset_reward_stats(dataset, rewards=None, scopes: Sequence[str] = ("all",), *,

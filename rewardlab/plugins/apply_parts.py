@@ -248,9 +248,7 @@ def _run_task(task: _Task) -> _Done:
                 send(("part", k, results))
         return ("ok", None)
 
-    def feed():
-        return arrays()
-
+    feed = arrays
     if contract is MANAGER:  # reward managers: whole trials, whichever parts they span (plugins.manager_parts)
         job = part_job(items, isolate=task.isolate)
 

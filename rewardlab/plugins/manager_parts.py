@@ -206,8 +206,8 @@ def part_job(items, *, isolate: bool):
                 results.append(frame_result(rewards, finished, chunk.arrays))
             start = 0
             for k, rows in zip(chunk.positions, chunk.rows):
-                send(("part", k, [(r[start:start + rows], d[start:start + rows], "float64", {},
-                                   ScaleSums.of(r[start:start + rows], d[start:start + rows])) for r, d in results]))
+                part = [(r[start:start + rows], d[start:start + rows]) for r, d in results]
+                send(("part", k, [(r, d, "float64", {}, ScaleSums.of(r, d)) for r, d in part]))
                 start += rows
         return ("ok", None)
 

@@ -31,8 +31,9 @@ __all__ = ["ScaleSums"]
 
 @dataclasses.dataclass
 class ScaleSums:
-    """Counts, sums and sums of squares (``math.fsum``: exact, so any order of merging gives the same
-    figures) of the rewards a :class:`~rewardlab.contracts.checks.RewardScale` describes.
+    """Counts, sums and sums of squares of the rewards a :class:`~rewardlab.contracts.checks.RewardScale`
+    describes: each batch's sums correctly rounded (``math.fsum``), the batches' sums added in the order
+    they are merged, so the figures equal one sum over every reward to rounding, not bit for bit.
 
     ``n``, ``s``, ``q``: the rewards that carry a signal (finite, and nonzero
     or on a done step); ``n_all``, ``s_all``, ``q_all``: every finite reward.
