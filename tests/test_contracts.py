@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import polars as pl
 import pytest
 import torch
+from tensordict import TensorDict
 
 import rewardlab
 from rewardlab.plugins.batch_modes import BATCH_MODES, episode_ends, plan_batches
@@ -129,6 +132,46 @@ def test_kanachan_runs_named_or_default_agree(small_frame, mode):
     np.testing.assert_array_equal(outs[0].rewards, outs[1].rewards)
     np.testing.assert_array_equal(outs[0].dones, outs[1].dones)
     assert outs[0].convention == outs[1].convention == "offline"
+
+
+def _nodes(td, prefix=()):
+    """``(key, node)`` of a TensorDict and every TensorDict nested in it, in key order."""
+    yield prefix, td
+    for key, value in td.items():
+        if isinstance(value, TensorDict):
+            yield from _nodes(value, (*prefix, key))
+
+
+def _described(td):
+    """Every node of a TensorDict (its key path, type, batch size, device, names, lock, keys) and its leaves."""
+    nodes = [(key, type(node), type(node.batch_size), node.batch_size, node.device, node.names, node.is_locked,
+              list(node.keys())) for key, node in _nodes(td)]
+    return nodes, dict(td.items(include_nested=True, leaves_only=True))
+
+
+@pytest.mark.parametrize("contract", ["kanachan", "steps"])
+def test_each_call_gets_the_tensordict_the_constructor_builds(tmp_path, small_frame, frame, contract):
+    # the runner builds each call's TensorDict without the constructor's checks (runner._nest); it must be
+    # the one TensorDict(nested dict, batch_size=[B], device="cpu") builds, node for node, leaf for leaf
+    data_frame, spec = (small_frame, None) if contract == "kanachan" else (frame, SPEC)
+    seen = []
+
+    def get_reward(data, contiguous):
+        want = TensorDict(data.to_dict(), batch_size=[data.batch_size[0]], device="cpu")
+        seen.append((_described(data), _described(want)))
+        data["next", "reward"] = torch.zeros(data.batch_size, dtype=torch.float64)
+
+    plug = dataclasses.replace(load_plugin(write(tmp_path, "zero", '    pass\n')), get_reward=get_reward)
+    chosen = get_contract(contract)
+    arrays = chosen.arrays(data_frame, spec)
+    plan = plan_batches("episodes", episode_ends(chosen.episode_flags(arrays)), batch_size=1)
+    run_plugins(arrays, Locator(data_frame), [plug], plan, mode="episodes", batch_size=None, contract=chosen)
+    assert len(seen) > 1
+    for (got_nodes, got_leaves), (want_nodes, want_leaves) in seen:
+        assert got_nodes == want_nodes
+        assert all(node[1] is TensorDict and node[2] is torch.Size for node in got_nodes)
+        assert list(got_leaves) == list(want_leaves)
+        assert all(got_leaves[k] is v for k, v in want_leaves.items())
 
 
 # --- the steps contract's TensorDict ---------------------------------------------------------

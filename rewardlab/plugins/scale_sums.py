@@ -59,6 +59,7 @@ class ScaleSums:
         for mask, suffix in zip(scale_masks(rewards, dones), ("", "_all")):
             values = rewards[mask]
             setattr(out, "n" + suffix, int(values.size))
+            values = values[values != 0]  # zeros add nothing to a correctly rounded sum: fsum skips them
             setattr(out, "s" + suffix, math.fsum(values))
             setattr(out, "q" + suffix, math.fsum(values * values))
         return out
