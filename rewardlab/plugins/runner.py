@@ -394,11 +394,11 @@ def _nest(leaves: dict, size: int) -> TensorDict:
 
     ``leaves`` are CPU tensors whose first dimension is ``size`` (rows of one
     chunk), so nothing needs the constructor's checks and moves: it is built
-    with ``TensorDict._new_unsafe`` (as TorchRL builds its own), a third of
-    the constructor's cost per call.  The result is the TensorDict
+    with ``TensorDict._new_unsafe`` (as TorchRL's losses build theirs), a
+    third of the constructor's cost per call.  The result is the TensorDict
     ``TensorDict(nested, batch_size=[size], device="cpu")`` builds, node for
-    node (``tests/test_runner_internals.py`` compares them for every
-    registered contract).
+    node (``tests/test_contracts.py`` compares them for both contracts;
+    tensordict is pinned).
     """
     top: dict = {}
     for key, value in leaves.items():
