@@ -114,6 +114,12 @@ class Moments:
     def of(cls, values) -> "Moments":
         """Moments of an array (any shape, flattened; converted to float64; two-pass M2).
 
+        Both sums are NumPy's pairwise sums, whose order of additions is fixed
+        by the array's length: the same values give the same bits on any
+        processor.  (A BLAS dot product, as ``np.dot`` is, adds in an order
+        its kernel for the processor chooses, so its last bits vary from
+        machine to machine, and with them the constants a plug-in exports.)
+
         Examples
         --------
         >>> Moments.of([2.0, 4.0]).m2
@@ -124,7 +130,8 @@ class Moments:
             return cls()
         mean = float(x.mean())
         d = x - mean
-        return cls(int(x.size), mean, float(np.dot(d, d)), float(x.min()), float(x.max()))
+        np.multiply(d, d, out=d)
+        return cls(int(x.size), mean, float(np.add.reduce(d)), float(x.min()), float(x.max()))
 
     def update(self, values) -> "Moments":
         """Return these moments merged with those of ``values`` (one batch).
