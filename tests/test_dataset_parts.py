@@ -525,7 +525,11 @@ def test_resume_refuses_another_runs_staging_folder(corpus, tmp_path, capsys):
 
 
 def _interrupt(corpus, plugin, out):
-    """apply_to_dataset stopped by Ctrl-C once its first part is journaled."""
+    """apply_to_dataset stopped by Ctrl-C once its first part is journaled.
+
+    Ctrl-C raises KeyboardInterrupt here whatever this process inherited: a shell without job control starts
+    a background command with SIGINT ignored, and then ``interrupt_main`` does nothing."""
+    import signal
     import threading
     import _thread
 
@@ -538,8 +542,12 @@ def _interrupt(corpus, plugin, out):
             threading.Event().wait(0.02)
         _thread.interrupt_main()
 
-    threading.Thread(target=watch, daemon=True).start()
-    apply_to_dataset(corpus, [plugin], out, workers=1, progress=False)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=watch, daemon=True).start()
+        apply_to_dataset(corpus, [plugin], out, workers=1, progress=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # --- per-episode tables and step values of a folder, part by part ----------------------------------------
