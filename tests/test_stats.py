@@ -86,6 +86,38 @@ def test_moments_of_matches_numpy():
 
 
 @settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=0, max_size=40), st.integers(0, 40))
+def test_moments_of_with_zeros_equals_the_materialised_column(values, zeros):
+    x = np.array(values, dtype=np.float64)
+    column = np.concatenate([x, np.zeros(zeros)])
+    sparse, whole = Moments.of(x, zeros=zeros), Moments.of(column)
+    assert sparse.count == whole.count == column.size
+    if column.size:
+        scale = max(1.0, float(np.abs(x).max()) if x.size else 1.0)
+        assert sparse.mean == pytest.approx(whole.mean, abs=1e-12 * scale)
+        assert sparse.m2 == pytest.approx(whole.m2, rel=1e-9, abs=1e-9 * scale * scale)
+        assert (sparse.min, sparse.max) == (whole.min, whole.max)
+    else:
+        assert sparse == Moments()
+
+
+def test_moments_of_refuses_a_bad_zero_count():
+    with pytest.raises(ParameterError, match="`zeros`"):
+        Moments.of([1.0], zeros=-1)
+    with pytest.raises(ParameterError, match="`zeros`"):
+        Moments.of([1.0], zeros=True)
+
+
+def test_moments_of_sums_in_an_order_fixed_by_the_length():
+    """The squared deviations are NumPy's pairwise sum, not a BLAS dot (whose order is the processor's)."""
+    x = np.random.default_rng(1).normal(0.3, 2.0, size=10_007)
+    mean = float(np.add.reduce(x)) / x.size
+    d = (x - mean) ** 2
+    assert Moments.of(x).m2 == float(np.add.reduce(d))
+    assert Moments.of(x).mean == float(x.mean())
+
+
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=0, max_size=60),
        st.lists(st.integers(0, 60), max_size=5))
 def test_merge_of_parts_equals_whole(values, cuts):

@@ -48,7 +48,7 @@ import polars as pl
 from rewardlab.analysis.scopes import VALUE, check_scope, scope_lazy, scope_values
 from rewardlab.analysis.sketches import check_quantiles
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
-from rewardlab.core.errors import FrameError, ParameterError, check_finite, check_positive
+from rewardlab.core.errors import FrameError, ParameterError, check_finite, check_int, check_positive
 from rewardlab.core.spec import FrameSpec
 
 __all__ = [
@@ -111,8 +111,14 @@ class Moments:
     max: float = -math.inf
 
     @classmethod
-    def of(cls, values) -> "Moments":
+    def of(cls, values, *, zeros: int = 0) -> "Moments":
         """Moments of an array (any shape, flattened; converted to float64; two-pass M2).
+
+        ``zeros`` more values equal to 0.0 are counted without being
+        materialised (a sparse reward column: its nonzero values and how
+        many zeros it has), exactly as if they were appended: the count, the
+        mean over all, ``M2 = sum((x - mean) ** 2) + zeros * mean ** 2``, and
+        0.0 within ``[min, max]``.
 
         Both sums are NumPy's pairwise sums, whose order of additions is fixed
         by the array's length: the same values give the same bits on any
@@ -124,14 +130,22 @@ class Moments:
         --------
         >>> Moments.of([2.0, 4.0]).m2
         2.0
+        >>> Moments.of([3.0], zeros=2) == Moments.of([3.0, 0.0, 0.0])
+        True
         """
+        zeros = check_int("zeros", zeros, low=0)
         x = np.asarray(values, dtype=np.float64).ravel()
-        if x.size == 0:
+        n = x.size + zeros
+        if n == 0:
             return cls()
-        mean = float(x.mean())
+        mean = float(np.add.reduce(x)) / n if x.size else 0.0
         d = x - mean
         np.multiply(d, d, out=d)
-        return cls(int(x.size), mean, float(np.add.reduce(d)), float(x.min()), float(x.max()))
+        m2 = float(np.add.reduce(d)) + zeros * mean * mean
+        lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+        if zeros:
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
+        return cls(int(n), mean, m2, lo, hi)
 
     def update(self, values) -> "Moments":
         """Return these moments merged with those of ``values`` (one batch).

@@ -118,7 +118,10 @@ class WeekDetail:
 def agent_moments(rewards) -> tuple[Moments, ...]:
     """The :class:`~rewardlab.analysis.stats.Moments` of each column of ``rewards`` (``[S, n]``), vectorized.
 
-    Mean and M2 are two-pass, per column, as :meth:`Moments.of` computes them for one column.
+    Mean and M2 are two-pass, per column, as :meth:`Moments.of` computes them for one column;
+    both sums run down the columns in row order, NumPy's reduction over the first axis, so
+    the same rewards give the same bits on any processor (an ``einsum`` or BLAS product
+    adds in an order the processor's kernel chooses).
 
     Examples
     --------
@@ -133,7 +136,8 @@ def agent_moments(rewards) -> tuple[Moments, ...]:
         return tuple(Moments() for _ in range(x.shape[1]))
     mean = x.mean(axis=0)
     d = x - mean
-    m2 = np.einsum("ij,ij->j", d, d)
+    np.multiply(d, d, out=d)
+    m2 = np.add.reduce(d, axis=0)
     low, high = x.min(axis=0), x.max(axis=0)
     return tuple(Moments(int(x.shape[0]), float(mean[i]), float(m2[i]), float(low[i]), float(high[i]))
                  for i in range(x.shape[1]))

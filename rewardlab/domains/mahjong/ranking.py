@@ -443,15 +443,7 @@ class RankTable:
         x = self._check_per_episode(episode_rewards)
         if scope == "end_of_game":
             return Moments.of(x)
-        n = self.n_rows
-        zeros = n - x.size
-        mean = float(x.sum()) / n
-        d = x - mean
-        m2 = float(np.dot(d, d)) + zeros * mean * mean
-        lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
-        if zeros:
-            lo, hi = min(lo, 0.0), max(hi, 0.0)
-        return Moments(n, mean, m2, lo, hi)
+        return Moments.of(x, zeros=self.n_rows - x.size)
 
     def mean_by_rank(self, episode_rewards) -> np.ndarray:
         """Mean of ``episode_rewards`` per final rank, shape ``[4]`` (NaN for an absent rank).
