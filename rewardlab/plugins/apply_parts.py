@@ -70,6 +70,7 @@ from rewardlab.contracts.manager import MANAGER
 from rewardlab.contracts.registry import contract_for, get_contract
 from rewardlab.core import columns
 from rewardlab.core.errors import DataFormatError, ParameterError, RewardScaleWarning, check_choice
+from rewardlab.core.heap import frozen_heap
 from rewardlab.core.spec import attach
 from rewardlab.engines import check_engine
 from rewardlab.engines.embedded import available_cores
@@ -504,7 +505,7 @@ def apply_to_dataset(dataset, plugins, out, *, batch_mode: str = "episodes", bat
     bar = progress_bar(progress, ds.rows, f"apply_plugins ({batch_mode}, {len(ds)} parts)")
     if bar is not None and finished:
         bar.update(sum(entry.rows for entry, _, _ in finished.values()))
-    with writer:
+    with writer, frozen_heap():  # the collector's full passes skip what was alive before (core.heap)
         try:
             for done in found.map(_run_task, tasks, workers=workers, address=address):
                 if done.error is not None:

@@ -65,6 +65,7 @@ from rewardlab.contracts.terms import TERMS_KEY, check_terms, find_terms
 from rewardlab.contracts.base import Contract, ContractArrays
 from rewardlab.contracts.registry import DEFAULT_CONTRACT, get_contract
 from rewardlab.core.errors import ContractError, PluginRuntimeError
+from rewardlab.core.heap import frozen_heap
 
 __all__ = ["CHUNK_ROWS", "Finding", "Locator", "RunOutcome", "run_plugins", "resolve",
            "describe_batch", "plugin_traceback", "safe_text"]
@@ -563,7 +564,8 @@ def run_plugins(
                        contract, in_keys, (*in_keys, contract.reward_key, contract.done_key), row_offset)
     copies = _Copies()
     stopped = False
-    with torch.no_grad():
+    # frozen_heap: the collector's full passes skip the ~330k objects the imports left (core.heap)
+    with torch.no_grad(), frozen_heap():
         for chunk in _chunks(batches, chunk_rows):
             active = [r for r in runs if r.outcome.error is None]
             if not active or stopped:
