@@ -12,6 +12,7 @@ project's 2-core machines it measures 1 and 2.  Not part of plain
     LINES_PER_FILE=5e5 python -m benchmarks cores        # smaller input files (more of them)
     APPLY_ENGINE=processes python -m benchmarks cores     # apply on the processes engine only
     STATS_ENGINE=embedded python -m benchmarks cores      # stats on the embedded engine only
+    APPLY_MODE=episodes,dataloader python -m benchmarks cores   # apply in both batch modes (default episodes)
 
 What it measures, every ratio in this run:
 
@@ -23,7 +24,8 @@ What it measures, every ratio in this run:
    (igzip decompression is one serial stream).
 2. Pipeline.  ``N`` transitions as ``.tsv.gz`` files, and at each worker
    count the three CLI steps as separate processes: ``convert --workers W``,
-   ``apply --workers W`` (two plug-ins, episodes mode) and ``stats``;
+   ``apply --workers W`` (two plug-ins, in each batch mode of ``APPLY_MODE``,
+   default episodes) and ``stats``;
    ``apply`` and ``stats`` on each engine of ``APPLY_ENGINE`` and
    ``STATS_ENGINE`` (default both: ``embedded,processes``), the end-to-end
    figures from the faster of each.
@@ -77,19 +79,39 @@ GOAL_N, GOAL_SECONDS = 10 ** 9, 15 * 60
 #: timed, and the end-to-end figures take the faster.
 APPLY_ENGINES = [e.strip() for e in os.environ.get("APPLY_ENGINE", "embedded,processes").split(",") if e.strip()]
 STATS_ENGINES = [e.strip() for e in os.environ.get("STATS_ENGINE", "embedded,processes").split(",") if e.strip()]
+#: The batch modes of the pipeline's apply step (``APPLY_MODE=episodes,dataloader``: both), each on every engine;
+#: the end-to-end figures are given for each.  ``episodes`` (one call per episode, kanachan's episode replay
+#: buffer) is apply's default; ``dataloader`` is how kanachan's offline trainer calls a plug-in on a corpus
+#: (one call per mini-batch of 8192), so its per-call cost is a few calls per part instead of thousands.
+APPLY_MODES = [m.strip() for m in os.environ.get("APPLY_MODE", "episodes").split(",") if m.strip()]
 
 
-def end_to_end(seconds: dict[str, float]) -> float:
-    """Convert, then the fastest apply and the fastest stats (NaN when one failed on every engine).
+def apply_step(engine: str, mode: str) -> str:
+    """The name of an apply step: ``apply ENGINE`` in the default mode (episodes), ``apply ENGINE MODE`` else.
 
     Examples
     --------
-    >>> end_to_end({"convert": 3.0, "apply embedded": 5.0, "apply processes": 4.0, "stats embedded": 1.0})
-    8.0
+    >>> apply_step("embedded", "episodes"), apply_step("processes", "dataloader")
+    ('apply embedded', 'apply processes dataloader')
+    """
+    return f"apply {engine}" if mode == "episodes" else f"apply {engine} {mode}"
+
+
+def end_to_end(seconds: dict[str, float], mode: str = "episodes") -> float:
+    """Convert, then the fastest apply in batch mode ``mode`` and the fastest stats (NaN when one failed on
+    every engine).
+
+    Examples
+    --------
+    >>> times = {"convert": 3.0, "apply embedded": 5.0, "apply processes": 4.0, "stats embedded": 1.0,
+    ...          "apply embedded dataloader": 2.0}
+    >>> end_to_end(times), end_to_end(times, "dataloader")
+    (8.0, 6.0)
     """
     total = 0.0
     for step in ("convert", "apply", "stats"):
-        times = [t for name, t in seconds.items() if name.split()[0] == step and t == t]
+        times = [t for name, t in seconds.items() if name.split()[0] == step and t == t
+                 and (step != "apply" or name.split()[2:] == ([] if mode == "episodes" else [mode]))]
         total += min(times) if times else float("nan")
     return total
 
@@ -171,10 +193,10 @@ def pipeline_scaling(report, work: Path, n: int, workers: list[int]) -> dict[int
     for w in workers:
         dataset, rewards = work / f"ds{w}", work / f"rw{w}"
         steps = {"convert": [*cli, "convert", *files, "--out", str(dataset), "--workers", str(w)]}
-        for k, engine in enumerate(APPLY_ENGINES):  # the first engine's rewards are the stats' input
-            out = rewards if k == 0 else work / f"rw{w}-{engine}"
-            steps[f"apply {engine}"] = [*cli, "apply", str(dataset), *plugins, "--out", str(out), "--workers",
-                                        str(w), "--engine", engine]
+        for k, (mode, engine) in enumerate((m, e) for m in APPLY_MODES for e in APPLY_ENGINES):
+            out = rewards if k == 0 else work / f"rw{w}-{engine}-{mode}"  # the first's rewards: the stats' input
+            steps[apply_step(engine, mode)] = [*cli, "apply", str(dataset), *plugins, "--out", str(out),
+                                               "--workers", str(w), "--engine", engine, "--batch-mode", mode]
         for engine in STATS_ENGINES:
             steps[f"stats {engine}"] = [*cli, "stats", str(rewards), "--json", "--workers", str(w), "--engine", engine]
         seconds[w] = {}
@@ -194,14 +216,17 @@ def pipeline_scaling(report, work: Path, n: int, workers: list[int]) -> dict[int
                    rows / step.seconds, "trans/s", "; ".join(x for x in (speed, step.cpu_text()) if x))
         for folder in (dataset, rewards, *work.glob(f"rw{w}-*")):
             shutil.rmtree(folder, ignore_errors=True)
-    total = end_to_end(seconds[top])
-    if total == total:
-        report(f"N={rows:.1e} end to end (convert + the faster apply + the faster stats), {top} workers",
+    for mode in APPLY_MODES:
+        total = end_to_end(seconds[top], mode)
+        if total != total:
+            continue
+        label = "" if mode == "episodes" else f", apply in batch mode {mode}"
+        report(f"N={rows:.1e} end to end (convert + the faster apply + the faster stats{label}), {top} workers",
                rows / total, "trans/s")
         minutes = GOAL_N / (rows / total) / 60
         per_worker = parts.get(top, 0) / top
-        report(f"10^9 transitions at N={rows:.1e}'s rates (start-up included), {top} workers", minutes, "min",
-               f"{per_worker:.1f} parts per worker{' (too few: idle workers)' if per_worker < 4 else ''}; "
+        report(f"10^9 transitions at N={rows:.1e}'s rates (start-up included{label}), {top} workers", minutes,
+               "min", f"{per_worker:.1f} parts per worker{' (too few: idle workers)' if per_worker < 4 else ''}; "
                f"target < 15 on 16 cores: {'PASS' if minutes < GOAL_SECONDS / 60 else 'FAIL'}")
     shutil.rmtree(corpus_dir, ignore_errors=True)
     return {"rows": rows, "parts": parts, **seconds}

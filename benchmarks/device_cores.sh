@@ -7,8 +7,10 @@
 # Argument: the seconds the benchmark may run (default 480; the call's own limit is 600, and installing and
 # compiling take about a minute).  Environment, passed on to the benchmark (see benchmarks/bench_cores.py):
 # N (default 4e7 here: many parts per worker, the steady state a corpus runs at), PARTS (default pipeline),
-# PIPELINE_WORKERS (default 8,16), APPLY_ENGINE, STATS_ENGINE, LINES_PER_FILE.  PYTHON: the interpreter
-# (default python3, the machine's own).
+# PIPELINE_WORKERS (default 16: 8 was measured before, 0.88M/s convert, 0.66M/s apply), APPLY_ENGINE,
+# STATS_ENGINE, APPLY_MODE (default episodes,dataloader here: apply's default mode and the one kanachan's
+# offline trainer calls plug-ins in, each with its own 10^9 projection), LINES_PER_FILE.  PYTHON: the
+# interpreter (default python3, the machine's own).
 set -uo pipefail
 limit=${1:-480}
 python=${PYTHON:-python3}
@@ -33,7 +35,8 @@ $python -m rewardlab.sources.kanachan.tokenizer && $python -m rewardlab.analysis
     || { echo "device_cores: compiling the kernels failed"; exit 2; }
 echo "device_cores: ready after $(( $(date +%s) - start )) s; the benchmark may run ${limit} s"
 
-N=${N:-4e7} PARTS=${PARTS:-pipeline} PIPELINE_WORKERS=${PIPELINE_WORKERS:-8,16} \
+N=${N:-4e7} PARTS=${PARTS:-pipeline} PIPELINE_WORKERS=${PIPELINE_WORKERS:-16} \
+    APPLY_MODE=${APPLY_MODE:-episodes,dataloader} \
     timeout --signal=INT --kill-after=20 "$limit" $python -m benchmarks cores 2>&1 | tee "$out/cores.log"
 status=${PIPESTATUS[0]}
 echo "device_cores: benchmark exit status $status after $(( $(date +%s) - start )) s (124: stopped at ${limit} s)"
