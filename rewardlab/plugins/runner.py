@@ -12,7 +12,7 @@ over the same way.
 How a call's TensorDict is made
 -------------------------------
 Consecutive batches are grouped into *chunks* of about :data:`CHUNK_ROWS`
-rows (a bigger batch is a chunk of its own).  The contract's arrays
+rows (a bigger batch is a chunk of its own; :func:`~rewardlab.plugins.chunks.group_batches`).  The contract's arrays
 (kanachan: :class:`~rewardlab.contracts.kanachan.batching.FrameArrays`) build one TensorDict per
 chunk (one vectorized gather instead of one per call), and each call gets a
 **new** TensorDict whose tensors are the rows of its own batch in that chunk,
@@ -66,6 +66,7 @@ from rewardlab.contracts.base import Contract, ContractArrays
 from rewardlab.contracts.registry import DEFAULT_CONTRACT, get_contract
 from rewardlab.core.errors import ContractError, PluginRuntimeError
 from rewardlab.core.heap import frozen_heap
+from rewardlab.plugins.chunks import BufferCopies, Chunk, group_batches
 
 __all__ = ["CHUNK_ROWS", "Finding", "Locator", "RunOutcome", "run_plugins", "resolve",
            "describe_batch", "plugin_traceback", "safe_text"]
@@ -340,53 +341,6 @@ def resolve(outcomes: list, locator: "Locator | None") -> list:
     return outcomes
 
 
-@dataclasses.dataclass
-class _Chunk:
-    rows: slice | np.ndarray
-    batches: list  # (local start, local stop, global rows, contiguous)
-
-
-def _as_slice_or_array(rows):
-    if isinstance(rows, slice):
-        return rows
-    return np.asarray(rows, dtype=np.int64)
-
-
-def _length(rows) -> int:
-    return rows.stop - rows.start if isinstance(rows, slice) else len(rows)
-
-
-def _close(pending: list) -> _Chunk:
-    bounds, start = [], 0
-    for rows, contiguous in pending:
-        n = _length(rows)
-        bounds.append((start, start + n, rows, contiguous))
-        start += n
-    slices = all(isinstance(r, slice) for r, _ in pending)
-    if slices and all(pending[k][0].stop == pending[k + 1][0].start for k in range(len(pending) - 1)):
-        rows = slice(pending[0][0].start, pending[-1][0].stop)
-    else:
-        rows = np.concatenate([np.arange(r.start, r.stop) if isinstance(r, slice) else r
-                               for r, _ in pending]).astype(np.int64, copy=False)
-    return _Chunk(rows, bounds)
-
-
-def _chunks(batches: Iterable, limit: int):
-    pending, size = [], 0
-    for rows, contiguous in batches:
-        rows = _as_slice_or_array(rows)
-        n = _length(rows)
-        if not n:
-            continue
-        if pending and size + n > limit:
-            yield _close(pending)
-            pending, size = [], 0
-        pending.append((rows, bool(contiguous)))
-        size += n
-    if pending:
-        yield _close(pending)
-
-
 _CPU = torch.device("cpu")
 
 
@@ -562,11 +516,11 @@ def run_plugins(
     first_index = first_batch
     context = _Context(arrays, mode, options, setting, bar, status, interrupts_are_plugins,
                        contract, in_keys, (*in_keys, contract.reward_key, contract.done_key), row_offset)
-    copies = _Copies()
+    copies = BufferCopies()
     stopped = False
     # frozen_heap: the collector's full passes skip the ~330k objects the imports left (core.heap)
     with torch.no_grad(), frozen_heap():
-        for chunk in _chunks(batches, chunk_rows):
+        for chunk in group_batches(batches, chunk_rows):
             active = [r for r in runs if r.outcome.error is None]
             if not active or stopped:
                 break
@@ -595,25 +549,6 @@ def run_plugins(
     return outcomes
 
 
-class _Copies:
-    """Copies of chunk tensors into buffers reused from chunk to chunk.
-
-    A fresh ``clone()`` of every chunk costs its page faults each time (most
-    of a strict check's time); copying into memory already mapped does not.
-    """
-
-    def __init__(self):
-        self._buffers: dict = {}
-
-    def copy(self, name, src: torch.Tensor) -> torch.Tensor:
-        buf = self._buffers.get(name)
-        if buf is None or buf.dtype != src.dtype or buf.shape[1:] != src.shape[1:] or buf.shape[0] < src.shape[0]:
-            buf = self._buffers[name] = torch.empty((max(src.shape[0], 1), *src.shape[1:]), dtype=src.dtype)
-        out = buf[: src.shape[0]]
-        out.copy_(src)
-        return out
-
-
 @dataclasses.dataclass(frozen=True)
 class _Context:
     arrays: ContractArrays
@@ -633,7 +568,7 @@ def _leaves(data: TensorDict) -> dict:
     return dict(data.items(include_nested=True, leaves_only=True))
 
 
-def _run_chunk(run: _Run, ctx: _Context, chunk: _Chunk, leaves: dict, pristine: dict | None,
+def _run_chunk(run: _Run, ctx: _Context, chunk: Chunk, leaves: dict, pristine: dict | None,
                flags: tuple, first_index: int) -> None:
     """One plug-in over one chunk's batches (``flags``: the contract's done flags of the chunk)."""
     outcome = run.outcome
