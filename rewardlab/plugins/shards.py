@@ -468,10 +468,11 @@ def stream_shards(
         carried = sum(p.n for p in parts)
         done, plan = stream.feed(episode_ends(ends_of(arrays)), last=last)
         block = stream.block
-        if done > (block or 0) and carried and mode != "shuffled":
+        m = (block or 0) - carried
+        if carried and mode != "shuffled" and done >= (block or 0) and m < arrays.n:
             # the carried rows and the shard's first rows make one block (a small copy, with
-            # one more row for the next state); the rest of the shard runs without a copy
-            m = block - carried
+            # one more row, which the shard has, for the next state); the rest of the shard
+            # runs, or is carried, without a copy
             plan = iter(plan)
             head, first = [], None
             for item in plan:
