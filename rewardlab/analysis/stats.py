@@ -116,9 +116,10 @@ class Moments:
 
         ``zeros`` more values equal to 0.0 are counted without being
         materialised (a sparse reward column: its nonzero values and how
-        many zeros it has), exactly as if they were appended: the count, the
-        mean over all, ``M2 = sum((x - mean) ** 2) + zeros * mean ** 2``, and
-        0.0 within ``[min, max]``.
+        many zeros it has): the count, the mean over all, ``M2 = sum((x -
+        mean) ** 2) + zeros * mean ** 2`` and 0.0 within ``[min, max]``, the
+        moments of the values with the zeros appended up to rounding (the
+        sums add in another order); ``zeros=0`` is the plain case, bit for bit.
 
         Both sums are NumPy's pairwise sums, whose order of additions is fixed
         by the array's length: the same values give the same bits on any
