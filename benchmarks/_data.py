@@ -62,3 +62,13 @@ def timings(fn, repeat: int) -> list[float]:
 def best_time(fn, repeat: int = 3) -> float:
     """The fastest of ``repeat`` timed calls of ``fn`` (seconds), collecting garbage before each."""
     return min(timings(fn, repeat))
+
+
+def interleaved(functions: dict, repeat: int = 5) -> dict:
+    """The best time of each function (seconds, by label), the calls interleaved so that a busy spell of a
+    shared machine slows them alike: ratios of these are steadier than ratios of separate best times."""
+    best = dict.fromkeys(functions, float("inf"))
+    for _ in range(repeat):
+        for label, function in functions.items():
+            best[label] = min(best[label], best_time(function, repeat=1))
+    return best

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._data import ROOT, best_time
+from benchmarks._data import ROOT, interleaved
 from rewardlab.domains.el_farol import SMALL, simulate_actions, simulate_bar
 from rewardlab.plugins import apply_plugins, isolation
 from rewardlab.plugins.manager_steps import joint_arrays
@@ -93,15 +93,6 @@ def plain_loop_tuples(cls, actions) -> list:
             for i in agents:
                 append(get(i, state, joint))
     return out
-
-
-def interleaved(functions: dict, repeat: int = 5) -> dict:
-    """The best time of each function, the calls interleaved (a busy machine slows them alike)."""
-    best = dict.fromkeys(functions, float("inf"))
-    for _ in range(repeat):
-        for label, function in functions.items():
-            best[label] = min(best[label], best_time(function, repeat=1))
-    return best
 
 
 def run(report) -> None:

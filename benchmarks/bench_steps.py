@@ -14,7 +14,7 @@ from rewardlab.contracts.kanachan.batching import FrameArrays
 from rewardlab.contracts.steps import StepsArrays
 from rewardlab.core.spec import FrameSpec, StateColumn
 from rewardlab.sources.kanachan import schema as S
-from benchmarks._data import SAMPLE, best_time, tiled_frame, whole_episodes_head
+from benchmarks._data import SAMPLE, best_time, interleaved, tiled_frame, whole_episodes_head
 
 STEPS = 10_000_000
 EPISODE_LENGTH = 200
@@ -83,8 +83,9 @@ def run(report) -> None:
     steps = StepsArrays(steps_frame, spec)
     rows = np.random.default_rng(0).permutation(million.height)
     for label, arg in (("one batch", None), ("shuffled rows", rows)):
-        tk = best_time(lambda: kan.tensordict(arg), repeat=2)
-        ts = best_time(lambda: steps.tensordict(arg), repeat=2)
+        best = interleaved({"kanachan": lambda: kan.tensordict(arg), "steps": lambda: steps.tensordict(arg)},
+                           repeat=3)
+        tk, ts = best["kanachan"], best["steps"]
         report(f"kanachan TensorDict, {million.height:,} rows, {label}", million.height / tk, "rows/s")
         report(f"steps TensorDict, same state columns, {label}", million.height / ts, "rows/s")
         report(f"steps / kanachan time per row, {label}", ts / tk, "x", "target <= 1.5")
@@ -98,7 +99,8 @@ def run(report) -> None:
                                         for s in spec.states))
     with_final = StepsArrays(finals, final_spec)
     for label, arg in (("one batch", None), ("shuffled rows", rows)):
-        ts = best_time(lambda: steps.tensordict(arg), repeat=2)
-        tf = best_time(lambda: with_final.tensordict(arg), repeat=2)
+        best = interleaved({"without": lambda: steps.tensordict(arg), "with": lambda: with_final.tensordict(arg)},
+                           repeat=5)
+        ts, tf = best["without"], best["with"]
         report(f"steps TensorDict with final states / without, time per row, {label}", tf / ts, "x",
                "target <= 1.25")
