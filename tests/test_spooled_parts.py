@@ -16,7 +16,8 @@ from rewardlab.sources.datasets import PartedDataset
 from rewardlab.sources.datasets.parts import episode_cuts
 from rewardlab.sources.datasets.spooled_parts import plan_cuts
 from rewardlab.sources.datasets.writer import SPOOL_NAME, PartWriter
-from rewardlab.sources.spooled import SpooledChunk
+from rewardlab.sources import spooled
+from rewardlab.sources.spooled import SpooledChunk, read_spool, write_spool
 
 SPEC = FrameSpec(name="toy", episode=("e",))
 
@@ -38,13 +39,28 @@ def _chunks(frame: pl.DataFrame, folder, rng, *, file_offsets: bool) -> tuple[li
         first = int(piece["e"][0])
         stored = piece.with_columns(pl.col("e") - first) if file_offsets else piece
         path = folder / f"chunk-{k}.arrow"
-        stored.write_ipc(path, compression="zstd")
+        write_spool(stored, path)
         local = np.flatnonzero(np.r_[piece["e"].to_numpy()[1:] != piece["e"].to_numpy()[:-1], True]) + 1
         chunks.append(SpooledChunk(str(path), start=0, rows=piece.height, ends=local,
                                    offsets=(("e", first),) if file_offsets else ()))
         frames.append(piece)
         start = stop
     return chunks, frames
+
+
+@pytest.mark.parametrize("start,rows", [(0, None), (0, 7), (5, 3), (6, 12), (13, 1), (17, None), (0, 20), (20, 0)])
+def test_a_spool_file_gives_back_any_rows_equal_and_in_one_chunk(tmp_path, monkeypatch, start, rows):
+    monkeypatch.setattr(spooled, "SPOOL_BATCH_ROWS", 3)  # many record batches: slices start and end inside them
+    ids = pl.Series("id", [f"g{k % 4}" for k in range(20)], dtype=pl.Categorical)
+    frame = pl.concat([  # three chunks, each with its own categories
+        pl.DataFrame({"id": ids.slice(a, b - a), "x": np.arange(a, b, dtype=np.uint16),
+                      "v": pl.Series([[k, -k] for k in range(a, b)], dtype=pl.Array(pl.Int16, 2))})
+        for a, b in ((0, 6), (6, 13), (13, 20))], rechunk=False)
+    path = tmp_path / "c.arrow"
+    write_spool(frame, path)
+    got = read_spool(path, start=start, rows=rows)
+    assert got.equals(frame.slice(start, rows)) and got.schema == frame.schema
+    assert got.n_chunks() == 1
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -12,11 +12,24 @@ A chunk may also carry integer offsets to add to columns as it is read
 (kanachan numbers games per file in its workers; the driver learns each
 file's offset only once the files before it are read).
 
+The spool's one format (:func:`write_spool`, :func:`read_spool`): an Arrow
+IPC file written by pyarrow, LZ4-compressed (Arrow's LZ4 frames carry no
+content checksum; Polars' writer adds one, which its reader checks), in
+record batches of :data:`SPOOL_BATCH_ROWS` rows, so that a part holding
+only some of a chunk's rows decompresses only the batches that hold them.
+Measured on a 162,737-row kanachan chunk here (best of 7, one run): written
+in 46 ms (Polars' ``write_ipc`` with lz4: 73 ms), read whole in 25 ms (35),
+its second half in 19 ms (38: Polars reads the whole file to slice it).
+A chunk is cut into about two parts on average, so each was read whole about
+twice before.  Without the content checksum a spool file damaged on disk is
+caught only where LZ4 finds its frames malformed; a spool file lives for
+seconds, and the parts written from it carry a CRC-32 in every page.
+
 Examples
 --------
 >>> import tempfile, pathlib, numpy as np, polars as pl
 >>> d = pathlib.Path(tempfile.mkdtemp())
->>> pl.DataFrame({"game": [0, 0, 1]}).write_ipc(d / "c.arrow")
+>>> write_spool(pl.DataFrame({"game": [0, 0, 1]}), d / "c.arrow")
 >>> chunk = SpooledChunk(str(d / "c.arrow"), start=0, rows=3, ends=np.array([2, 3]), offsets=(("game", 5),))
 >>> read_pieces([chunk.slice(1).piece(0, 2)])["game"].to_list()
 [5, 6]
@@ -29,8 +42,45 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.ipc
 
-__all__ = ["SpooledChunk", "SpooledResult", "read_pieces", "Piece"]
+__all__ = ["SpooledChunk", "SpooledResult", "read_pieces", "Piece", "write_spool", "read_spool", "SPOOL_BATCH_ROWS"]
+
+#: Rows per record batch of a spool file (:func:`write_spool`): the unit a reader of some rows decompresses.
+SPOOL_BATCH_ROWS = 1 << 14
+
+
+def write_spool(frame: pl.DataFrame, path) -> None:
+    """Write ``frame`` to ``path`` in the spool's format (see the module's text); :func:`read_spool` gives it
+    back, equal (dtypes included).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "c.arrow"
+    >>> f = pl.DataFrame({"id": pl.Series(["a", "b", "a"], dtype=pl.Categorical), "x": [1, 2, 3]})
+    >>> write_spool(f, path)
+    >>> read_spool(path).equals(f), read_spool(path, start=1, rows=1)["x"].to_list()
+    (True, [2])
+    """
+    table = frame.to_arrow().unify_dictionaries()  # an IPC file holds one dictionary per column
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as writer:
+        writer.write_table(table, max_chunksize=SPOOL_BATCH_ROWS)
+
+
+def read_spool(path, *, start: int = 0, rows: int | None = None) -> pl.DataFrame:
+    """Rows ``start .. start + rows`` (default: to the end) of a spool file :func:`write_spool` wrote, as one
+    chunk; only the record batches holding them are decompressed.
+
+    One chunk, whatever the batches: a part's Parquet bytes depend on how its frame is chunked, and a dataset
+    is the same byte for byte whichever route wrote it (``tests/test_convert_resume_files.py``).
+    """
+    lazy = pl.scan_ipc(path)
+    if start or rows is not None:
+        lazy = lazy.slice(start, rows)
+    return lazy.collect().rechunk()
 
 
 class Piece(NamedTuple):
@@ -98,12 +148,11 @@ class SpooledResult:
 def read_pieces(pieces: Sequence[Piece]) -> pl.DataFrame:
     """The rows of ``pieces``, in order, one frame (offsets added; no spec attached).
 
-    Each file is read whole (its chunks are compressed), and only the rows
-    asked for are kept.
+    Only the record batches of each file that hold the rows asked for are read (:func:`read_spool`).
     """
     frames = []
     for piece in pieces:
-        frame = pl.read_ipc(piece.path).slice(piece.start, piece.rows)
+        frame = read_spool(piece.path, start=piece.start, rows=piece.rows)
         if any(k for _, k in piece.offsets):
             frame = frame.with_columns((pl.col(c) + int(k)).cast(frame.schema[c]) for c, k in piece.offsets if k)
         frames.append(frame)

@@ -8,11 +8,12 @@ independent but for two things carried across files: games are numbered
 from the first file on, and a game may not appear in two files.  So
 :func:`stream_kanachan_files` runs ``processes`` worker processes (each
 with ``threads`` parse threads, started once) that each stream one file at
-a time, writing its chunks, games numbered from 0, to LZ4-compressed Arrow
-IPC files in a spool folder (on kanachan data about a tenth of the chunk's
-size in memory and the fastest to write: measured on 162k transitions, 7 MB
-written in 0.056 s, against zstd's 4 MB in 0.094 s and 71 MB uncompressed in
-0.075 s; each reads back in 0.03 s); this process reads the chunks back in
+a time, writing its chunks, games numbered from 0, to spool files
+(:func:`rewardlab.sources.spooled.write_spool`: LZ4-compressed Arrow IPC, on
+kanachan data about a sixth of the chunk's size in memory; LZ4 was the
+fastest to write when measured on 162k transitions: 7 MB written in 0.056
+s, against zstd's 4 MB in 0.094 s and 71 MB uncompressed in 0.075 s);
+this process reads the chunks back in
 file order, shifts the game numbers by the games of the files before, checks
 for games seen in an earlier file and yields them.  The chunks equal ``stream_kanachan``'s,
 concatenated (frames, skipped lines, the error raised).
@@ -62,7 +63,7 @@ from rewardlab.sources.kanachan import schema as S
 from rewardlab.sources.kanachan.gameids import GameIdSet
 from rewardlab.sources.kanachan.stream import FileStream
 from rewardlab.sources.results import LoadResult
-from rewardlab.sources.spooled import SpooledChunk, SpooledResult
+from rewardlab.sources.spooled import SpooledChunk, SpooledResult, read_spool, write_spool
 
 __all__ = ["stream_kanachan_files", "FileChunks", "worker_main"]
 
@@ -85,7 +86,7 @@ def _stream_one(index: int, path: str, chunk_bytes: int, skip: bool, threads: in
         for k, result in enumerate(stream.run()):
             target = Path(folder) / f"{index:06d}-{k:06d}.arrow"
             frame = result.frame
-            frame.write_ipc(target, compression="lz4")
+            write_spool(frame, target)
             ends = frame_episode_ends(frame, S.KANACHAN_SPEC)
             chunk = SpooledChunk(str(target), start=0, rows=frame.height, ends=ends)
             chunks.append((chunk, _game_starts(frame), result.skipped))
@@ -232,7 +233,7 @@ def stream_kanachan_files(files: list[Path], *, chunk_bytes: int, skip: bool, pr
                     if handoff is not None:
                         yield SpooledResult(dataclasses.replace(chunk, offsets=((S.GAME, games),)), skipped)
                         continue
-                    frame = pl.read_ipc(chunk.path)
+                    frame = read_spool(chunk.path)
                     Path(chunk.path).unlink()
                     if games:
                         frame = frame.with_columns((pl.col(S.GAME) + games).cast(frame.schema[S.GAME]))
@@ -270,7 +271,7 @@ def _cross_file(chunk: SpooledChunk, names: list[str], earlier: GameIdSet) -> Da
     dup = earlier.contains(names)
     if not dup.any():
         return None
-    frame = pl.read_ipc(chunk.path)
+    frame = read_spool(chunk.path)
     game = frame[S.GAME].to_numpy()
     r = int(np.flatnonzero(np.r_[True, game[1:] != game[:-1]])[np.argmax(dup)])
     return DataFormatError(frame[S.SOURCE_FILE][r], int(frame[S.SOURCE_LINE][r]), 0, "game_reappears",
