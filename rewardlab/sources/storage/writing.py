@@ -49,7 +49,10 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
     ``sparse``, ``progression``, ...; any source's state columns) as
     little-endian FixedSizeBinary (see :mod:`rewardlab.sources.storage`), written with
     pyarrow; lz4, row groups of 65,536 rows (cheap lazy scans and slices),
-    statistics on, dictionary encoding for the other columns only, a CRC-32
+    statistics (min/max, for Polars' predicate pushdown) and dictionary
+    encoding for the other columns only (an array column's statistics are
+    byte strings no filter uses, and cost 13% of a kanachan part's write:
+    139 against 121 ms for 162,737 rows here), a CRC-32
     checksum in every page header (verified on read, see
     :func:`~rewardlab.sources.storage.read_dataset` and
     :func:`~rewardlab.sources.storage.verify_dataset`).  lz4 was chosen over
@@ -110,7 +113,7 @@ def write_dataset(frame: pl.DataFrame, path: str | Path, *, kind: str = "parquet
     arrays = array_layout(frame.schema)
     scalars = [c for c in frame.columns if c not in arrays]
     pq.write_table(table, path, compression=PARQUET_COMPRESSION, row_group_size=PARQUET_ROW_GROUP,
-                   use_dictionary=scalars, write_statistics=True, write_page_checksum=True)
+                   use_dictionary=scalars, write_statistics=scalars, write_page_checksum=True)
 
 
 def _check_frame(frame: pl.DataFrame, spec: FrameSpec) -> None:
