@@ -46,7 +46,8 @@ from rewardlab.analysis.episode_parts import SAMPLE_LIMIT
 from rewardlab.analysis.normalizers import (
     RMS_PRIOR_COUNT, normalization_summary, replay_inputs,
 )
-from rewardlab.analysis.stats import Moments, NormalizationConstants
+from rewardlab.analysis.moments import Moments
+from rewardlab.analysis.stats import NormalizationConstants
 from rewardlab.analysis.stats_parts import NormalizationParts, RewardStatsParts
 from rewardlab.analysis.scopes import RETURN_SCOPES, check_scope
 from rewardlab.analysis.tables import resolve_reward

@@ -61,8 +61,9 @@ import polars as pl
 
 from rewardlab.analysis.scopes import SCOPE_ALIASES, VALUE, check_scope, scope_lazy, scope_values
 from rewardlab.analysis.sketches import DEFAULT_K, EXACT_LIMIT, QuantileAccumulator, check_quantiles
+from rewardlab.analysis.moments import Moments
 from rewardlab.analysis.stats import (
-    DEFAULT_QUANTILES, Moments, NormalizationConstants, RewardStats, check_normalizable, values_of_lazy,
+    DEFAULT_QUANTILES, NormalizationConstants, RewardStats, check_normalizable, values_of_lazy,
 )
 from rewardlab.analysis.tables import column_names, lazy_table, resolve_reward, rewards_to_use
 from rewardlab.core.errors import FrameError, ParameterError, check_int

@@ -148,14 +148,14 @@ def constants_stale(provenance: Provenance, parameter_key: str) -> bool:
 
 
 def population_constants(values: np.ndarray) -> tuple[float, float]:
-    """Mean and population standard deviation (ddof 0) of ``values``, via :class:`rewardlab.analysis.stats.Moments`.
+    """Mean and population standard deviation (ddof 0) of ``values``, via :class:`rewardlab.analysis.moments.Moments`.
 
     Examples
     --------
     >>> population_constants(np.array([1.0, -1.0, -1.0, -1.0]))
     (-0.5, 0.8660254037844386)
     """
-    from rewardlab.analysis.stats import Moments
+    from rewardlab.analysis.moments import Moments
 
     moments = Moments.of(np.asarray(values, dtype=np.float64))
     if moments.count == 0:

@@ -10,7 +10,7 @@ with ``G`` (:func:`~rewardlab.analysis.alignment.alignment`: factoredness and
 learnability with bootstrap intervals, with ``samples`` own changes per
 (week, agent) and ``resamples`` bootstrap resamples, small by default so a
 change stays interactive) and each agent's reward distribution and
-normalization constants (:class:`~rewardlab.analysis.stats.Moments` per agent).
+normalization constants (:class:`~rewardlab.analysis.moments.Moments` per agent).
 
 The joint actions
 -----------------
@@ -48,7 +48,8 @@ import polars as pl
 
 from rewardlab.analysis.alignment import alignment
 from rewardlab.analysis.joint import JointView, joint_view
-from rewardlab.analysis.stats import Moments, NormalizationConstants, check_normalizable, fingerprint
+from rewardlab.analysis.moments import Moments
+from rewardlab.analysis.stats import NormalizationConstants, check_normalizable, fingerprint
 from rewardlab.core.errors import ParameterError, check_choice, check_int, check_positive
 from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.el_farol import POLICIES, SMALL, SPEC, BarSetting, agent_rewards, attendance, global_reward, \

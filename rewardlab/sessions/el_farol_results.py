@@ -1,7 +1,7 @@
 """What the El Farol tuner shows: its results, one week opened, and the helpers they are computed with.
 
 :class:`ElFarolResults` (one reward kind on every (week, agent)), :class:`WeekDetail` (one joint step),
-:func:`agent_moments` (each agent's :class:`~rewardlab.analysis.stats.Moments`, vectorized) and
+:func:`agent_moments` (each agent's :class:`~rewardlab.analysis.moments.Moments`, vectorized) and
 :func:`joint_spec` (how a recorded joint table forms episodes).  The session is
 :class:`rewardlab.sessions.ElFarolSession`.
 
@@ -20,7 +20,7 @@ import polars as pl
 
 from rewardlab.analysis.alignment import AlignmentResult
 from rewardlab.analysis.joint import JointView
-from rewardlab.analysis.stats import Moments
+from rewardlab.analysis.moments import Moments
 from rewardlab.core.errors import ParameterError, SpecError
 from rewardlab.core.spec import FrameSpec
 from rewardlab.domains.el_farol import SPEC, BarSetting
@@ -116,7 +116,7 @@ class WeekDetail:
 
 
 def agent_moments(rewards) -> tuple[Moments, ...]:
-    """The :class:`~rewardlab.analysis.stats.Moments` of each column of ``rewards`` (``[S, n]``), vectorized.
+    """The :class:`~rewardlab.analysis.moments.Moments` of each column of ``rewards`` (``[S, n]``), vectorized.
 
     Mean and M2 are two-pass, per column, as :meth:`Moments.of` computes them for one column;
     both sums run down the columns in row order, NumPy's reduction over the first axis, so

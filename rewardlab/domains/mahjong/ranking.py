@@ -47,7 +47,7 @@ from rewardlab.core import columns
 from rewardlab.core.errors import FrameError, ParameterError, check_choice, check_finite, check_in_range, \
     check_int
 from rewardlab.domains.mahjong.rules import ranks_from_scores, require_mahjong
-from rewardlab.analysis.stats import Moments
+from rewardlab.analysis.moments import Moments
 from rewardlab.analysis.sums import segment_sums
 from rewardlab.analysis.tables import lazy_table, column_names, rewards_to_use
 
