@@ -63,6 +63,14 @@ def test_a_spool_file_gives_back_any_rows_equal_and_in_one_chunk(tmp_path, monke
     assert got.n_chunks() == 1
 
 
+@pytest.mark.parametrize("values", [["b", None, "b", "c"], [], ["x"] * 5])
+def test_a_spool_file_keeps_categorical_columns_with_nulls_or_no_rows(tmp_path, values):
+    frame = pl.DataFrame({"id": pl.Series(values, dtype=pl.Categorical), "x": np.arange(len(values))})
+    write_spool(frame, tmp_path / "c.arrow")
+    got = read_spool(tmp_path / "c.arrow")
+    assert got.equals(frame) and got.schema == frame.schema
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_plan_cuts_are_the_frame_paths_cuts(seed):
     rng = np.random.default_rng(seed)
