@@ -9,12 +9,10 @@ from the first file on, and a game may not appear in two files.  So
 :func:`stream_kanachan_files` runs ``processes`` worker processes (each
 with ``threads`` parse threads, started once) that each stream one file at
 a time, writing its chunks, games numbered from 0, to spool files
-(:func:`rewardlab.sources.spooled.write_spool`: LZ4-compressed Arrow IPC, on
-kanachan data about a sixth of the chunk's size in memory; LZ4 was the
-fastest to write when measured on 162k transitions: 7 MB written in 0.056
-s, against zstd's 4 MB in 0.094 s and 71 MB uncompressed in 0.075 s);
-this process reads the chunks back in
-file order, shifts the game numbers by the games of the files before, checks
+(:func:`rewardlab.sources.spooled.write_spool`: LZ4-compressed Arrow IPC,
+about a sixth of the chunk's size in memory on kanachan data; that module
+says what the format costs); this process reads the chunks back in file
+order, shifts the game numbers by the games of the files before, checks
 for games seen in an earlier file and yields them.  The chunks equal ``stream_kanachan``'s,
 concatenated (frames, skipped lines, the error raised).
 
